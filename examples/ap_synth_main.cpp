@@ -1,0 +1,433 @@
+// ap_synth: writes a synthetic qk dump (NPY layout of SPEC §1) from an exact Gaussian query
+// model, and beside it true_ap.csv with the attention plasticity each head truly has.
+// The model is described in synth_model.hpp.
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <xtensor/xnpy.hpp>
+#include <xtensor/xtensor.hpp>
+
+#include "cli_util.hpp"
+#include "synth_model.hpp"
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace
+{
+namespace fs = std::filesystem;
+using namespace ap_examples;
+
+struct synth_cli
+{
+    synth_options model;
+    std::string out = "synth_dump";
+    bool float64 = false;
+    bool int32 = false;
+    std::size_t threads = 0;
+};
+
+const char* const usage_text =
+    R"(usage: ap_synth [options]
+
+Writes a synthetic qk dump in the NPY layout of SPEC §1 into --out, from an exact Gaussian
+query model (see examples/synth_model.hpp), and beside it (files of the same names are
+overwritten, anything else in --out is left alone):
+  true_ap.csv       layer,q_head,k_head,ap_true,ap_true_first20,ap_true_last20,drift
+  true_profile.csv  layer,q_head,k_head,q_bucket,tau,n_queries,ap_true,n_pairs
+
+options (defaults in brackets):
+  --out DIR                    output folder [synth_dump]
+  --num-layers N               layers [4]
+  --num-q-heads N              query heads per layer [8]
+  --num-k-heads N              key heads per layer; divides --num-q-heads [2]
+  --dim D                      head dimension d [64]
+  --tokens N                   tokens per head = examples x sequence length [4096]
+  --examples N                 sequences (example_id values) per head [4]
+  --buckets N                  uniform position buckets [16]
+  --seed N                     seed of everything [0]
+  --sliding-window-layers L    comma-separated layers with a sliding window [none]
+  --sliding-window W           window of those layers, tokens [sequence length / 4]
+  --true-pairs N               0: the true AP is the exact expectation over every pair the
+                               sampler can draw (weighted by its probability); N > 0: the
+                               mean over N pairs per cell drawn with the library's sampler [0]
+  --max-rel-dist X             sampler window fraction, as the analysis [0.05]
+  --min-drift X, --max-drift X range of the positional drift strength [0.3, 150]
+  --vector-dtype float32|float64   dtype of vector.npy [float32]
+  --int-dtype int32|int64      dtype of the integer columns [int64]
+  --threads N                  worker threads [hardware concurrency]
+  --help                       this text
+)";
+
+synth_cli parse_args(int argc, char** argv, bool& help)
+{
+    synth_cli cli;
+    help = false;
+    for (int i = 1; i < argc; ++i)
+    {
+        std::string arg = argv[i];
+        if (arg == "--help" || arg == "-h")
+        {
+            help = true;
+            return cli;
+        }
+        if (arg.rfind("--", 0) != 0)
+        {
+            throw usage_error("unexpected argument '" + arg + "'");
+        }
+        std::string value;
+        const auto eq = arg.find('=');
+        if (eq != std::string::npos)
+        {
+            value = arg.substr(eq + 1);
+            arg = arg.substr(0, eq);
+        }
+        else
+        {
+            if (i + 1 >= argc)
+            {
+                throw usage_error(arg + ": missing value");
+            }
+            value = argv[++i];
+        }
+        auto& m = cli.model;
+        if (arg == "--out")
+        {
+            if (value.empty())
+            {
+                throw usage_error("--out: empty path");
+            }
+            cli.out = value;
+        }
+        else if (arg == "--num-layers") m.num_layers = parse_unsigned(arg, value, 1, 100);
+        else if (arg == "--num-q-heads") m.num_q_heads = parse_unsigned(arg, value, 1, 100);
+        else if (arg == "--num-k-heads") m.num_k_heads = parse_unsigned(arg, value, 1, 100);
+        else if (arg == "--dim") m.dim = parse_unsigned(arg, value, 2, 4096);
+        else if (arg == "--tokens") m.tokens = parse_unsigned(arg, value, 4, 100000000);
+        else if (arg == "--examples") m.examples = parse_unsigned(arg, value, 1, 1000000);
+        else if (arg == "--buckets") m.buckets = parse_unsigned(arg, value, 2, 1000000);
+        else if (arg == "--seed") m.seed = parse_unsigned(arg, value);
+        else if (arg == "--sliding-window") m.sliding_window = static_cast<std::int64_t>(parse_unsigned(arg, value, 1, 1u << 30));
+        else if (arg == "--true-pairs") m.true_pairs = parse_unsigned(arg, value, 0, 100000000);
+        else if (arg == "--max-rel-dist") m.max_rel_dist = parse_real(arg, value, 0.0, 1.0);
+        else if (arg == "--min-drift") m.min_drift = parse_real(arg, value, 1e-9, 1e9);
+        else if (arg == "--max-drift") m.max_drift = parse_real(arg, value, 1e-9, 1e9);
+        else if (arg == "--threads") cli.threads = parse_unsigned(arg, value, 1, 4096);
+        else if (arg == "--sliding-window-layers")
+        {
+            m.sliding_window_layers.clear();
+            std::size_t start = 0;
+            while (start <= value.size() && !trim(value).empty())
+            {
+                const auto comma = value.find(',', start);
+                const std::string piece = value.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+                m.sliding_window_layers.push_back(parse_unsigned(arg, piece, 0, 1000));
+                if (comma == std::string::npos)
+                {
+                    break;
+                }
+                start = comma + 1;
+            }
+        }
+        else if (arg == "--vector-dtype")
+        {
+            if (value != "float32" && value != "float64")
+            {
+                throw usage_error("--vector-dtype: '" + value + "' is not float32 or float64");
+            }
+            cli.float64 = value == "float64";
+        }
+        else if (arg == "--int-dtype")
+        {
+            if (value != "int32" && value != "int64")
+            {
+                throw usage_error("--int-dtype: '" + value + "' is not int32 or int64");
+            }
+            cli.int32 = value == "int32";
+        }
+        else
+        {
+            throw usage_error("unknown option '" + arg + "' (see --help)");
+        }
+    }
+    const auto& m = cli.model;
+    if (m.num_q_heads % m.num_k_heads != 0)
+    {
+        throw usage_error("--num-q-heads (" + std::to_string(m.num_q_heads) + ") must be a multiple of --num-k-heads ("
+                          + std::to_string(m.num_k_heads) + ")");
+    }
+    if (m.tokens % m.examples != 0 || m.sequence_length() < 2)
+    {
+        throw usage_error("--tokens (" + std::to_string(m.tokens) + ") must be a multiple of --examples ("
+                          + std::to_string(m.examples) + ") with at least 2 tokens per example");
+    }
+    if (m.buckets > m.sequence_length())
+    {
+        throw usage_error("--buckets (" + std::to_string(m.buckets) + ") exceeds the sequence length ("
+                          + std::to_string(m.sequence_length()) + ")");
+    }
+    for (auto layer : m.sliding_window_layers)
+    {
+        if (layer >= m.num_layers)
+        {
+            throw usage_error("--sliding-window-layers: layer " + std::to_string(layer) + " does not exist ("
+                              + std::to_string(m.num_layers) + " layers)");
+        }
+    }
+    if (m.min_drift > m.max_drift)
+    {
+        throw usage_error("--min-drift must not exceed --max-drift");
+    }
+    return cli;
+}
+
+template <class T>
+xt::xtensor<T, 2> permuted_rows(const xt::xtensor<double, 2>& x, const std::vector<std::size_t>& order)
+{
+    const std::size_t d = x.shape()[1];
+    xt::xtensor<T, 2> out = xt::xtensor<T, 2>::from_shape({order.size(), d});
+    for (std::size_t r = 0; r < order.size(); ++r)
+    {
+        for (std::size_t c = 0; c < d; ++c)
+        {
+            out(r, c) = static_cast<T>(x(order[r], c));
+        }
+    }
+    return out;
+}
+
+template <class T>
+void write_column(const fs::path& file, const std::vector<std::int64_t>& values, const std::vector<std::size_t>& order)
+{
+    xt::xtensor<T, 1> out = xt::xtensor<T, 1>::from_shape({order.size()});
+    for (std::size_t r = 0; r < order.size(); ++r)
+    {
+        out(r) = static_cast<T>(values[order[r]]);
+    }
+    xt::dump_npy(file.string(), out);
+}
+
+/// Writes one folder: vectors (output frame, double) and the layout, rows in `order`.
+void write_folder(const synth_cli& cli, const fs::path& folder, const xt::xtensor<double, 2>& vectors,
+                  const token_layout& layout, const std::vector<std::size_t>& order, std::int64_t window)
+{
+    fs::create_directories(folder);
+    if (cli.float64)
+    {
+        xt::dump_npy((folder / "vector.npy").string(), permuted_rows<double>(vectors, order));
+    }
+    else
+    {
+        xt::dump_npy((folder / "vector.npy").string(), permuted_rows<float>(vectors, order));
+    }
+    auto column = [&](const char* name, const std::vector<std::int64_t>& values) {
+        if (cli.int32)
+        {
+            write_column<std::int32_t>(folder / name, values, order);
+        }
+        else
+        {
+            write_column<std::int64_t>(folder / name, values, order);
+        }
+    };
+    column("position.npy", layout.position);
+    column("bucket.npy", layout.bucket);
+    column("example_id.npy", layout.example_id);
+    const fs::path sw = folder / "sliding_window.npy";
+    if (window > 0)
+    {
+        column("sliding_window.npy", std::vector<std::int64_t>(layout.position.size(), window));
+    }
+    else
+    {
+        std::error_code ec;
+        fs::remove(sw, ec);  // a stale file from an earlier run would change the analysis
+    }
+}
+
+/// Values as written: rounded to float32 when the dump is float32.
+xt::xtensor<double, 2> as_stored(const synth_cli& cli, xt::xtensor<double, 2> x)
+{
+    if (!cli.float64)
+    {
+        for (auto& v : x)
+        {
+            v = static_cast<double>(static_cast<float>(v));
+        }
+    }
+    return x;
+}
+
+std::string folder_of(std::size_t layer, std::size_t head, char kind)
+{
+    char name[64];
+    std::snprintf(name, sizeof(name), "l%02zuh%02zu%c", layer, head, kind);
+    return name;
+}
+
+std::string fmt(double x)
+{
+    if (std::isnan(x))
+    {
+        return "nan";
+    }
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.17g", x);
+    return buf;
+}
+
+struct group_output
+{
+    std::string head_rows;
+    std::string profile_rows;
+};
+
+/// One key-head group: keys, then each query head of the group with its true AP.
+group_output run_group(const synth_cli& cli, std::size_t layer, std::size_t k_head)
+{
+    const synth_options& o = cli.model;
+    const fs::path root(cli.out);
+    const token_layout layout = make_layout(o);
+    const std::size_t n = layout.position.size();
+    normal_source rotation_source(stream_seed(o.seed, 7, layer, k_head));
+    const xt::xtensor<double, 2> r = random_orthogonal(o.dim, rotation_source);
+
+    const key_params kp = make_key_params(o, layer, k_head);
+    const xt::xtensor<double, 2> keys =
+        as_stored(cli, to_output_frame(make_latent_keys(o, kp, layout, layer, k_head), r));
+    write_folder(cli, root / folder_of(layer, k_head, 'k'), keys, layout, row_order(o, 8, layer, k_head, n), 0);
+
+    group_output out;
+    const std::int64_t window = o.window_for(layer);
+    for (std::size_t q_head = k_head * o.group_size(); q_head < (k_head + 1) * o.group_size(); ++q_head)
+    {
+        const query_params qp = make_query_params(o, layer, q_head);
+        const xt::xtensor<double, 2> queries = to_output_frame(make_latent_queries(o, qp, layout, layer, q_head), r);
+        write_folder(cli, root / folder_of(layer, q_head, 'q'), queries, layout,
+                     row_order(o, 9, layer, q_head, n), window);
+        const true_ap_result truth =
+            true_ap(o, qp, r, keys, layout, layout, window, stream_seed(o.seed, 10, layer, q_head));
+        const std::string id = std::to_string(layer) + "," + std::to_string(q_head) + "," + std::to_string(k_head);
+        out.head_rows += id + "," + fmt(truth.ap) + "," + fmt(truth.ap_first20) + "," + fmt(truth.ap_last20) + ","
+                         + fmt(qp.drift) + "\n";
+        for (const auto& row : truth.profile)
+        {
+            out.profile_rows += id + "," + std::to_string(row.q_bucket) + "," + fmt(row.tau) + ","
+                                + std::to_string(row.n_queries) + "," + fmt(row.ap) + "," + std::to_string(row.n_pairs)
+                                + "\n";
+        }
+    }
+    return out;
+}
+
+void write_text(const fs::path& file, const std::string& text)
+{
+    const fs::path tmp = file.string() + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::binary);
+        out << text;
+        out.flush();
+        if (!out)
+        {
+            throw std::runtime_error(tmp.string() + ": write failed");
+        }
+    }
+    fs::rename(tmp, file);
+}
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    synth_cli cli;
+    try
+    {
+        bool help = false;
+        cli = parse_args(argc, argv, help);
+        if (help)
+        {
+            std::cout << usage_text;
+            return 0;
+        }
+    }
+    catch (const usage_error& e)
+    {
+        std::cerr << "ap_synth: " << e.what() << "\n";
+        return 2;
+    }
+    openblas_set_num_threads(1);
+    const auto start = std::chrono::steady_clock::now();
+    try
+    {
+        const synth_options& o = cli.model;
+        fs::create_directories(cli.out);
+        const std::size_t groups = o.num_layers * o.num_k_heads;
+        std::vector<group_output> outputs(groups);
+        std::vector<std::string> errors(groups);
+        std::atomic<std::size_t> next{0};
+        std::size_t threads = cli.threads ? cli.threads : std::max(1u, std::thread::hardware_concurrency());
+        threads = std::min(threads, groups);
+        auto worker = [&] {
+            for (std::size_t g = next++; g < groups; g = next++)
+            {
+                try
+                {
+                    outputs[g] = run_group(cli, g / o.num_k_heads, g % o.num_k_heads);
+                }
+                catch (const std::exception& e)
+                {
+                    errors[g] = e.what();
+                }
+            }
+        };
+        std::vector<std::thread> pool;
+        for (std::size_t t = 0; t < threads; ++t)
+        {
+            pool.emplace_back(worker);
+        }
+        for (auto& t : pool)
+        {
+            t.join();
+        }
+        for (const auto& e : errors)
+        {
+            if (!e.empty())
+            {
+                throw std::runtime_error(e);
+            }
+        }
+        std::string heads = "layer,q_head,k_head,ap_true,ap_true_first20,ap_true_last20,drift\n";
+        std::string profile = "layer,q_head,k_head,q_bucket,tau,n_queries,ap_true,n_pairs\n";
+        // Rows in (layer, q_head) order: groups are (layer, k_head) and q heads of a group
+        // are contiguous, so group order is that order.
+        for (const auto& g : outputs)
+        {
+            heads += g.head_rows;
+            profile += g.profile_rows;
+        }
+        write_text(fs::path(cli.out) / "true_ap.csv", heads);
+        write_text(fs::path(cli.out) / "true_profile.csv", profile);
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        std::fprintf(stderr,
+                     "ap_synth: %zu layers x %zu query heads (%zu key heads), d = %zu, %zu tokens per head, "
+                     "%zu buckets -> %s (%.2f s)\n",
+                     o.num_layers, o.num_q_heads, o.num_k_heads, o.dim, o.examples * o.sequence_length(), o.buckets,
+                     cli.out.c_str(), seconds);
+    }
+    catch (const std::exception& e)
+    {
+        std::cerr << "ap_synth: error: " << e.what() << "\n";
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,53 @@
+#ifndef ATTENTION_PLASTICITY_DETAIL_ERRORS_HPP
+#define ATTENTION_PLASTICITY_DETAIL_ERRORS_HPP
+
+#include <cmath>
+#include <cstddef>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace attention_plasticity
+{
+namespace detail
+{
+    // Builds "function: message" from any streamable pieces.
+    template <class... Args>
+    std::string message(const char* function, const Args&... args)
+    {
+        std::ostringstream out;
+        out << function << ": ";
+        (out << ... << args);
+        return out.str();
+    }
+
+    template <class... Args>
+    [[noreturn]] void throw_invalid(const char* function, const Args&... args)
+    {
+        throw std::invalid_argument(message(function, args...));
+    }
+
+    template <class... Args>
+    [[noreturn]] void throw_domain(const char* function, const Args&... args)
+    {
+        throw std::domain_error(message(function, args...));
+    }
+
+    // Throws std::domain_error naming the first non-finite element of a contiguous range.
+    template <class It>
+    void require_finite(const char* function, const char* what, It first, It last)
+    {
+        std::size_t index = 0;
+        for (; first != last; ++first, ++index)
+        {
+            if (!std::isfinite(static_cast<double>(*first)))
+            {
+                throw_domain(function, what, " has a non-finite value (", static_cast<double>(*first),
+                             ") at flat index ", index);
+            }
+        }
+    }
+}  // namespace detail
+}  // namespace attention_plasticity
+
+#endif

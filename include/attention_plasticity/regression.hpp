@@ -1,0 +1,280 @@
+#ifndef ATTENTION_PLASTICITY_REGRESSION_HPP
+#define ATTENTION_PLASTICITY_REGRESSION_HPP
+
+// Ordinary least squares of every column of X on one scalar regressor t (SPEC §2.3), and
+// how well a projection of X predicts log2(t + 1) (SPEC §2.4). Double accumulation.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <vector>
+
+#include <xtensor/xexpression.hpp>
+#include <xtensor/xtensor.hpp>
+
+#include "detail/errors.hpp"
+#include "detail/matrix.hpp"
+
+namespace attention_plasticity
+{
+/// Floor on the total sum of squares in R2 = 1 - SSres / max(SStot, floor).
+constexpr double r2_sstot_floor = 1e-12;
+
+/// R2 of SPEC §2.3: 1 - SSres / max(SStot, 1e-12), capped at 1.
+inline double r_squared(double ss_residual, double ss_total) noexcept
+{
+    return std::min(1.0, 1.0 - ss_residual / std::max(ss_total, r2_sstot_floor));
+}
+
+/// Per-column fit X_d = alpha_d + beta_d t.
+struct linear_fit
+{
+    xt::xtensor<double, 1> alpha;
+    xt::xtensor<double, 1> beta;
+    xt::xtensor<double, 1> r2;   // per column
+    double r2_mean = 0.0;        // nanmean of r2 (NaN when there are no columns)
+    double beta_norm = 0.0;      // ||beta||
+    bool regressor_varies = false;
+};
+
+namespace detail
+{
+    template <class T>
+    linear_fit fit_linear_raw(const double* t, const matrix_view<T>& x, const char* fn)
+    {
+        const std::size_t n = x.rows;
+        const std::size_t d = x.cols;
+        if (n == 0)
+        {
+            throw_invalid(fn, "needs at least 1 sample, got 0");
+        }
+        linear_fit fit{xt::zeros<double>({d}), xt::zeros<double>({d}), xt::zeros<double>({d})};
+        double t_mean = 0.0;
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            t_mean += t[i];
+        }
+        t_mean /= static_cast<double>(n);
+        double stt = 0.0;
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            stt += (t[i] - t_mean) * (t[i] - t_mean);
+        }
+        fit.regressor_varies = stt > 0.0 && std::any_of(t, t + n, [&](double v) { return v != t[0]; });
+
+        std::vector<double> mean(d, 0.0);
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            const T* row = x.row(i);
+            for (std::size_t j = 0; j < d; ++j)
+            {
+                mean[j] += static_cast<double>(row[j]);
+            }
+        }
+        for (auto& m : mean)
+        {
+            m /= static_cast<double>(n);
+        }
+        std::vector<double> stx(d, 0.0);
+        std::vector<double> sxx(d, 0.0);
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            const T* row = x.row(i);
+            const double tc = t[i] - t_mean;
+            for (std::size_t j = 0; j < d; ++j)
+            {
+                const double xc = static_cast<double>(row[j]) - mean[j];
+                stx[j] += tc * xc;
+                sxx[j] += xc * xc;
+            }
+        }
+        double norm2 = 0.0;
+        double r2_sum = 0.0;
+        std::size_t r2_count = 0;
+        for (std::size_t j = 0; j < d; ++j)
+        {
+            if (fit.regressor_varies)
+            {
+                const double beta = stx[j] / stt;
+                fit.beta(j) = beta;
+                fit.alpha(j) = mean[j] - beta * t_mean;
+                // SSres of centred data: sum (xc - beta tc)^2 = Sxx - beta Stx (>= 0 up to rounding).
+                const double ss_res = std::max(0.0, sxx[j] - beta * stx[j]);
+                fit.r2(j) = r_squared(ss_res, sxx[j]);
+            }
+            else
+            {
+                fit.alpha(j) = mean[j];
+                fit.beta(j) = 0.0;
+                fit.r2(j) = 0.0;
+            }
+            norm2 += fit.beta(j) * fit.beta(j);
+            if (!std::isnan(fit.r2(j)))
+            {
+                r2_sum += fit.r2(j);
+                ++r2_count;
+            }
+        }
+        fit.beta_norm = std::sqrt(norm2);
+        fit.r2_mean = r2_count ? r2_sum / static_cast<double>(r2_count) : std::numeric_limits<double>::quiet_NaN();
+        return fit;
+    }
+}  // namespace detail
+
+/// OLS of each column of X (n x d) on t (n): alpha, beta, per-column R2 and their nanmean.
+/// When t has no variance: alpha = column mean, beta = 0, R2 = 0.
+template <class ET, class EX>
+linear_fit fit_linear(const xt::xexpression<ET>& t, const xt::xexpression<EX>& x)
+{
+    constexpr const char* fn = "fit_linear";
+    auto tv = detail::as_vector<double>(t, fn, "t");
+    auto xm = detail::as_matrix<double>(x, fn, "X");
+    if (tv.size != xm.rows)
+    {
+        detail::throw_invalid(fn, "t has ", tv.size, " samples but X has ", xm.rows, " rows");
+    }
+    detail::require_finite(fn, "t", tv);
+    detail::require_finite(fn, "X", xm);
+    return detail::fit_linear_raw(tv.data, xm, fn);
+}
+
+/// How well the projection s = X beta / ||beta|| predicts y = log2(t + 1) (SPEC §2.4).
+struct scalar_predictability
+{
+    double r2 = 0.0;
+    double mae_baseline = 0.0;
+    double mae_projection = 0.0;
+    double mae_ratio = 1.0;
+};
+
+namespace detail
+{
+    /// y ~ a + b s by OLS; s has n entries. R2 0 and yhat = mean y when s has no variance.
+    inline scalar_predictability scalar_fit(const std::vector<double>& y, const std::vector<double>* s)
+    {
+        const std::size_t n = y.size();
+        scalar_predictability result;
+        double y_mean = 0.0;
+        for (double v : y)
+        {
+            y_mean += v;
+        }
+        y_mean /= static_cast<double>(n);
+        double baseline = 0.0;
+        double syy = 0.0;
+        for (double v : y)
+        {
+            baseline += std::fabs(v - y_mean);
+            syy += (v - y_mean) * (v - y_mean);
+        }
+        result.mae_baseline = baseline / static_cast<double>(n);
+        result.mae_projection = result.mae_baseline;
+        double b = 0.0;
+        double a = y_mean;
+        double sss = 0.0;
+        double s_mean = 0.0;
+        if (s != nullptr)
+        {
+            for (double v : *s)
+            {
+                s_mean += v;
+            }
+            s_mean /= static_cast<double>(n);
+            double ssy = 0.0;
+            for (std::size_t i = 0; i < n; ++i)
+            {
+                const double sc = (*s)[i] - s_mean;
+                sss += sc * sc;
+                ssy += sc * (y[i] - y_mean);
+            }
+            if (sss > 0.0)
+            {
+                b = ssy / sss;
+                a = y_mean - b * s_mean;
+            }
+        }
+        if (s != nullptr && sss > 0.0)
+        {
+            double ss_res = 0.0;
+            double abs_res = 0.0;
+            for (std::size_t i = 0; i < n; ++i)
+            {
+                const double residual = y[i] - (a + b * (*s)[i]);
+                ss_res += residual * residual;
+                abs_res += std::fabs(residual);
+            }
+            result.r2 = r_squared(ss_res, syy);
+            result.mae_projection = abs_res / static_cast<double>(n);
+        }
+        result.mae_ratio = result.mae_baseline > 0.0 ? result.mae_projection / result.mae_baseline : 1.0;
+        return result;
+    }
+
+    template <class T>
+    scalar_predictability scalar_predictability_raw(const double* t, const matrix_view<T>& x, const double* beta,
+                                                    const char* fn)
+    {
+        const std::size_t n = x.rows;
+        const std::size_t d = x.cols;
+        if (n == 0)
+        {
+            throw_invalid(fn, "needs at least 1 sample, got 0");
+        }
+        std::vector<double> y(n);
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            if (!(t[i] > -1.0))
+            {
+                throw_domain(fn, "t[", i, "] = ", t[i], " makes log2(t + 1) undefined");
+            }
+            y[i] = std::log2(t[i] + 1.0);
+        }
+        double norm2 = 0.0;
+        for (std::size_t j = 0; j < d; ++j)
+        {
+            norm2 += beta[j] * beta[j];
+        }
+        if (!(norm2 > 0.0))
+        {
+            return scalar_fit(y, nullptr);
+        }
+        const double inv_norm = 1.0 / std::sqrt(norm2);
+        std::vector<double> s(n);
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            const T* row = x.row(i);
+            double dot = 0.0;
+            for (std::size_t j = 0; j < d; ++j)
+            {
+                dot += static_cast<double>(row[j]) * beta[j];
+            }
+            s[i] = dot * inv_norm;
+        }
+        return scalar_fit(y, &s);
+    }
+}  // namespace detail
+
+/// SPEC §2.4: y = log2(t + 1), s = X beta / ||beta||, OLS y ~ a + b s; R2 and MAEs.
+/// beta = 0: R2 0 and both MAEs the baseline (ratio 1). Ratio 1 when the baseline is 0.
+template <class ET, class EX, class EB>
+scalar_predictability scalar_position_predictability(const xt::xexpression<ET>& t, const xt::xexpression<EX>& x,
+                                                     const xt::xexpression<EB>& beta)
+{
+    constexpr const char* fn = "scalar_position_predictability";
+    auto tv = detail::as_vector<double>(t, fn, "t");
+    auto xm = detail::as_matrix<double>(x, fn, "X");
+    auto bv = detail::as_vector<double>(beta, fn, "beta");
+    if (tv.size != xm.rows || bv.size != xm.cols)
+    {
+        detail::throw_invalid(fn, "shape mismatch: t has ", tv.size, " samples, X is ", xm.rows, " x ", xm.cols,
+                              ", beta has ", bv.size, " entries");
+    }
+    detail::require_finite(fn, "t", tv);
+    detail::require_finite(fn, "X", xm);
+    detail::require_finite(fn, "beta", bv);
+    return detail::scalar_predictability_raw(tv.data, xm, bv.data, fn);
+}
+}  // namespace attention_plasticity
+
+#endif

@@ -1,0 +1,546 @@
+// Tests of the per-head pipeline (SPEC §2): bucket rules, the plasticity of a head whose
+// answer follows in closed form from sample statistics, invariances, determinism, errors.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include <attention_plasticity/pipeline.hpp>
+
+namespace ap = attention_plasticity;
+
+namespace
+{
+// PP = 4 p (1 - p), p = Phi(m / sqrt v), written out independently of the library.
+double reference_pp(double m, double v)
+{
+    const double p = 0.5 * std::erfc(-(m / std::sqrt(v)) / std::sqrt(2.0));
+    return 4.0 * p * (1.0 - p);
+}
+
+struct crafted_head
+{
+    ap::head_tokens<double> queries;
+    ap::head_tokens<double> keys;
+    std::vector<std::vector<double>> key_a;  // per key bucket c: first key of every example
+    std::vector<std::vector<double>> key_b;  // second key
+};
+
+// d = 3. Queries at positions 0..39 in two examples, bucket = t / 10: component 0 is
+// 0.5 + 0.02 t + e with e = +-0.3 (one sign per example), components 1, 2 are symmetric
+// about constants at every t, so the position slope is exactly along e1 and the rotation is
+// the identity. Key bucket c (0..3) holds 3 examples of exactly 2 keys (positions 10c and
+// 10c + 1) with the same two vectors A_c and B_c: every pair of the cell is +-(A_c - B_c),
+// so every cell's plasticity is one closed-form PP. Key bucket 4 has single-key examples
+// only (a cell without pairs), and one query sits alone in bucket 5 (no model).
+crafted_head make_crafted_head()
+{
+    crafted_head head;
+    std::vector<double> qv;
+    std::vector<std::int64_t> qp, qb, qe;
+    for (int t = 0; t < 50; ++t)
+    {
+        for (int example = 0; example < 2; ++example)
+        {
+            const double s = example == 0 ? 1.0 : -1.0;
+            qv.push_back(0.5 + 0.02 * t + 0.3 * s);
+            qv.push_back(1.0 + s * (0.2 + 0.1 * ((t * 7) % 5)));
+            qv.push_back(-0.5 + s * (0.3 + 0.05 * ((t * 3) % 4)));
+            qp.push_back(t);
+            qb.push_back(t / 10);
+            qe.push_back(example);
+        }
+    }
+    // One lonely query in bucket 5, on the model's line so the fits are unchanged.
+    qv.insert(qv.end(), {0.5 + 0.02 * 52, 1.0, -0.5});
+    qp.push_back(52);
+    qb.push_back(5);
+    qe.push_back(0);
+
+    std::vector<double> kv;
+    std::vector<std::int64_t> kp, kb, ke;
+    for (int c = 0; c < 4; ++c)
+    {
+        const std::vector<double> a{1.0 + 0.3 * c, 2.0 - 0.2 * c, 0.5 + 0.1 * c};
+        const std::vector<double> b{1.2 + 0.1 * c, 1.0 + 0.3 * c, 0.9 - 0.05 * c};
+        head.key_a.push_back(a);
+        head.key_b.push_back(b);
+        for (int example = 0; example < 3; ++example)
+        {
+            kv.insert(kv.end(), a.begin(), a.end());
+            kp.push_back(10 * c);
+            kb.push_back(c);
+            ke.push_back(example);
+            kv.insert(kv.end(), b.begin(), b.end());
+            kp.push_back(10 * c + 1);
+            kb.push_back(c);
+            ke.push_back(example);
+        }
+    }
+    for (int example = 0; example < 3; ++example)
+    {
+        kv.insert(kv.end(), {2.0, 2.0, 2.0});
+        kp.push_back(40 + example);
+        kb.push_back(4);
+        ke.push_back(example);
+    }
+    auto to_matrix = [](const std::vector<double>& v) {
+        xt::xtensor<double, 2> m = xt::xtensor<double, 2>::from_shape({v.size() / 3, 3});
+        std::copy(v.begin(), v.end(), m.begin());
+        return m;
+    };
+    auto to_column = [](const std::vector<std::int64_t>& v) {
+        xt::xtensor<std::int64_t, 1> c = xt::xtensor<std::int64_t, 1>::from_shape({v.size()});
+        std::copy(v.begin(), v.end(), c.begin());
+        return c;
+    };
+    head.queries = {to_matrix(qv), to_column(qp), to_column(qb), to_column(qe)};
+    head.keys = {to_matrix(kv), to_column(kp), to_column(kb), to_column(ke)};
+    return head;
+}
+
+// Expected plasticity of cell (j, c) from sample statistics, computed directly.
+double expected_cell(const crafted_head& head, std::int64_t j, std::size_t c)
+{
+    const auto& q = head.queries;
+    const std::size_t n = q.position.size();
+    double tm = 0.0, xm = 0.0;
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        tm += q.position(i);
+        xm += q.vectors(i, 0);
+    }
+    tm /= n;
+    xm /= n;
+    double stt = 0.0, stx = 0.0;
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        stt += (q.position(i) - tm) * (q.position(i) - tm);
+        stx += (q.position(i) - tm) * (q.vectors(i, 0) - xm);
+    }
+    const double beta = stx / stt;
+    const double alpha = xm - beta * tm;
+    double rss = 0.0;
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        const double r = q.vectors(i, 0) - alpha - beta * q.position(i);
+        rss += r * r;
+    }
+    const double sigma2 = rss / (n - 1);  // residuals of an OLS fit with intercept have mean 0
+    std::vector<std::size_t> rows;
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        if (q.bucket(i) == j)
+        {
+            rows.push_back(i);
+        }
+    }
+    double tau = 0.0, mu1 = 0.0, mu2 = 0.0;
+    for (auto i : rows)
+    {
+        tau += q.position(i);
+        mu1 += q.vectors(i, 1);
+        mu2 += q.vectors(i, 2);
+    }
+    const double nj = static_cast<double>(rows.size());
+    tau /= nj;
+    mu1 /= nj;
+    mu2 /= nj;
+    double s11 = 0.0, s12 = 0.0, s22 = 0.0;
+    for (auto i : rows)
+    {
+        s11 += (q.vectors(i, 1) - mu1) * (q.vectors(i, 1) - mu1);
+        s12 += (q.vectors(i, 1) - mu1) * (q.vectors(i, 2) - mu2);
+        s22 += (q.vectors(i, 2) - mu2) * (q.vectors(i, 2) - mu2);
+    }
+    s11 = s11 / (nj - 1) + 1e-12;
+    s12 = s12 / (nj - 1);
+    s22 = s22 / (nj - 1) + 1e-12;
+    const auto& a = head.key_a[c];
+    const auto& b = head.key_b[c];
+    const double w0 = a[0] - b[0], w1 = a[1] - b[1], w2 = a[2] - b[2];
+    const double m = w0 * (alpha + beta * tau) + w1 * mu1 + w2 * mu2;
+    const double v = w0 * w0 * sigma2 + w1 * w1 * s11 + 2 * w1 * w2 * s12 + w2 * w2 * s22;
+    return reference_pp(m, v);
+}
+
+const ap::cell_plasticity* find_cell(const ap::head_result& r, std::int64_t j, std::int64_t c)
+{
+    for (const auto& cell : r.cells)
+    {
+        if (cell.q_bucket == j && cell.k_bucket == c)
+        {
+            return &cell;
+        }
+    }
+    return nullptr;
+}
+
+// A random head: n queries and keys, d dims, a position drift and bucket structure.
+ap::head_tokens<double> random_tokens(std::size_t n, std::size_t d, std::uint64_t seed, double drift)
+{
+    ap::rng gen(seed);
+    auto normal = [&gen]() {
+        const double u1 = 1.0 - gen.uniform();
+        const double u2 = gen.uniform();
+        return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+    };
+    ap::head_tokens<double> t;
+    t.vectors = xt::xtensor<double, 2>::from_shape({n, d});
+    t.position = xt::xtensor<std::int64_t, 1>::from_shape({n});
+    t.bucket = xt::xtensor<std::int64_t, 1>::from_shape({n});
+    t.example_id = xt::xtensor<std::int64_t, 1>::from_shape({n});
+    const std::size_t length = 200;
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        const auto pos = static_cast<std::int64_t>(i % length);
+        t.position(i) = pos;
+        t.bucket(i) = pos / 25;
+        t.example_id(i) = static_cast<std::int64_t>(i / length);
+        for (std::size_t j = 0; j < d; ++j)
+        {
+            t.vectors(i, j) = normal() * (1.0 + 0.2 * j) + (j % 3 == 0 ? drift * pos / 100.0 : 0.3);
+        }
+    }
+    return t;
+}
+
+xt::xtensor<double, 2> random_orthogonal(std::size_t d, std::uint64_t seed)
+{
+    // Product of d random Householder reflections: orthogonal by construction.
+    ap::rng gen(seed);
+    xt::xtensor<double, 2> q = xt::zeros<double>({d, d});
+    for (std::size_t i = 0; i < d; ++i)
+    {
+        q(i, i) = 1.0;
+    }
+    for (std::size_t r = 0; r < d; ++r)
+    {
+        std::vector<double> v(d);
+        double norm = 0.0;
+        for (auto& x : v)
+        {
+            x = gen.uniform() - 0.5;
+            norm += x * x;
+        }
+        norm = std::sqrt(norm);
+        for (auto& x : v)
+        {
+            x /= norm;
+        }
+        for (std::size_t i = 0; i < d; ++i)
+        {
+            double dot = 0.0;
+            for (std::size_t j = 0; j < d; ++j)
+            {
+                dot += q(i, j) * v[j];
+            }
+            for (std::size_t j = 0; j < d; ++j)
+            {
+                q(i, j) -= 2.0 * dot * v[j];
+            }
+        }
+    }
+    return q;
+}
+}  // namespace
+
+TEST_CASE("pipeline: cell plasticity equals the closed-form PP of the SPEC model", "[pipeline]")
+{
+    const crafted_head head = make_crafted_head();
+    const ap::head_result r = ap::analyze_head(head.queries, head.keys, 0, {1, 2, 0});
+
+    // Query buckets 1..4 have models; 0 is skipped, 5 has a single query.
+    std::vector<std::int64_t> profile_buckets;
+    for (const auto& row : r.profile)
+    {
+        profile_buckets.push_back(row.q_bucket);
+    }
+    CHECK(profile_buckets == std::vector<std::int64_t>{1, 2, 3, 4});
+
+    // Causal cells only: (j, c) for c < j, including c = 4 only for j > 4 (none here).
+    for (const auto& cell : r.cells)
+    {
+        CHECK(cell.k_bucket < cell.q_bucket);
+        CHECK(cell.n_pairs == 256);
+        CHECK(cell.plasticity == Approx(expected_cell(head, cell.q_bucket, cell.k_bucket)).epsilon(1e-9));
+    }
+    CHECK(r.cells.size() == 1 + 2 + 3 + 4);
+
+    // AP_j is the mean over cells (equal pair counts), ap_overall the n_j-weighted mean.
+    double numerator = 0.0, denominator = 0.0;
+    for (const auto& row : r.profile)
+    {
+        double sum = 0.0;
+        for (std::int64_t c = 0; c < row.q_bucket; ++c)
+        {
+            sum += expected_cell(head, row.q_bucket, static_cast<std::size_t>(c));
+        }
+        const double ap_j = sum / static_cast<double>(row.q_bucket);
+        CHECK(row.plasticity == Approx(ap_j).epsilon(1e-9));
+        CHECK(row.n_queries == 20);
+        CHECK(row.tau == Approx(10.0 * row.q_bucket + 4.5).epsilon(1e-15));
+        numerator += 20 * ap_j;
+        denominator += 20;
+    }
+    CHECK(r.metrics.ap_overall == Approx(numerator / denominator).epsilon(1e-9));
+    // C = 53: the first 20% is tau < 10.6 (no bucket), the last 20% tau >= 42.4 (bucket 4).
+    CHECK(std::isnan(r.metrics.ap_first20));
+    CHECK(r.metrics.ap_last20 == Approx(r.profile[3].plasticity).epsilon(1e-15));
+    CHECK(std::isnan(r.metrics.ap_drop));
+}
+
+TEST_CASE("pipeline: cells without pairs are NaN with n_pairs 0", "[pipeline]")
+{
+    crafted_head head = make_crafted_head();
+    // A second query in bucket 5 gives it a model: its cell with key bucket 4 (single-key
+    // examples only) has no pairs.
+    auto q = head.queries;
+    const std::size_t n = q.position.size();
+    ap::head_tokens<double> grown;
+    grown.vectors = xt::xtensor<double, 2>::from_shape({n + 1, 3});
+    grown.position = xt::xtensor<std::int64_t, 1>::from_shape({n + 1});
+    grown.bucket = xt::xtensor<std::int64_t, 1>::from_shape({n + 1});
+    grown.example_id = xt::xtensor<std::int64_t, 1>::from_shape({n + 1});
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        for (std::size_t j = 0; j < 3; ++j)
+        {
+            grown.vectors(i, j) = q.vectors(i, j);
+        }
+        grown.position(i) = q.position(i);
+        grown.bucket(i) = q.bucket(i);
+        grown.example_id(i) = q.example_id(i);
+    }
+    grown.vectors(n, 0) = 1.5;
+    grown.vectors(n, 1) = 1.0;
+    grown.vectors(n, 2) = 2.0;
+    grown.position(n) = 58;
+    grown.bucket(n) = 5;
+    grown.example_id(n) = 1;
+    const ap::head_result r = ap::analyze_head(grown, head.keys, 0, {0, 0, 0});
+    const auto* empty = find_cell(r, 5, 4);
+    REQUIRE(empty != nullptr);
+    CHECK(empty->n_pairs == 0);
+    CHECK(std::isnan(empty->plasticity));
+    const auto* full = find_cell(r, 5, 3);
+    REQUIRE(full != nullptr);
+    CHECK(full->n_pairs == 256);
+    REQUIRE(r.profile.back().q_bucket == 5);
+    CHECK(r.profile.back().n_pairs == 4 * 256);
+}
+
+TEST_CASE("pipeline: sliding window keeps c = j - 1 and key buckets reaching into the window",
+          "[pipeline]")
+{
+    const crafted_head head = make_crafted_head();
+    auto cells_of = [](const ap::head_result& r, std::int64_t j) {
+        std::vector<std::int64_t> cs;
+        for (const auto& cell : r.cells)
+        {
+            if (cell.q_bucket == j)
+            {
+                cs.push_back(cell.k_bucket);
+            }
+        }
+        return cs;
+    };
+    // Key bucket c reaches position 10c + 1. j = 3 has tau = 34.5.
+    const auto w20 = ap::analyze_head(head.queries, head.keys, 20, {0, 0, 0});
+    CHECK(cells_of(w20, 3) == std::vector<std::int64_t>{2});  // 21 > 14.5; 11 is not
+    const auto w25 = ap::analyze_head(head.queries, head.keys, 25, {0, 0, 0});
+    CHECK(cells_of(w25, 3) == std::vector<std::int64_t>{1, 2});  // 11 > 9.5
+    const auto w1 = ap::analyze_head(head.queries, head.keys, 1, {0, 0, 0});
+    CHECK(cells_of(w1, 4) == std::vector<std::int64_t>{3});  // only c = j - 1
+    const auto none = ap::analyze_head(head.queries, head.keys, 0, {0, 0, 0});
+    CHECK(cells_of(none, 4) == std::vector<std::int64_t>{0, 1, 2, 3});
+    // A window never changes the plasticity of a cell that stays eligible.
+    CHECK(find_cell(w20, 3, 2)->plasticity == Approx(find_cell(none, 3, 2)->plasticity).epsilon(1e-12));
+}
+
+TEST_CASE("pipeline: plasticity is invariant under an orthogonal map of queries and keys", "[pipeline]")
+{
+    auto queries = random_tokens(1200, 7, 11, 2.0);
+    auto keys = random_tokens(1000, 7, 12, 1.0);
+    const auto base = ap::analyze_head(queries, keys, 0, {3, 5, 1});
+    const auto q = random_orthogonal(7, 99);
+    auto rotate = [&q](ap::head_tokens<double> t) {
+        xt::xtensor<double, 2> out = xt::zeros<double>(t.vectors.shape());
+        for (std::size_t i = 0; i < out.shape()[0]; ++i)
+        {
+            for (std::size_t j = 0; j < 7; ++j)
+            {
+                for (std::size_t k = 0; k < 7; ++k)
+                {
+                    out(i, j) += t.vectors(i, k) * q(k, j);
+                }
+            }
+        }
+        t.vectors = out;
+        return t;
+    };
+    const auto turned = ap::analyze_head(rotate(queries), rotate(keys), 0, {3, 5, 1});
+    REQUIRE(base.cells.size() == turned.cells.size());
+    REQUIRE(base.cells.size() > 10);
+    for (std::size_t i = 0; i < base.cells.size(); ++i)
+    {
+        CHECK(turned.cells[i].plasticity == Approx(base.cells[i].plasticity).epsilon(1e-8));
+    }
+    CHECK(turned.metrics.ap_overall == Approx(base.metrics.ap_overall).epsilon(1e-9));
+    CHECK(turned.metrics.q_beta_norm == Approx(base.metrics.q_beta_norm).epsilon(1e-10));
+    CHECK(turned.metrics.q_R2_scalar == Approx(base.metrics.q_R2_scalar).epsilon(1e-9));
+    CHECK(base.metrics.ap_overall > 0.0);
+    CHECK(base.metrics.ap_overall < 1.0);
+}
+
+TEST_CASE("pipeline: row order does not matter and a seed fixes every result", "[pipeline]")
+{
+    auto queries = random_tokens(600, 5, 21, 1.0);
+    auto keys = random_tokens(600, 5, 22, 1.0);
+    const auto base = ap::analyze_head(queries, keys, 0, {0, 0, 0});
+    const auto again = ap::analyze_head(queries, keys, 0, {0, 0, 0});
+    REQUIRE(base.cells.size() == again.cells.size());
+    for (std::size_t i = 0; i < base.cells.size(); ++i)
+    {
+        CHECK(base.cells[i].plasticity == again.cells[i].plasticity);  // bitwise
+    }
+    // Reverse the key rows: examples are ordered by position, so the pairs are the same.
+    auto reversed = keys;
+    const std::size_t n = keys.position.size();
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        for (std::size_t j = 0; j < 5; ++j)
+        {
+            reversed.vectors(i, j) = keys.vectors(n - 1 - i, j);
+        }
+        reversed.position(i) = keys.position(n - 1 - i);
+        reversed.bucket(i) = keys.bucket(n - 1 - i);
+        reversed.example_id(i) = keys.example_id(n - 1 - i);
+    }
+    const auto flipped = ap::analyze_head(queries, reversed, 0, {0, 0, 0});
+    CHECK(flipped.metrics.ap_overall == Approx(base.metrics.ap_overall).epsilon(1e-10));
+    // Another head id or seed draws other pairs.
+    const auto other_head = ap::analyze_head(queries, keys, 0, {0, 1, 0});
+    CHECK(other_head.metrics.ap_overall != base.metrics.ap_overall);
+    ap::head_options options;
+    options.seed = 7;
+    const auto other_seed = ap::analyze_head(queries, keys, 0, {0, 0, 0}, options);
+    CHECK(other_seed.metrics.ap_overall != base.metrics.ap_overall);
+}
+
+TEST_CASE("pipeline: subsampling keeps max_tokens_per_head tokens", "[pipeline]")
+{
+    auto queries = random_tokens(900, 4, 31, 1.0);
+    auto keys = random_tokens(800, 4, 32, 1.0);
+    ap::head_options options;
+    options.max_tokens_per_head = 500;
+    const auto r = ap::analyze_head(queries, keys, 0, {0, 0, 0}, options);
+    CHECK(r.metrics.n_q_tokens == 500);
+    CHECK(r.metrics.n_k_tokens == 500);
+    std::size_t counted = 0;
+    for (const auto& row : r.profile)
+    {
+        counted += row.n_queries;
+    }
+    CHECK(counted <= 500);
+    const auto again = ap::analyze_head(queries, keys, 0, {0, 0, 0}, options);
+    CHECK(again.metrics.ap_overall == r.metrics.ap_overall);
+}
+
+TEST_CASE("pipeline: float and double inputs agree", "[pipeline]")
+{
+    auto queries = random_tokens(500, 6, 41, 1.0);
+    auto keys = random_tokens(500, 6, 42, 1.0);
+    ap::head_tokens<float> qf{xt::cast<float>(queries.vectors), queries.position, queries.bucket, queries.example_id};
+    ap::head_tokens<float> kf{xt::cast<float>(keys.vectors), keys.position, keys.bucket, keys.example_id};
+    // Round the double inputs to float so both runs see the same numbers.
+    queries.vectors = xt::cast<double>(qf.vectors);
+    keys.vectors = xt::cast<double>(kf.vectors);
+    const auto rd = ap::analyze_head(queries, keys, 0, {0, 0, 0});
+    const auto rf = ap::analyze_head(qf, kf, 0, {0, 0, 0});
+    CHECK(rf.metrics.ap_overall == Approx(rd.metrics.ap_overall).epsilon(1e-12));
+    CHECK(rf.metrics.q_R2_pos == Approx(rd.metrics.q_R2_pos).epsilon(1e-12));
+}
+
+TEST_CASE("pipeline: component weights are clipped R2 shares", "[pipeline]")
+{
+    auto queries = random_tokens(400, 5, 51, 3.0);
+    auto keys = random_tokens(400, 5, 52, 1.0);
+    const auto r = ap::analyze_head(queries, keys, 0, {0, 0, 0});
+    double sum = 0.0, positive = 0.0;
+    for (std::size_t j = 0; j < 5; ++j)
+    {
+        positive += std::max(r.component_r2(j), 0.0);
+    }
+    for (std::size_t j = 0; j < 5; ++j)
+    {
+        CHECK(r.component_weight(j) == Approx(std::max(r.component_r2(j), 0.0) / positive).epsilon(1e-14));
+        sum += r.component_weight(j);
+    }
+    CHECK(sum == Approx(1.0).epsilon(1e-14));
+    // Columns 0 and 3 carry the drift: they hold most of the positional information.
+    CHECK(r.component_weight(0) + r.component_weight(3) > 0.9);
+
+    // No variance in position: every R2 is 0 and the weights are uniform.
+    auto flat = queries;
+    for (auto& p : flat.position)
+    {
+        p = 7;
+    }
+    flat.bucket.fill(1);
+    const auto u = ap::analyze_head(flat, keys, 0, {0, 0, 0});
+    for (std::size_t j = 0; j < 5; ++j)
+    {
+        CHECK(u.component_r2(j) == 0.0);
+        CHECK(u.component_weight(j) == Approx(0.2).epsilon(1e-15));
+    }
+    CHECK(u.metrics.q_beta_norm == 0.0);
+    CHECK(u.metrics.q_R2_scalar == 0.0);
+    CHECK(u.metrics.q_mae_ratio == 1.0);
+}
+
+TEST_CASE("pipeline: bad input is rejected with a message naming what is wrong", "[pipeline]")
+{
+    auto queries = random_tokens(100, 4, 61, 1.0);
+    auto keys = random_tokens(100, 4, 62, 1.0);
+    SECTION("d mismatch")
+    {
+        auto k3 = random_tokens(100, 3, 62, 1.0);
+        CHECK_THROWS_WITH(ap::analyze_head(queries, k3, 0, {}), Catch::Contains("d = 4") && Catch::Contains("d = 3"));
+    }
+    SECTION("non-finite vectors")
+    {
+        queries.vectors(5, 2) = std::numeric_limits<double>::quiet_NaN();
+        CHECK_THROWS_AS(ap::analyze_head(queries, keys, 0, {}), std::domain_error);
+        CHECK_THROWS_WITH(ap::analyze_head(queries, keys, 0, {}), Catch::Contains("row 5"));
+    }
+    SECTION("negative position")
+    {
+        keys.position(3) = -1;
+        CHECK_THROWS_AS(ap::analyze_head(queries, keys, 0, {}), std::domain_error);
+    }
+    SECTION("column length mismatch")
+    {
+        keys.bucket = xt::zeros<std::int64_t>({99});
+        CHECK_THROWS_AS(ap::analyze_head(queries, keys, 0, {}), std::invalid_argument);
+    }
+    SECTION("too few queries")
+    {
+        auto one = random_tokens(1, 4, 63, 1.0);
+        CHECK_THROWS_WITH(ap::analyze_head(one, keys, 0, {}), Catch::Contains("at least 2 queries"));
+    }
+    SECTION("bad options")
+    {
+        ap::head_options options;
+        options.max_rel_dist = -1.0;
+        CHECK_THROWS_AS(ap::analyze_head(queries, keys, 0, {}, options), std::invalid_argument);
+        options = {};
+        options.p_alpha = 2.0;
+        CHECK_THROWS_AS(ap::analyze_head(queries, keys, 0, {}, options), std::invalid_argument);
+    }
+}
