@@ -24,6 +24,7 @@
 #include <xtensor/xtensor.hpp>
 #include <xtensor/xview.hpp>
 
+#include "test_util.hpp"
 #include <attention_plasticity/detail/random.hpp>
 #include <attention_plasticity/normal.hpp>
 #include <attention_plasticity/plasticity.hpp>
@@ -31,32 +32,13 @@
 #include "reference/core_reference.hpp"
 
 namespace ap = attention_plasticity;
+using ap_test::sci;
+using ap_test::matrix_of;
 
 namespace
 {
-std::string sci(double x)
-{
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.3e", x);
-    return buffer;
-}
-
 constexpr double inf = std::numeric_limits<double>::infinity();
 constexpr double nan_d = std::numeric_limits<double>::quiet_NaN();
-
-template <class T>
-xt::xtensor<T, 2> matrix_of(const double* data, std::size_t rows, std::size_t cols, double scale = 1.0)
-{
-    xt::xtensor<T, 2> m = xt::xtensor<T, 2>::from_shape({rows, cols});
-    for (std::size_t i = 0; i < rows; ++i)
-    {
-        for (std::size_t j = 0; j < cols; ++j)
-        {
-            m(i, j) = static_cast<T>(data[i * cols + j] * scale);
-        }
-    }
-    return m;
-}
 
 template <class T>
 xt::xtensor<T, 1> vector_of(const double* data, std::size_t n, double scale = 1.0)

@@ -23,32 +23,17 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xtensor.hpp>
 
+#include "test_util.hpp"
 #include <attention_plasticity/query_model.hpp>
 
 #include "reference/core_reference.hpp"
 
 namespace ap = attention_plasticity;
+using ap_test::sci;
+using ap_test::matrix_of;
 
 namespace
 {
-template <class T>
-xt::xtensor<T, 2> matrix_of(const double* data, std::size_t rows, std::size_t cols)
-{
-    xt::xtensor<T, 2> m = xt::xtensor<T, 2>::from_shape({rows, cols});
-    for (std::size_t i = 0; i < rows * cols; ++i)
-    {
-        m.data()[i] = static_cast<T>(data[i]);
-    }
-    return m;
-}
-
-std::string sci(double x)
-{
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.3e", x);
-    return buffer;
-}
-
 // Mean error relative to the column scale sqrt(C_jj); covariance error relative to
 // sqrt(C_ii C_jj) (entries near 0 are compared at the scale of their row and column).
 struct gaussian_errors

@@ -21,39 +21,18 @@
 
 #include <xtensor/xtensor.hpp>
 
+#include "test_util.hpp"
 #include <attention_plasticity/regression.hpp>
 
 #include "reference/core_reference.hpp"
 
 namespace ap = attention_plasticity;
+using ap_test::sci;
+using ap_test::matrix_of;
+using ap_test::vector_of;
 
 namespace
 {
-std::string sci(double x)
-{
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.3e", x);
-    return buffer;
-}
-
-template <class T>
-xt::xtensor<T, 2> matrix_of(const double* data, std::size_t rows, std::size_t cols)
-{
-    xt::xtensor<T, 2> m = xt::xtensor<T, 2>::from_shape({rows, cols});
-    for (std::size_t i = 0; i < rows * cols; ++i)
-    {
-        m.data()[i] = static_cast<T>(data[i]);
-    }
-    return m;
-}
-
-xt::xtensor<double, 1> vector_of(const double* data, std::size_t n)
-{
-    xt::xtensor<double, 1> v = xt::xtensor<double, 1>::from_shape({n});
-    std::copy(data, data + n, v.begin());
-    return v;
-}
-
 double rel_err(double value, double reference)
 {
     if (value == reference)

@@ -19,22 +19,17 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xtensor.hpp>
 
+#include "test_util.hpp"
 #include <attention_plasticity/detail/random.hpp>
 #include <attention_plasticity/rotation.hpp>
 
 #include "reference/core_reference.hpp"
 
 namespace ap = attention_plasticity;
+using ap_test::sci;
 
 namespace
 {
-std::string sci(double x)
-{
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.3e", x);
-    return buffer;
-}
-
 // Normal deviates (Box-Muller) from the library's generator.
 double normal(ap::rng& g)
 {
