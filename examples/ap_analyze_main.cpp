@@ -98,18 +98,6 @@ private:
     std::map<std::pair<std::size_t, std::size_t>, entry> m_entries;
 };
 
-ap::head_options options_of(const analyze_config& c)
-{
-    ap::head_options o;
-    o.max_tokens_per_head = c.max_tokens_per_head;
-    o.normality_max_dims = c.normality_max_dims;
-    o.p_alpha = c.p_alpha;
-    o.seed = c.seed;
-    o.num_pairs_per_bucket = c.num_pairs_per_bucket;
-    o.max_rel_dist = c.max_rel_dist;
-    return o;
-}
-
 /// The analysis of one query head; throws input_error naming the file for bad input.
 head_rows analyze_one(const analyze_config& config, key_cache& cache, std::size_t layer, std::size_t q_head)
 {
@@ -142,7 +130,7 @@ head_rows analyze_one(const analyze_config& config, key_cache& cache, std::size_
     hid.layer = static_cast<std::int64_t>(layer);
     hid.q_head = static_cast<std::int64_t>(q_head);
     hid.k_head = static_cast<std::int64_t>(k_head);
-    const ap::head_options options = options_of(config);
+    const ap::head_options& options = config.options;
     try
     {
         ap::head_result result;
@@ -209,7 +197,7 @@ int main(int argc, char** argv)
                  "ap_analyze: %zu layers x %zu query heads (%zu key heads) from %s, %zu pairs per cell, "
                  "%zu thread%s\n",
                  config.layers(), config.q_heads(), config.k_heads(), config.data_root.c_str(),
-                 config.num_pairs_per_bucket, threads, threads == 1 ? "" : "s");
+                 config.options.num_pairs_per_bucket, threads, threads == 1 ? "" : "s");
 
     std::vector<std::optional<head_rows>> results(total);
     std::vector<double> seconds(total, 0.0);

@@ -19,6 +19,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <attention_plasticity/pipeline.hpp>
+
 #include "cli_util.hpp"
 
 namespace ap_examples
@@ -29,12 +31,7 @@ struct analyze_config
     std::optional<std::size_t> num_layers;   // inferred from data_root when not given
     std::optional<std::size_t> num_q_heads;
     std::optional<std::size_t> num_k_heads;
-    std::size_t max_tokens_per_head = 50000;
-    std::size_t normality_max_dims = 64;
-    double p_alpha = 0.01;
-    std::uint64_t seed = 0;
-    std::size_t num_pairs_per_bucket = 256;
-    double max_rel_dist = 0.05;
+    attention_plasticity::head_options options;  // the SPEC §2 parameters, SPEC defaults
     std::string output_dir = ".";
     std::size_t threads = 0;  // 0: std::thread::hardware_concurrency()
 
@@ -86,23 +83,23 @@ namespace detail
              }},
             {"max_tokens_per_head", "N", "subsample queries (keys) above this many [50000]",
              [](analyze_config& c, const std::string& l, const std::string& t) {
-                 c.max_tokens_per_head = parse_unsigned(l, t, 2, static_cast<std::uint64_t>(1) << 40);
+                 c.options.max_tokens_per_head = parse_unsigned(l, t, 2, static_cast<std::uint64_t>(1) << 40);
              }},
             {"normality_max_dims", "N", "noise components with a KS test [64]",
              [](analyze_config& c, const std::string& l, const std::string& t) {
-                 c.normality_max_dims = parse_unsigned(l, t, 1, static_cast<std::uint64_t>(1) << 40);
+                 c.options.normality_max_dims = parse_unsigned(l, t, 1, static_cast<std::uint64_t>(1) << 40);
              }},
             {"p_alpha", "X", "KS significance level, in [0, 1] [0.01]",
-             [](analyze_config& c, const std::string& l, const std::string& t) { c.p_alpha = parse_real(l, t, 0.0, 1.0); }},
+             [](analyze_config& c, const std::string& l, const std::string& t) { c.options.p_alpha = parse_real(l, t, 0.0, 1.0); }},
             {"seed", "N", "seed of subsampling, KS component choice and pair sampling [0]",
-             [](analyze_config& c, const std::string& l, const std::string& t) { c.seed = parse_unsigned(l, t); }},
+             [](analyze_config& c, const std::string& l, const std::string& t) { c.options.seed = parse_unsigned(l, t); }},
             {"num_pairs_per_bucket", "N", "key pairs per (query bucket, key bucket) cell [256]",
              [](analyze_config& c, const std::string& l, const std::string& t) {
-                 c.num_pairs_per_bucket = parse_unsigned(l, t, 1, static_cast<std::uint64_t>(1) << 32);
+                 c.options.num_pairs_per_bucket = parse_unsigned(l, t, 1, static_cast<std::uint64_t>(1) << 32);
              }},
             {"max_rel_dist", "X", "pair window as a fraction of the example length, in [0, 1] [0.05]",
              [](analyze_config& c, const std::string& l, const std::string& t) {
-                 c.max_rel_dist = parse_real(l, t, 0.0, 1.0);
+                 c.options.max_rel_dist = parse_real(l, t, 0.0, 1.0);
              }},
             {"output_dir", "DIR", "where the four CSVs are written (created if needed) [.]",
              [](analyze_config& c, const std::string& l, const std::string& t) { c.output_dir = non_empty(l, t); }},
