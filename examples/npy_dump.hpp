@@ -204,6 +204,14 @@ namespace detail
                 fail("corrupt NPY header (unterminated string)");
             }
             std::string s = m_text.substr(m_pos, end - m_pos);
+            // NPY headers are ASCII; refusing other bytes here also keeps them out of messages.
+            for (const char c : s)
+            {
+                if (c < 0x20 || c > 0x7e)
+                {
+                    fail("corrupt NPY header (a non-printable byte in a string at offset " + std::to_string(m_pos) + ")");
+                }
+            }
             m_pos = end + 1;
             return s;
         }
