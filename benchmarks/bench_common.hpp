@@ -1,0 +1,114 @@
+#ifndef AP_BENCH_COMMON_HPP
+#define AP_BENCH_COMMON_HPP
+
+// Shared helpers of the benchmarks: synthetic heads of a given shape and BLAS threading.
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <xtensor/xtensor.hpp>
+
+#include <attention_plasticity/detail/random.hpp>
+#include <attention_plasticity/pipeline.hpp>
+
+// OpenBLAS (Debian's pthreads build): the benchmarks measure one thread, as ap_analyze runs
+// one head per worker with BLAS threading off.
+extern "C" void openblas_set_num_threads(int);
+
+namespace ap_bench
+{
+namespace ap = attention_plasticity;
+
+inline void single_threaded_blas()
+{
+    openblas_set_num_threads(1);
+}
+
+/// Standard normal deviates (Box-Muller on the library's generator).
+class normal_source
+{
+public:
+    explicit normal_source(std::uint64_t seed) : m_rng(seed) {}
+
+    double operator()()
+    {
+        if (m_has_spare)
+        {
+            m_has_spare = false;
+            return m_spare;
+        }
+        double u1 = m_rng.uniform();
+        while (u1 <= 0.0)
+        {
+            u1 = m_rng.uniform();
+        }
+        const double u2 = m_rng.uniform();
+        const double r = std::sqrt(-2.0 * std::log(u1));
+        m_spare = r * std::sin(6.283185307179586 * u2);
+        m_has_spare = true;
+        return r * std::cos(6.283185307179586 * u2);
+    }
+
+private:
+    ap::rng m_rng;
+    double m_spare = 0.0;
+    bool m_has_spare = false;
+};
+
+/// One kind of a synthetic head: n tokens in `examples` sequences of n / examples positions,
+/// `buckets` uniform position buckets, vectors = drift (t / L) u + N(0, diag(scale_j^2)) with a
+/// random unit direction u (so the Householder rotation is not trivial).
+template <class T>
+ap::head_tokens<T> synthetic_tokens(std::size_t n, std::size_t d, std::size_t examples, std::size_t buckets,
+                                    double drift, std::uint64_t seed)
+{
+    normal_source normal(seed);
+    std::vector<double> u(d), scale(d);
+    double norm = 0.0;
+    for (std::size_t j = 0; j < d; ++j)
+    {
+        u[j] = normal();
+        norm += u[j] * u[j];
+        scale[j] = 0.5 + 1.5 * static_cast<double>((j * 37) % d) / static_cast<double>(d);
+    }
+    for (auto& x : u)
+    {
+        x /= std::sqrt(norm);
+    }
+    const std::size_t length = n / examples;
+    ap::head_tokens<T> tokens;
+    tokens.vectors = xt::xtensor<T, 2>::from_shape({n, d});
+    tokens.position = xt::xtensor<std::int64_t, 1>::from_shape({n});
+    tokens.bucket = xt::xtensor<std::int64_t, 1>::from_shape({n});
+    tokens.example_id = xt::xtensor<std::int64_t, 1>::from_shape({n});
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        const std::size_t t = i % length;
+        tokens.position(i) = static_cast<std::int64_t>(t);
+        tokens.bucket(i) = static_cast<std::int64_t>(t * buckets / length);
+        tokens.example_id(i) = static_cast<std::int64_t>(i / length);
+        const double s = drift * static_cast<double>(t) / static_cast<double>(length);
+        for (std::size_t j = 0; j < d; ++j)
+        {
+            tokens.vectors(i, j) = static_cast<T>(s * u[j] + scale[j] * normal());
+        }
+    }
+    return tokens;
+}
+
+/// The Qwen3-8B head of issue 4 (n queries and n keys, d, 12 buckets, 8 examples).
+struct head_pair
+{
+    ap::head_tokens<float> queries;
+    ap::head_tokens<float> keys;
+};
+
+inline head_pair synthetic_head(std::size_t n, std::size_t d = 128)
+{
+    return {synthetic_tokens<float>(n, d, 8, 12, 6.0, 1), synthetic_tokens<float>(n, d, 8, 12, 2.0, 2)};
+}
+}  // namespace ap_bench
+
+#endif
