@@ -117,19 +117,39 @@ namespace detail
             || (max_abs_value < std::ldexp(1.0, limit) && max_abs_value > std::ldexp(1.0, -limit));
     }
 
-    /// True when every row of W is in the safe range on its own: z = m / sqrt(v) of a row does
-    /// not depend on its scale, but v of a small row underflows when W is scaled as a whole.
+    /// One pass over W (rows x cols, leading dimension ld): throws std::domain_error naming
+    /// the first non-finite entry, and tells whether every row is in the safe range on its own
+    /// (z = m / sqrt(v) of a row does not depend on its scale, but v of a small row underflows
+    /// when W is scaled as a whole).
     template <class T>
-    bool rows_in_safe_range(const T* data, std::size_t rows, std::size_t cols, std::size_t ld)
+    bool check_rows(const char* function, const char* name, const T* data, std::size_t rows, std::size_t cols,
+                    std::size_t ld)
     {
+        bool safe = true;
         for (std::size_t i = 0; i < rows; ++i)
         {
-            if (!in_safe_range<T>(max_abs(data + i * ld, 1, cols, cols)))
+            const T* row = data + i * ld;
+            T largest = T(0);
+            T poison = T(0);  // x - x is NaN exactly for NaN and +-inf; vectorizes, unlike isfinite
+            for (std::size_t j = 0; j < cols; ++j)
             {
-                return false;
+                largest = std::max(largest, std::fabs(row[j]));
+                poison += row[j] - row[j];
             }
+            if (poison != T(0))
+            {
+                for (std::size_t j = 0; j < cols; ++j)
+                {
+                    if (!std::isfinite(static_cast<double>(row[j])))
+                    {
+                        throw_domain(function, name, " has a non-finite value (", static_cast<double>(row[j]),
+                                     ") at row ", i, ", column ", j);
+                    }
+                }
+            }
+            safe = safe && in_safe_range<T>(static_cast<double>(largest));
         }
-        return true;
+        return safe;
     }
 
     /// m * factor for the z-recovery of the scaled moments: m = 0 stays 0 (0 * inf would be
@@ -182,7 +202,7 @@ pair_moments structured_pair_moments(const xt::xexpression<EW>& differences, dou
         detail::throw_domain(fn, "position_mean and position_variance must be finite, got ", position_mean, " and ",
                              position_variance);
     }
-    detail::require_finite(fn, "differences", w);
+    const bool rows_safe = detail::check_rows(fn, "differences", w.data, w.rows, w.cols, w.ld);
     detail::require_finite(fn, "semantic_mean", mu);
     detail::require_finite(fn, "semantic_cov", sigma);
 
@@ -193,7 +213,7 @@ pair_moments structured_pair_moments(const xt::xexpression<EW>& differences, dou
     bool w_scaled = false;
     double mu_scale = 1.0;
     double sigma_scale = 1.0;
-    if (!detail::rows_in_safe_range(w.data, w.rows, w.cols, w.ld) || !detail::in_safe_range<T>(mu_max)
+    if (!rows_safe || !detail::in_safe_range<T>(mu_max)
         || !detail::in_safe_range<T>(sigma_max))
     {
         w_scaled = true;
@@ -298,12 +318,12 @@ pair_moments pair_moments_full(const xt::xexpression<EW>& differences, const xt:
                                           rest_mean, rest_cov);
     }
     // General covariance: one GEMM over the whole of W.
-    detail::require_finite(fn, "differences", w);
+    const bool rows_safe = detail::check_rows(fn, "differences", w.data, w.rows, w.cols, w.ld);
     detail::require_finite(fn, "mean", mu);
     detail::require_finite(fn, "covariance", sigma);
     const double mu_max = detail::max_abs(mu.data, 1, d, d);
     const double sigma_max = detail::max_abs(sigma.data, d, d, sigma.ld);
-    if (!detail::rows_in_safe_range(w.data, w.rows, w.cols, w.ld) || !detail::in_safe_range<T>(mu_max)
+    if (!rows_safe || !detail::in_safe_range<T>(mu_max)
         || !detail::in_safe_range<T>(sigma_max))
     {
         // Scale by exact powers of two (each row of W by its own) and recover z, as in the
