@@ -1308,39 +1308,39 @@ namespace detail
         return std::max(dplus, dminus);
     }
 
-    // D_n of an unsorted finite sample, identical to sorting it first (same sorted values,
-    // same Phi of each). Distribution sort keyed by u = Phi(x): u is monotone in x and
-    // uniform under H0, so n/4 buckets of equal width hold about four values each; buckets
-    // of more than 32 values (ties, saturated tails, clusters) get std::sort, and a final insertion
-    // pass on x makes the order exact whatever rounding does at bucket edges.
+    // D_n of an unsorted finite sample, identical to sorting it first. D_n depends only on
+    // the ascending sequence of u = Phi(x) (Phi through the monotone spline of
+    // normal_cdf_fast, so ties in x stay ties in u), so only u is sorted, never x: a counting
+    // sort by the bin floor(u nb) with nb = n / 2 bins (uniform under H0: about two values
+    // per bin, histogram and scatter stay in L2), then an insertion sort inside each bin
+    // (std::sort for bins of more than 32 values: ties, saturated tails, clusters). The bin
+    // index is non-decreasing in u, so the bins in order and sorted inside are the full
+    // ascending order, and D_n is evaluated on exactly the values and ranks a full sort gives.
     inline double ks_statistic_unsorted(const double* x, std::size_t n, normality_workspace& ws)
     {
-        ws.sorted.resize(n);
-        double* out = ws.sorted.data();
         if (n < 64)
         {
+            ws.sorted.resize(n);
+            double* out = ws.sorted.data();
             std::copy(x, x + n, out);
             std::sort(out, out + n);
             return ks_statistic_sorted_unchecked(out, n);
         }
         const normal_cdf_spline& phi = normal_cdf_table();
-        // n / 4 buckets: about 4 values each under H0; the counts stay in L1/L2.
-        const std::size_t nb = n / 4;
+        const std::size_t nb = n / 2;
         const double nbd = static_cast<double>(nb);
         ws.bucket_end.assign(nb + 1, 0);
-        ws.bucket_of.resize(n);
         ws.cdf.resize(n);
         ws.sorted_cdf.resize(n);
         std::size_t* e = ws.bucket_end.data();
-        std::size_t* of = ws.bucket_of.data();
         double* u = ws.cdf.data();
         double* su = ws.sorted_cdf.data();
+        const auto bin_of = [&](double v) { return std::min(nb - 1, static_cast<std::size_t>(v * nbd)); };
         for (std::size_t i = 0; i < n; ++i)
         {
-            u[i] = phi(x[i]);
-            const std::size_t b = std::min(nb - 1, static_cast<std::size_t>(u[i] * nbd));
-            of[i] = b;
-            ++e[b + 1];
+            const double v = phi(x[i]);
+            u[i] = v;
+            ++e[bin_of(v) + 1];
         }
         for (std::size_t k = 1; k <= nb; ++k)
         {
@@ -1348,43 +1348,65 @@ namespace detail
         }
         for (std::size_t i = 0; i < n; ++i)
         {
-            const std::size_t to = e[of[i]]++;
-            out[to] = x[i];
-            su[to] = u[i];
+            const double v = u[i];
+            su[e[bin_of(v)]++] = v;
         }
+        // Sort inside each bin (e[k] is now the end of bin k) and take the terms of D_n of
+        // its values while they are in cache; max is exact, so the order of the terms does
+        // not matter. Bins of 2 or 3 values: branch-free min/max networks.
+        const double nd = static_cast<double>(n);
+        double dplus = -std::numeric_limits<double>::infinity();
+        double dminus = -std::numeric_limits<double>::infinity();
         std::size_t first = 0;
         for (std::size_t k = 0; k < nb; ++k)
         {
             const std::size_t last = e[k];
-            if (last - first > 32)
+            const std::size_t size = last - first;
+            double* b = su + first;
+            if (size == 2)
             {
-                std::sort(out + first, out + last);
-                for (std::size_t i = first; i < last; ++i)
+                const double a0 = b[0], a1 = b[1];
+                b[0] = std::min(a0, a1);
+                b[1] = std::max(a0, a1);
+            }
+            else if (size == 3)
+            {
+                double a0 = b[0], a1 = b[1], a2 = b[2];
+                const double l01 = std::min(a0, a1), h01 = std::max(a0, a1);
+                a0 = std::min(l01, a2);
+                const double t = std::max(l01, a2);
+                a1 = std::min(h01, t);
+                a2 = std::max(h01, t);
+                b[0] = a0;
+                b[1] = a1;
+                b[2] = a2;
+            }
+            else if (size > 32)
+            {
+                std::sort(b, b + size);
+            }
+            else if (size > 3)
+            {
+                for (std::size_t i = 1; i < size; ++i)
                 {
-                    su[i] = phi(out[i]);
+                    const double v = b[i];
+                    std::size_t j = i;
+                    while (j > 0 && b[j - 1] > v)
+                    {
+                        b[j] = b[j - 1];
+                        --j;
+                    }
+                    b[j] = v;
                 }
+            }
+            for (std::size_t i = first; i < last; ++i)
+            {
+                dplus = std::max(dplus, static_cast<double>(i + 1) / nd - su[i]);
+                dminus = std::max(dminus, su[i] - static_cast<double>(i) / nd);
             }
             first = last;
         }
-        for (std::size_t i = 1; i < n; ++i)
-        {
-            const double v = out[i];
-            if (!(v < out[i - 1]))
-            {
-                continue;
-            }
-            const double vu = su[i];
-            std::size_t j = i;
-            do
-            {
-                out[j] = out[j - 1];
-                su[j] = su[j - 1];
-                --j;
-            } while (j > 0 && out[j - 1] > v);
-            out[j] = v;
-            su[j] = vu;
-        }
-        return ks_statistic_from_cdf(su, n);
+        return std::max(dplus, dminus);
     }
 
     // Zero variance in the sense of SPEC 2.7 / 2.8: SciPy's all-equal rule (also catches
