@@ -159,8 +159,9 @@ namespace detail
         std::chrono::steady_clock::time_point m_last;
     };
 
+    /// The checks of check_tokens that do not read the vectors (shape, columns, positions).
     template <class T>
-    void check_tokens(const head_tokens<T>& tokens, const char* kind, bool need_example_id)
+    void check_token_columns(const head_tokens<T>& tokens, const char* kind, bool need_example_id)
     {
         constexpr const char* fn = "analyze_head";
         if (tokens.vectors.dimension() != 2)
@@ -181,48 +182,109 @@ namespace detail
                 throw_domain(fn, kind, " position[", i, "] = ", tokens.position(i), " is negative");
             }
         }
-        const T* data = tokens.vectors.data();
-        for (std::size_t k = 0; k < tokens.vectors.size(); ++k)
+    }
+
+    /// Throws the non-finite error of check_tokens for the first non-finite value of `row`.
+    template <class T>
+    [[noreturn]] void throw_non_finite_row(const T* row, std::size_t r, std::size_t d, const char* kind)
+    {
+        for (std::size_t j = 0; j < d; ++j)
         {
-            if (!std::isfinite(static_cast<double>(data[k])))
+            if (!std::isfinite(static_cast<double>(row[j])))
             {
-                const std::size_t d = tokens.vectors.shape()[1];
-                throw_domain(fn, kind, " vectors have a non-finite value (", static_cast<double>(data[k]),
-                             ") at row ", k / d, ", column ", k % d);
+                throw_domain("analyze_head", kind, " vectors have a non-finite value (", static_cast<double>(row[j]),
+                             ") at row ", r, ", column ", j);
+            }
+        }
+        throw_domain("analyze_head", kind, " vectors have a non-finite value at row ", r);  // not reached
+    }
+
+    /// 0 when every value of the row is finite, NaN otherwise (x - x is +0 for finite x and
+    /// NaN for +-inf and NaN); vectorizes, unlike a branch per value.
+    template <class T>
+    double row_finite_check(const T* row, std::size_t d) noexcept
+    {
+        double check = 0.0;
+        for (std::size_t j = 0; j < d; ++j)
+        {
+            const double v = static_cast<double>(row[j]);
+            check += v - v;
+        }
+        return check;
+    }
+
+    /// The non-finite check of check_tokens alone.
+    template <class T>
+    void check_finite_vectors(const head_tokens<T>& tokens, const char* kind)
+    {
+        const std::size_t n = tokens.vectors.shape()[0];
+        const std::size_t d = tokens.vectors.shape()[1];
+        const T* data = tokens.vectors.data();
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            if (!(row_finite_check(data + i * d, d) == 0.0))
+            {
+                throw_non_finite_row(data + i * d, i, d, kind);
             }
         }
     }
 
-    /// s_d = sign of the mean over key buckets of the per-bucket key mean (0 -> +1).
     template <class T>
-    std::vector<double> orientation_from_keys(const head_tokens<T>& keys)
+    void check_tokens(const head_tokens<T>& tokens, const char* kind, bool need_example_id)
+    {
+        check_token_columns(tokens, kind, need_example_id);
+        check_finite_vectors(tokens, kind);
+    }
+
+    /// s_d = sign of the mean over key buckets of the per-bucket key mean (0 -> +1).
+    /// Buckets get slots in order of first appearance; rows are summed in row order.
+    /// When `first_bad_row` is given, the rows are also checked for non-finite values: the
+    /// pass stops at the first such row, stores its index there and returns an empty vector.
+    template <class T>
+    std::vector<double> orientation_from_keys(const head_tokens<T>& keys, std::size_t* first_bad_row = nullptr)
     {
         const std::size_t n = keys.vectors.shape()[0];
         const std::size_t d = keys.vectors.shape()[1];
         std::map<std::int64_t, std::size_t> slot;
+        std::vector<double> sums;
+        std::vector<std::size_t> counts;
+        std::int64_t last_bucket = 0;
+        std::size_t s = 0;
         for (std::size_t i = 0; i < n; ++i)
         {
-            slot.emplace(keys.bucket(i), slot.size());
-        }
-        std::vector<double> sums(slot.size() * d, 0.0);
-        std::vector<std::size_t> counts(slot.size(), 0);
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            const std::size_t s = slot[keys.bucket(i)];
+            const std::int64_t bucket = keys.bucket(i);
+            if (i == 0 || bucket != last_bucket)
+            {
+                s = slot.emplace(bucket, slot.size()).first->second;
+                last_bucket = bucket;
+                if (s == counts.size())
+                {
+                    counts.push_back(0);
+                    sums.resize(counts.size() * d, 0.0);
+                }
+            }
             ++counts[s];
             const T* row = keys.vectors.data() + i * d;
             double* acc = sums.data() + s * d;
+            double check = 0.0;
             for (std::size_t j = 0; j < d; ++j)
             {
-                acc[j] += static_cast<double>(row[j]);
+                const double v = static_cast<double>(row[j]);
+                acc[j] += v;
+                check += v - v;
+            }
+            if (first_bad_row != nullptr && !(check == 0.0))
+            {
+                *first_bad_row = i;
+                return {};
             }
         }
         std::vector<double> sign(d, 0.0);
-        for (std::size_t s = 0; s < counts.size(); ++s)
+        for (std::size_t k = 0; k < counts.size(); ++k)
         {
             for (std::size_t j = 0; j < d; ++j)
             {
-                sign[j] += sums[s * d + j] / static_cast<double>(counts[s]);
+                sign[j] += sums[k * d + j] / static_cast<double>(counts[k]);
             }
         }
         for (auto& value : sign)
@@ -262,9 +324,12 @@ namespace detail
         std::vector<std::int64_t> example_id;
     };
 
+    /// When `check_kind` is given, each kept row is also checked for non-finite values (the
+    /// error of check_tokens for the first one).
     template <class T>
     oriented_tokens orient_and_select(const head_tokens<T>& tokens, const std::vector<std::size_t>& rows,
-                                      const std::vector<double>& sign, bool with_example_id)
+                                      const std::vector<double>& sign, bool with_example_id,
+                                      const char* check_kind = nullptr)
     {
         const std::size_t d = sign.size();
         oriented_tokens out;
@@ -280,9 +345,16 @@ namespace detail
             const std::size_t i = rows[r];
             const T* in = tokens.vectors.data() + i * d;
             double* dst = out.vectors.data() + r * d;
+            double check = 0.0;
             for (std::size_t j = 0; j < d; ++j)
             {
-                dst[j] = sign[j] * static_cast<double>(in[j]);
+                const double v = static_cast<double>(in[j]);
+                dst[j] = sign[j] * v;
+                check += v - v;
+            }
+            if (check_kind != nullptr && !(check == 0.0))
+            {
+                throw_non_finite_row(in, i, d, check_kind);
             }
             out.position[r] = static_cast<double>(tokens.position(i));
             out.bucket[r] = tokens.bucket(i);
@@ -364,46 +436,78 @@ head_result analyze_head(const head_tokens<T>& queries, const head_tokens<T>& ke
 {
     constexpr const char* fn = "analyze_head";
     detail::stage_clock clock(timings);
-    detail::check_tokens(queries, "query", false);
-    detail::check_tokens(keys, "key", true);
+    // The errors of check_tokens(queries), check_tokens(keys) and the checks below, in that
+    // order of precedence; the non-finite scans are fused into the passes of steps 1-2 and
+    // run separately only on the way to throwing another error.
+    detail::check_token_columns(queries, "query", false);
+    try
+    {
+        detail::check_token_columns(keys, "key", true);
+    }
+    catch (...)
+    {
+        detail::check_finite_vectors(queries, "query");
+        throw;
+    }
     const std::size_t d = queries.vectors.shape()[1];
-    if (d == 0)
+    try
     {
-        detail::throw_invalid(fn, "query vectors have d = 0");
+        if (d == 0)
+        {
+            detail::throw_invalid(fn, "query vectors have d = 0");
+        }
+        if (keys.vectors.shape()[1] != d)
+        {
+            detail::throw_invalid(fn, "query vectors have d = ", d, " but key vectors have d = ", keys.vectors.shape()[1]);
+        }
+        if (queries.vectors.shape()[0] < 2)
+        {
+            detail::throw_invalid(fn, "needs at least 2 queries, got ", queries.vectors.shape()[0]);
+        }
+        if (keys.vectors.shape()[0] < 1)
+        {
+            detail::throw_invalid(fn, "needs at least 1 key, got 0");
+        }
+        if (options.max_tokens_per_head < 2)
+        {
+            detail::throw_invalid(fn, "max_tokens_per_head must be >= 2, got ", options.max_tokens_per_head);
+        }
+        if (!(options.p_alpha >= 0.0 && options.p_alpha <= 1.0))
+        {
+            detail::throw_invalid(fn, "p_alpha must be in [0, 1], got ", options.p_alpha);
+        }
+        detail::check_max_rel_dist(fn, options.max_rel_dist);
     }
-    if (keys.vectors.shape()[1] != d)
+    catch (...)
     {
-        detail::throw_invalid(fn, "query vectors have d = ", d, " but key vectors have d = ", keys.vectors.shape()[1]);
+        detail::check_finite_vectors(queries, "query");
+        detail::check_finite_vectors(keys, "key");
+        throw;
     }
-    if (queries.vectors.shape()[0] < 2)
-    {
-        detail::throw_invalid(fn, "needs at least 2 queries, got ", queries.vectors.shape()[0]);
-    }
-    if (keys.vectors.shape()[0] < 1)
-    {
-        detail::throw_invalid(fn, "needs at least 1 key, got 0");
-    }
-    if (options.max_tokens_per_head < 2)
-    {
-        detail::throw_invalid(fn, "max_tokens_per_head must be >= 2, got ", options.max_tokens_per_head);
-    }
-    if (!(options.p_alpha >= 0.0 && options.p_alpha <= 1.0))
-    {
-        detail::throw_invalid(fn, "p_alpha must be in [0, 1], got ", options.p_alpha);
-    }
-    detail::check_max_rel_dist(fn, options.max_rel_dist);
 
     head_result result;
     result.id = id;
     head_metrics& metrics = result.metrics;
 
     // 1-2. Orientation on all keys, then subsampling of each kind.
-    const std::vector<double> sign = detail::orientation_from_keys(keys);
+    // The key pass of the orientation also checks every key; the query conversion checks
+    // the kept queries (all of them unless subsampled, else all are checked first).
+    std::size_t bad_key_row = 0;
+    const std::vector<double> sign = detail::orientation_from_keys(keys, &bad_key_row);
+    if (sign.empty())
+    {
+        detail::check_finite_vectors(queries, "query");
+        detail::throw_non_finite_row(keys.vectors.data() + bad_key_row * d, bad_key_row, d, "key");
+    }
     const auto q_rows = detail::subsample_rows(queries.vectors.shape()[0], options.max_tokens_per_head,
                                                detail::mix_seed(options.seed, 'q'));
     const auto k_rows = detail::subsample_rows(keys.vectors.shape()[0], options.max_tokens_per_head,
                                                detail::mix_seed(options.seed, 'k'));
-    detail::oriented_tokens q = detail::orient_and_select(queries, q_rows, sign, false);
+    if (q_rows.size() < queries.vectors.shape()[0])
+    {
+        detail::check_finite_vectors(queries, "query");
+    }
+    detail::oriented_tokens q = detail::orient_and_select(queries, q_rows, sign, false, "query");
     detail::oriented_tokens k = detail::orient_and_select(keys, k_rows, sign, true);
     const std::size_t nq = q_rows.size();
     metrics.n_q_tokens = nq;
