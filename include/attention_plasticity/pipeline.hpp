@@ -329,10 +329,14 @@ namespace detail
     template <class T>
     oriented_tokens orient_and_select(const head_tokens<T>& tokens, const std::vector<std::size_t>& rows,
                                       const std::vector<double>& sign, bool with_example_id,
-                                      const char* check_kind = nullptr)
+                                      const char* check_kind = nullptr, std::vector<double>* column_sums = nullptr)
     {
         const std::size_t d = sign.size();
         oriented_tokens out;
+        if (column_sums != nullptr)
+        {
+            column_sums->assign(d, 0.0);
+        }
         out.vectors = xt::xtensor<double, 2>::from_shape({rows.size(), d});
         out.position.resize(rows.size());
         out.bucket.resize(rows.size());
@@ -346,11 +350,25 @@ namespace detail
             const T* in = tokens.vectors.data() + i * d;
             double* dst = out.vectors.data() + r * d;
             double check = 0.0;
-            for (std::size_t j = 0; j < d; ++j)
+            if (column_sums != nullptr)
             {
-                const double v = static_cast<double>(in[j]);
-                dst[j] = sign[j] * v;
-                check += v - v;
+                double* acc = column_sums->data();
+                for (std::size_t j = 0; j < d; ++j)
+                {
+                    const double v = static_cast<double>(in[j]);
+                    dst[j] = sign[j] * v;
+                    acc[j] += dst[j];
+                    check += v - v;
+                }
+            }
+            else
+            {
+                for (std::size_t j = 0; j < d; ++j)
+                {
+                    const double v = static_cast<double>(in[j]);
+                    dst[j] = sign[j] * v;
+                    check += v - v;
+                }
             }
             if (check_kind != nullptr && !(check == 0.0))
             {
@@ -507,7 +525,8 @@ head_result analyze_head(const head_tokens<T>& queries, const head_tokens<T>& ke
     {
         detail::check_finite_vectors(queries, "query");
     }
-    detail::oriented_tokens q = detail::orient_and_select(queries, q_rows, sign, false, "query");
+    std::vector<double> q_column_sums;  // for the position regression (its first pass)
+    detail::oriented_tokens q = detail::orient_and_select(queries, q_rows, sign, false, "query", &q_column_sums);
     detail::oriented_tokens k = detail::orient_and_select(keys, k_rows, sign, true);
     const std::size_t nq = q_rows.size();
     metrics.n_q_tokens = nq;
@@ -516,7 +535,8 @@ head_result analyze_head(const head_tokens<T>& queries, const head_tokens<T>& ke
     clock.lap(&stage_timings::preparation);
 
     // 3-4. Position regression and scalar predictability in the oriented space.
-    const linear_fit fit = detail::fit_linear_raw(q.position.data(), detail::view_of(q.vectors), fn);
+    const linear_fit fit =
+        detail::fit_linear_raw(q.position.data(), detail::view_of(q.vectors), fn, q_column_sums.data());
     metrics.q_R2_pos = fit.r2_mean;
     metrics.q_beta_norm = fit.beta_norm;
     const scalar_predictability scalar =

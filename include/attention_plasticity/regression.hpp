@@ -41,7 +41,10 @@ struct linear_fit
 namespace detail
 {
     template <class T>
-    linear_fit fit_linear_raw(const double* t, const matrix_view<T>& x, const char* fn)
+    /// `column_sums`, when given, holds sum_i x(i, j) accumulated in row order from 0.0 (as
+    /// the first pass below would compute it), e.g. fused into the pass that produced x.
+    linear_fit fit_linear_raw(const double* t, const matrix_view<T>& x, const char* fn,
+                              const double* column_sums = nullptr)
     {
         const std::size_t n = x.rows;
         const std::size_t d = x.cols;
@@ -64,12 +67,19 @@ namespace detail
         fit.regressor_varies = stt > 0.0 && std::any_of(t, t + n, [&](double v) { return v != t[0]; });
 
         std::vector<double> mean(d, 0.0);
-        for (std::size_t i = 0; i < n; ++i)
+        if (column_sums != nullptr)
         {
-            const T* row = x.row(i);
-            for (std::size_t j = 0; j < d; ++j)
+            std::copy(column_sums, column_sums + d, mean.begin());
+        }
+        else
+        {
+            for (std::size_t i = 0; i < n; ++i)
             {
-                mean[j] += static_cast<double>(row[j]);
+                const T* row = x.row(i);
+                for (std::size_t j = 0; j < d; ++j)
+                {
+                    mean[j] += static_cast<double>(row[j]);
+                }
             }
         }
         for (auto& m : mean)
