@@ -394,6 +394,61 @@ namespace detail
         return v;
     }
 
+    /// scalar_predictability_raw(t, x, beta) and rotation.apply_inplace(x) in one pass over
+    /// the rows of x: each row's projection on beta is taken before the row is rotated, with
+    /// the same operations in the same order as the two separate passes (identical results).
+    inline scalar_predictability project_then_rotate(const double* t, xt::xtensor<double, 2>& x, const double* beta,
+                                                     const householder& rotation, const char* fn)
+    {
+        const std::size_t n = x.shape()[0];
+        const std::size_t d = x.shape()[1];
+        if (n == 0)
+        {
+            throw_invalid(fn, "needs at least 1 sample, got 0");
+        }
+        std::vector<double> y(n);
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            if (!(t[i] > -1.0))
+            {
+                throw_domain(fn, "t[", i, "] = ", t[i], " makes log2(t + 1) undefined");
+            }
+            y[i] = std::log2(t[i] + 1.0);
+        }
+        double norm2 = 0.0;
+        for (std::size_t j = 0; j < d; ++j)
+        {
+            norm2 += beta[j] * beta[j];
+        }
+        if (!(norm2 > 0.0) || rotation.is_identity() || rotation.dimension != d)
+        {
+            const scalar_predictability result = scalar_predictability_raw(t, view_of(x), beta, fn);
+            rotation.apply_inplace(x);
+            return result;
+        }
+        const double inv_norm = 1.0 / std::sqrt(norm2);
+        std::vector<double> s(n);
+        const double* v = rotation.v.data();
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            double* row = x.data() + i * d;
+            double dot = 0.0;
+            double dot_v = 0.0;
+            for (std::size_t j = 0; j < d; ++j)
+            {
+                dot += row[j] * beta[j];
+                dot_v += row[j] * v[j];
+            }
+            s[i] = dot * inv_norm;
+            const double scale = 2.0 * dot_v;
+            for (std::size_t j = 0; j < d; ++j)
+            {
+                row[j] = row[j] - scale * v[j];
+            }
+        }
+        return scalar_fit(y, &s);
+    }
+
     /// The keys of one bucket, ready for sampling.
     struct key_bucket
     {
@@ -539,17 +594,17 @@ head_result analyze_head(const head_tokens<T>& queries, const head_tokens<T>& ke
         detail::fit_linear_raw(q.position.data(), detail::view_of(q.vectors), fn, q_column_sums.data());
     metrics.q_R2_pos = fit.r2_mean;
     metrics.q_beta_norm = fit.beta_norm;
+    // 5 (queries). The rotation of the queries shares the pass of the scalar projection.
+    const householder rotation = householder_to_e1(fit.beta);
     const scalar_predictability scalar =
-        detail::scalar_predictability_raw(q.position.data(), detail::view_of(q.vectors), fit.beta.data(), fn);
+        detail::project_then_rotate(q.position.data(), q.vectors, fit.beta.data(), rotation, fn);
     metrics.q_R2_scalar = scalar.r2;
     metrics.q_mae_baseline = scalar.mae_baseline;
     metrics.q_mae_proj = scalar.mae_projection;
     metrics.q_mae_ratio = scalar.mae_ratio;
     clock.lap(&stage_timings::regression);
 
-    // 5. Rotation of queries and keys (dot products preserved).
-    const householder rotation = householder_to_e1(fit.beta);
-    rotation.apply_inplace(q.vectors);
+    // 5. Rotation of the keys (dot products preserved).
     rotation.apply_inplace(k.vectors);
     clock.lap(&stage_timings::rotation);
 
