@@ -329,8 +329,10 @@ namespace detail
     template <class T>
     oriented_tokens orient_and_select(const head_tokens<T>& tokens, const std::vector<std::size_t>& rows,
                                       const std::vector<double>& sign, bool with_example_id,
-                                      const char* check_kind = nullptr, std::vector<double>* column_sums = nullptr)
+                                      const char* check_kind = nullptr, std::vector<double>* column_sums = nullptr,
+                                      const householder* rotation = nullptr)
     {
+        const double* rot_v = rotation != nullptr && !rotation->is_identity() ? rotation->v.data() : nullptr;
         const std::size_t d = sign.size();
         oriented_tokens out;
         if (column_sums != nullptr)
@@ -373,6 +375,20 @@ namespace detail
             if (check_kind != nullptr && !(check == 0.0))
             {
                 throw_non_finite_row(in, i, d, check_kind);
+            }
+            if (rot_v != nullptr)
+            {
+                // rotation->apply_inplace on this row, while it is in cache.
+                double dot = 0.0;
+                for (std::size_t j = 0; j < d; ++j)
+                {
+                    dot += dst[j] * rot_v[j];
+                }
+                const double scale = 2.0 * dot;
+                for (std::size_t j = 0; j < d; ++j)
+                {
+                    dst[j] = dst[j] - scale * rot_v[j];
+                }
             }
             out.position[r] = static_cast<double>(tokens.position(i));
             out.bucket[r] = tokens.bucket(i);
@@ -582,7 +598,6 @@ head_result analyze_head(const head_tokens<T>& queries, const head_tokens<T>& ke
     }
     std::vector<double> q_column_sums;  // for the position regression (its first pass)
     detail::oriented_tokens q = detail::orient_and_select(queries, q_rows, sign, false, "query", &q_column_sums);
-    detail::oriented_tokens k = detail::orient_and_select(keys, k_rows, sign, true);
     const std::size_t nq = q_rows.size();
     metrics.n_q_tokens = nq;
     metrics.n_k_tokens = k_rows.size();
@@ -604,8 +619,8 @@ head_result analyze_head(const head_tokens<T>& queries, const head_tokens<T>& ke
     metrics.q_mae_ratio = scalar.mae_ratio;
     clock.lap(&stage_timings::regression);
 
-    // 5. Rotation of the keys (dot products preserved).
-    rotation.apply_inplace(k.vectors);
+    // 5. Rotation of the keys (dot products preserved), fused into their conversion.
+    detail::oriented_tokens k = detail::orient_and_select(keys, k_rows, sign, true, nullptr, nullptr, &rotation);
     clock.lap(&stage_timings::rotation);
 
     // 6-7. Component 0 on position in the rotated space, and its residual.
