@@ -418,24 +418,8 @@ namespace detail
     {
         const std::size_t n = x.shape()[0];
         const std::size_t d = x.shape()[1];
-        if (n == 0)
-        {
-            throw_invalid(fn, "needs at least 1 sample, got 0");
-        }
-        std::vector<double> y(n);
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            if (!(t[i] > -1.0))
-            {
-                throw_domain(fn, "t[", i, "] = ", t[i], " makes log2(t + 1) undefined");
-            }
-            y[i] = std::log2(t[i] + 1.0);
-        }
-        double norm2 = 0.0;
-        for (std::size_t j = 0; j < d; ++j)
-        {
-            norm2 += beta[j] * beta[j];
-        }
+        const std::vector<double> y = log2_positions(t, n, fn);
+        const double norm2 = squared_norm(beta, d);
         if (!(norm2 > 0.0) || rotation.is_identity() || rotation.dimension != d)
         {
             const scalar_predictability result = scalar_predictability_raw(t, view_of(x), beta, fn);

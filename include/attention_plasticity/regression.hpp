@@ -221,12 +221,9 @@ namespace detail
         return result;
     }
 
-    template <class T>
-    scalar_predictability scalar_predictability_raw(const double* t, const matrix_view<T>& x, const double* beta,
-                                                    const char* fn)
+    /// y = log2(t + 1) of SPEC §2.4; throws for n = 0 or t <= -1.
+    inline std::vector<double> log2_positions(const double* t, std::size_t n, const char* fn)
     {
-        const std::size_t n = x.rows;
-        const std::size_t d = x.cols;
         if (n == 0)
         {
             throw_invalid(fn, "needs at least 1 sample, got 0");
@@ -240,11 +237,27 @@ namespace detail
             }
             y[i] = std::log2(t[i] + 1.0);
         }
+        return y;
+    }
+
+    inline double squared_norm(const double* v, std::size_t d) noexcept
+    {
         double norm2 = 0.0;
         for (std::size_t j = 0; j < d; ++j)
         {
-            norm2 += beta[j] * beta[j];
+            norm2 += v[j] * v[j];
         }
+        return norm2;
+    }
+
+    template <class T>
+    scalar_predictability scalar_predictability_raw(const double* t, const matrix_view<T>& x, const double* beta,
+                                                    const char* fn)
+    {
+        const std::size_t n = x.rows;
+        const std::size_t d = x.cols;
+        const std::vector<double> y = log2_positions(t, n, fn);
+        const double norm2 = squared_norm(beta, d);
         if (!(norm2 > 0.0))
         {
             return scalar_fit(y, nullptr);
