@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include <benchmark/benchmark.h>
 #include <xtensor/xtensor.hpp>
 
 #include <attention_plasticity/detail/random.hpp>
@@ -26,36 +27,22 @@ inline void single_threaded_blas()
     openblas_set_num_threads(1);
 }
 
-/// Standard normal deviates (Box-Muller on the library's generator).
-class normal_source
+/// The benchmark executables' common main: one BLAS thread, then Google Benchmark.
+/// Returns false when the command line has arguments Google Benchmark does not know.
+inline bool run_benchmarks(int& argc, char** argv)
 {
-public:
-    explicit normal_source(std::uint64_t seed) : m_rng(seed) {}
-
-    double operator()()
+    single_threaded_blas();
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv))
     {
-        if (m_has_spare)
-        {
-            m_has_spare = false;
-            return m_spare;
-        }
-        double u1 = m_rng.uniform();
-        while (u1 <= 0.0)
-        {
-            u1 = m_rng.uniform();
-        }
-        const double u2 = m_rng.uniform();
-        const double r = std::sqrt(-2.0 * std::log(u1));
-        m_spare = r * std::sin(6.283185307179586 * u2);
-        m_has_spare = true;
-        return r * std::cos(6.283185307179586 * u2);
+        return false;
     }
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return true;
+}
 
-private:
-    ap::rng m_rng;
-    double m_spare = 0.0;
-    bool m_has_spare = false;
-};
+using normal_source = ap::normal_generator;
 
 /// One kind of a synthetic head: n tokens in `examples` sequences of n / examples positions,
 /// `buckets` uniform position buckets, vectors = drift (t / L) u + N(0, diag(scale_j^2)) with a

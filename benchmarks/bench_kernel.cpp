@@ -171,13 +171,9 @@ BENCHMARK_TEMPLATE(BM_gemm, double)->Apply(kernel_args);
 
 int main(int argc, char** argv)
 {
-    ap_bench::single_threaded_blas();
-    benchmark::Initialize(&argc, argv);
-    if (benchmark::ReportUnrecognizedArguments(argc, argv))
+    if (!ap_bench::run_benchmarks(argc, argv))
     {
         return 1;
     }
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
     return 0;
 }

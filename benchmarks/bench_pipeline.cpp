@@ -131,14 +131,10 @@ double fitted_exponent(const std::vector<std::pair<double, double>>& raw)
 
 int main(int argc, char** argv)
 {
-    ap_bench::single_threaded_blas();
-    benchmark::Initialize(&argc, argv);
-    if (benchmark::ReportUnrecognizedArguments(argc, argv))
+    if (!ap_bench::run_benchmarks(argc, argv))
     {
         return 1;
     }
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
     for (const auto& [series, points] : scaling_points())
     {
         std::map<double, double> last;

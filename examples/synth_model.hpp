@@ -81,37 +81,8 @@ struct synth_options
     }
 };
 
-/// Gaussian variates from attention_plasticity::rng by Box-Muller (never std:: distributions,
-/// whose output is implementation-defined).
-class normal_source
-{
-public:
-    explicit normal_source(std::uint64_t seed) : m_rng(seed) {}
-
-    double operator()()
-    {
-        if (m_has_spare)
-        {
-            m_has_spare = false;
-            return m_spare;
-        }
-        const double u1 = 1.0 - m_rng.uniform();  // (0, 1]
-        const double u2 = m_rng.uniform();
-        const double radius = std::sqrt(-2.0 * std::log(u1));
-        const double angle = 6.283185307179586476925 * u2;
-        m_spare = radius * std::sin(angle);
-        m_has_spare = true;
-        return radius * std::cos(angle);
-    }
-
-    double uniform() { return m_rng.uniform(); }
-    std::uint64_t below(std::uint64_t bound) { return m_rng.below(bound); }
-
-private:
-    ap::rng m_rng;
-    bool m_has_spare = false;
-    double m_spare = 0.0;
-};
+/// Gaussian variates (and the uniform stream under them) from the library's generator.
+using normal_source = ap::normal_generator;
 
 /// Independent streams from one seed: (seed, purpose, layer, head, extra) -> seed.
 inline std::uint64_t stream_seed(std::uint64_t seed, std::uint64_t purpose, std::uint64_t layer, std::uint64_t head,

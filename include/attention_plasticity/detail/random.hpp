@@ -1,6 +1,7 @@
 #ifndef ATTENTION_PLASTICITY_DETAIL_RANDOM_HPP
 #define ATTENTION_PLASTICITY_DETAIL_RANDOM_HPP
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -90,6 +91,39 @@ private:
     static std::uint64_t rotl(std::uint64_t x, int k) noexcept { return (x << k) | (x >> (64 - k)); }
 
     std::uint64_t m_state[4];
+};
+
+/// Standard normal variates from rng by Box-Muller (the std:: distributions are
+/// implementation-defined, so a seed would not give the same numbers everywhere).
+class normal_generator
+{
+public:
+    explicit normal_generator(std::uint64_t seed = 0) noexcept : m_rng(seed) {}
+
+    double operator()() noexcept
+    {
+        if (m_has_spare)
+        {
+            m_has_spare = false;
+            return m_spare;
+        }
+        const double u1 = 1.0 - m_rng.uniform();  // (0, 1]: log(u1) is finite
+        const double u2 = m_rng.uniform();
+        const double radius = std::sqrt(-2.0 * std::log(u1));
+        const double angle = 6.283185307179586476925 * u2;
+        m_spare = radius * std::sin(angle);
+        m_has_spare = true;
+        return radius * std::cos(angle);
+    }
+
+    /// The underlying uniform stream, for draws mixed with the normal ones.
+    double uniform() noexcept { return m_rng.uniform(); }
+    std::uint64_t below(std::uint64_t bound) noexcept { return m_rng.below(bound); }
+
+private:
+    rng m_rng;
+    bool m_has_spare = false;
+    double m_spare = 0.0;
 };
 
 }  // namespace attention_plasticity
