@@ -165,7 +165,10 @@ namespace detail
     }
 }  // namespace detail
 
-/// Per-pair projected moments m = W mu and v = diag(W Sigma W^T), in double.
+/// Per-pair projected moments m = W mu and v = diag(W Sigma W^T), in double. When inputs are
+/// so large or small that they had to be rescaled (by exact powers of two) to avoid overflow or
+/// underflow, each pair's (m, v) is scaled so that m / sqrt(v), the only quantity the
+/// plasticity uses, is exact; the values themselves are then not w.mu and w'Sigma w.
 struct pair_moments
 {
     xt::xtensor<double, 1> mean;
