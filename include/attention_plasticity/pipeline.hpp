@@ -159,7 +159,7 @@ namespace detail
         std::chrono::steady_clock::time_point m_last;
     };
 
-    /// The checks of check_tokens that do not read the vectors (shape, columns, positions).
+    /// The checks of one kind that do not read the vectors (shape, columns, positions).
     template <class T>
     void check_token_columns(const head_tokens<T>& tokens, const char* kind, bool need_example_id)
     {
@@ -184,7 +184,7 @@ namespace detail
         }
     }
 
-    /// Throws the non-finite error of check_tokens for the first non-finite value of `row`.
+    /// Throws the non-finite error for the first non-finite value of `row`.
     template <class T>
     [[noreturn]] void throw_non_finite_row(const T* row, std::size_t r, std::size_t d, const char* kind)
     {
@@ -213,7 +213,7 @@ namespace detail
         return check;
     }
 
-    /// The non-finite check of check_tokens alone.
+    /// Every vector of one kind is finite (else the error of throw_non_finite_row).
     template <class T>
     void check_finite_vectors(const head_tokens<T>& tokens, const char* kind)
     {
@@ -229,12 +229,6 @@ namespace detail
         }
     }
 
-    template <class T>
-    void check_tokens(const head_tokens<T>& tokens, const char* kind, bool need_example_id)
-    {
-        check_token_columns(tokens, kind, need_example_id);
-        check_finite_vectors(tokens, kind);
-    }
 
     /// s_d = sign of the mean over key buckets of the per-bucket key mean (0 -> +1).
     /// Buckets get slots in order of first appearance; rows are summed in row order.
@@ -325,7 +319,7 @@ namespace detail
     };
 
     /// When `check_kind` is given, each kept row is also checked for non-finite values (the
-    /// error of check_tokens for the first one).
+    /// error of throw_non_finite_row for the first one).
     template <class T>
     oriented_tokens orient_and_select(const head_tokens<T>& tokens, const std::vector<std::size_t>& rows,
                                       const std::vector<double>& sign, bool with_example_id,
@@ -509,54 +503,36 @@ head_result analyze_head(const head_tokens<T>& queries, const head_tokens<T>& ke
 {
     constexpr const char* fn = "analyze_head";
     detail::stage_clock clock(timings);
-    // The errors of check_tokens(queries), check_tokens(keys) and the checks below, in that
-    // order of precedence; the non-finite scans are fused into the passes of steps 1-2 and
-    // run separately only on the way to throwing another error.
+    // Shape, column and option errors first; non-finite vectors are found by the passes of
+    // steps 1-2, which read every value anyway (queries reported before keys).
     detail::check_token_columns(queries, "query", false);
-    try
-    {
-        detail::check_token_columns(keys, "key", true);
-    }
-    catch (...)
-    {
-        detail::check_finite_vectors(queries, "query");
-        throw;
-    }
+    detail::check_token_columns(keys, "key", true);
     const std::size_t d = queries.vectors.shape()[1];
-    try
+    if (d == 0)
     {
-        if (d == 0)
-        {
-            detail::throw_invalid(fn, "query vectors have d = 0");
-        }
-        if (keys.vectors.shape()[1] != d)
-        {
-            detail::throw_invalid(fn, "query vectors have d = ", d, " but key vectors have d = ", keys.vectors.shape()[1]);
-        }
-        if (queries.vectors.shape()[0] < 2)
-        {
-            detail::throw_invalid(fn, "needs at least 2 queries, got ", queries.vectors.shape()[0]);
-        }
-        if (keys.vectors.shape()[0] < 1)
-        {
-            detail::throw_invalid(fn, "needs at least 1 key, got 0");
-        }
-        if (options.max_tokens_per_head < 2)
-        {
-            detail::throw_invalid(fn, "max_tokens_per_head must be >= 2, got ", options.max_tokens_per_head);
-        }
-        if (!(options.p_alpha >= 0.0 && options.p_alpha <= 1.0))
-        {
-            detail::throw_invalid(fn, "p_alpha must be in [0, 1], got ", options.p_alpha);
-        }
-        detail::check_max_rel_dist(fn, options.max_rel_dist);
+        detail::throw_invalid(fn, "query vectors have d = 0");
     }
-    catch (...)
+    if (keys.vectors.shape()[1] != d)
     {
-        detail::check_finite_vectors(queries, "query");
-        detail::check_finite_vectors(keys, "key");
-        throw;
+        detail::throw_invalid(fn, "query vectors have d = ", d, " but key vectors have d = ", keys.vectors.shape()[1]);
     }
+    if (queries.vectors.shape()[0] < 2)
+    {
+        detail::throw_invalid(fn, "needs at least 2 queries, got ", queries.vectors.shape()[0]);
+    }
+    if (keys.vectors.shape()[0] < 1)
+    {
+        detail::throw_invalid(fn, "needs at least 1 key, got 0");
+    }
+    if (options.max_tokens_per_head < 2)
+    {
+        detail::throw_invalid(fn, "max_tokens_per_head must be >= 2, got ", options.max_tokens_per_head);
+    }
+    if (!(options.p_alpha >= 0.0 && options.p_alpha <= 1.0))
+    {
+        detail::throw_invalid(fn, "p_alpha must be in [0, 1], got ", options.p_alpha);
+    }
+    detail::check_max_rel_dist(fn, options.max_rel_dist);
 
     head_result result;
     result.id = id;
