@@ -229,7 +229,6 @@ namespace detail
         }
     }
 
-
     /// s_d = sign of the mean over key buckets of the per-bucket key mean (0 -> +1).
     /// Buckets get slots in order of first appearance; rows are summed in row order.
     /// When `first_bad_row` is given, the rows are also checked for non-finite values: the
