@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Creates the project's Python virtual environment (default: .venv at the repository root)
+# with the pinned packages of requirements.txt. Needs a CPython 3.11 with the venv module:
+# the first of $AP_PYTHON_BASE, python3.11, python3 that is 3.11 (Debian's /usr/bin/python3
+# needs the python3-venv package; the machines' default python3 has it).
+# usage: scripts/setup_python.sh [VENV_DIR]
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="${1:-$repo/.venv}"
+base=""
+for candidate in "${AP_PYTHON_BASE:-}" python3.11 python3; do
+  [[ -n "$candidate" ]] || continue
+  if command -v "$candidate" >/dev/null 2>&1 \
+     && "$candidate" -c 'import sys, venv; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
+    base="$candidate"
+    break
+  fi
+done
+if [[ -z "$base" ]]; then
+  echo "setup_python.sh: no Python 3.11 with the venv module found (set AP_PYTHON_BASE)" >&2
+  exit 2
+fi
+if [[ ! -x "$venv/bin/python" ]]; then
+  "$base" -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install --quiet -r "$repo/requirements.txt"
+echo "setup_python.sh: $("$venv/bin/python" --version) in $venv"
