@@ -275,12 +275,12 @@ def run_main(main, argv, prog):
 
 def discrete_layer_colours(layers, cmap_name="viridis"):
     """A colour map and norm with one colour per layer value, for lines and colour bars."""
-    from matplotlib import cm, colors
+    from matplotlib import colors
 
     layers = sorted(set(int(x) for x in layers))
     lo, hi = layers[0], layers[-1]
     n = hi - lo + 1
-    base = cm.get_cmap(cmap_name)
+    base = matplotlib.colormaps[cmap_name]  # cm.get_cmap is gone in matplotlib 3.9
     # Stop short of viridis' light yellow end so that thin lines stay visible on white.
     cmap = colors.ListedColormap(base(np.linspace(0.0, 0.88, max(n, 2)))[:n] if n > 1
                                  else base([0.35]))
@@ -290,9 +290,7 @@ def discrete_layer_colours(layers, cmap_name="viridis"):
 
 def colourmap_with_missing(name):
     """A colour map whose NaN cells are transparent: ``hatch_missing`` shows through."""
-    from matplotlib import cm
-
-    cmap = cm.get_cmap(name).copy()
+    cmap = matplotlib.colormaps[name].copy()
     cmap.set_bad((0.0, 0.0, 0.0, 0.0))
     return cmap
 

@@ -1,14 +1,12 @@
-"""Tests of examples/convert_sniffed_qk.py.
+"""Tests of examples/convert_sniffed_qk.py (qk-sniffer Parquet -> the NPY layout).
 
-The NPY writing and the column checks are tested on plain Python / NumPy data (no
-pyarrow needed). The Parquet conversion end to end needs pyarrow and is SKIPPED, with
-the reason, where pyarrow cannot be imported. Run from the repository root:
-    /usr/bin/python3 -m unittest discover -s tests/python -v
-or alone:
-    /usr/bin/python3 tests/python/test_convert_sniffed_qk.py -v
+Reading and checking a folder is attention_plasticity.sniffed (tested in test_sniffed.py);
+here: the NPY writing, the command line, and the conversion of dumps in qk-sniffer's exact
+schema. Needs numpy and pyarrow (the project's .venv); a missing package is an error, not a
+skip. Run from the repository root:
+    .venv/bin/python -m unittest discover -s tests/python -p 'test_convert_sniffed_qk.py' -v
 """
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -17,17 +15,16 @@ import tempfile
 import unittest
 
 import numpy as np
+import pyarrow as pa
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SCRIPT = os.path.join(ROOT, "examples", "convert_sniffed_qk.py")
 sys.path.insert(0, os.path.dirname(SCRIPT))
+sys.path.insert(0, HERE)
 
 import convert_sniffed_qk as conv  # noqa: E402
-
-HAVE_PYARROW = importlib.util.find_spec("pyarrow") is not None
-NO_PYARROW_REASON = ("pyarrow is not installed for " + sys.executable +
-                     ": the Parquet -> NPY conversion is not tested here")
+from sniffed_fixtures import sniffed_table, to_bf16, write_table  # noqa: E402
 
 
 def run_converter(*args, env=None):
@@ -35,16 +32,13 @@ def run_converter(*args, env=None):
                           stderr=subprocess.PIPE, text=True, env=env, timeout=300)
 
 
-def sample_columns(n=6, d=4, seed=0):
+def sample_arrays(n=6, d=4, seed=0, window=None):
     rng = np.random.default_rng(seed)
-    return {
-        "vector": [list(rng.standard_normal(d).astype(np.float32)) for _ in range(n)],
-        "position": list(range(n)),
-        "bucket": [0] + [int(np.log2(p)) + 1 for p in range(1, n)],
-        "example_id": [0] * (n // 2) + [1] * (n - n // 2),
-        "sliding_window": [None] * n,
-        "token_str": ["tok"] * n,
-    }
+    position = np.arange(n, dtype=np.int32)
+    return {"vector": rng.standard_normal((n, d)).astype(np.float32), "position": position,
+            "bucket": (position // 2).astype(np.int32),
+            "example_id": np.zeros(n, dtype=np.int32),
+            "sliding_window": None if window is None else np.full(n, window, np.int32)}
 
 
 class TempDirTestCase(unittest.TestCase):
@@ -68,142 +62,40 @@ class TempDirTestCase(unittest.TestCase):
 
 class TestWriteNpyHead(TempDirTestCase):
     def test_round_trip(self):
-        cols = sample_columns()
+        arrays = sample_arrays(window=4096)
         folder = os.path.join(self.tmp, "out", "l03h07q")
-        written = conv.write_npy_head(folder, cols)
+        written = conv.write_npy_head(folder, arrays)
         self.assertEqual(sorted(os.path.basename(p) for p in written),
                          ["bucket.npy", "example_id.npy", "position.npy",
                           "sliding_window.npy", "vector.npy"])
         self.assertEqual(sorted(os.listdir(folder)), sorted(os.path.basename(p)
                                                             for p in written))
-        vec = self.load(folder, "vector")
-        self.assertEqual(vec.dtype, np.float32)
-        self.assertEqual(vec.shape, (6, 4))
-        self.assertTrue(vec.flags["C_CONTIGUOUS"])
-        np.testing.assert_array_equal(vec, np.array(cols["vector"], dtype=np.float32))
-        for name in ("position", "bucket", "example_id"):
-            arr = self.load(folder, name)
-            self.assertIn(arr.dtype, (np.dtype(np.int32), np.dtype(np.int64)), name)
-            self.assertEqual(arr.dtype.byteorder in ("<", "="), True)
-            np.testing.assert_array_equal(arr, cols[name])
+        for stem in ("vector", "position", "bucket", "example_id", "sliding_window"):
+            got = self.load(folder, stem)
+            self.assertEqual(got.dtype, arrays[stem].dtype, stem)
+            self.assertIn(got.dtype.byteorder, ("<", "=", "|"), stem)
+            np.testing.assert_array_equal(got, arrays[stem])
+        self.assertTrue(self.load(folder, "vector").flags["C_CONTIGUOUS"])
 
-    def test_null_sliding_windows_become_zero(self):
-        cols = sample_columns(n=4)
-        cols["sliding_window"] = [None, 4096, None, 4096]
+    def test_no_window_no_file_and_stale_window_removed(self):
         folder = os.path.join(self.tmp, "l00h00q")
-        conv.write_npy_head(folder, cols)
-        sw = self.load(folder, "sliding_window")
-        self.assertIn(sw.dtype, (np.dtype(np.int32), np.dtype(np.int64)))
-        np.testing.assert_array_equal(sw, [0, 4096, 0, 4096])
-
-    def test_all_null_and_masked_sliding_windows(self):
-        cols = sample_columns(n=3)
-        conv.write_npy_head(os.path.join(self.tmp, "a"), cols)
-        np.testing.assert_array_equal(self.load(os.path.join(self.tmp, "a"),
-                                                "sliding_window"), [0, 0, 0])
-        cols["sliding_window"] = np.ma.masked_array(np.array([7, 512, 7], dtype=np.int32),
-                                                    mask=[True, False, True])
-        conv.write_npy_head(os.path.join(self.tmp, "b"), cols)
-        sw = self.load(os.path.join(self.tmp, "b"), "sliding_window")
-        self.assertEqual(sw.dtype, np.int32)
-        np.testing.assert_array_equal(sw, [0, 512, 0])
-
-    def test_numpy_input_keeps_int32_and_float32(self):
-        n, d = 5, 3
-        cols = {
-            "vector": np.arange(n * d, dtype=np.float32).reshape(n, d),
-            "position": np.arange(n, dtype=np.int32),
-            "bucket": np.array([0, 1, 2, 2, 3], dtype=np.int32),
-            "example_id": np.zeros(n, dtype=np.int32),
-        }
-        folder = os.path.join(self.tmp, "l01h01k")
-        conv.write_npy_head(folder, cols)
-        for name in ("position", "bucket", "example_id"):
-            self.assertEqual(self.load(folder, name).dtype, np.int32, name)
-        np.testing.assert_array_equal(self.load(folder, "vector"), cols["vector"])
-        # No sliding_window column: no file (the driver treats that as no window).
-        self.assertFalse(os.path.exists(os.path.join(folder, "sliding_window.npy")))
-
-    def test_ragged_vectors_are_an_error_naming_folder_and_row(self):
-        cols = sample_columns(n=5, d=4)
-        cols["vector"][3] = cols["vector"][3][:3]
-        folder = os.path.join(self.tmp, "l02h05k")
-        with self.assertRaises(conv.ConversionError) as ctx:
-            conv.write_npy_head(folder, cols)
-        msg = str(ctx.exception)
-        self.assertIn(folder, msg)
-        self.assertIn("row 3", msg)
-        self.assertIn("length 3", msg)
-        self.assertFalse(os.path.exists(folder), "nothing may be written on error")
-
-    def test_error_names_label(self):
-        cols = sample_columns(n=3)
-        cols["vector"][2] = cols["vector"][2] + [0.0]
-        with self.assertRaises(conv.ConversionError) as ctx:
-            conv.write_npy_head(os.path.join(self.tmp, "x"), cols, label="dump/l00h01q")
-        self.assertIn("dump/l00h01q", str(ctx.exception))
-        self.assertIn("row 2", str(ctx.exception))
-
-    def test_failed_write_leaves_previous_files(self):
-        folder = os.path.join(self.tmp, "l00h00q")
-        good = sample_columns(n=4)
-        conv.write_npy_head(folder, good)
-        before = self.snapshot(folder)
-        bad = sample_columns(n=4, seed=1)
-        bad["vector"][1] = None
-        with self.assertRaises(conv.ConversionError) as ctx:
-            conv.write_npy_head(folder, bad)
-        self.assertIn("row 1", str(ctx.exception))
-        after = self.snapshot(folder)
-        self.assertEqual(before, after)
-
-    def test_overwrite_leaves_no_temp_files_and_drops_stale_window(self):
-        folder = os.path.join(self.tmp, "l00h00q")
-        conv.write_npy_head(folder, sample_columns(n=4))
+        conv.write_npy_head(folder, sample_arrays(window=64))
         self.assertTrue(os.path.exists(os.path.join(folder, "sliding_window.npy")))
-        cols = sample_columns(n=7, d=2, seed=3)
-        del cols["sliding_window"]
-        conv.write_npy_head(folder, cols)
+        conv.write_npy_head(folder, sample_arrays(n=7, d=2, seed=3))
         self.assertEqual(sorted(os.listdir(folder)),
                          ["bucket.npy", "example_id.npy", "position.npy", "vector.npy"])
         self.assertEqual(self.load(folder, "vector").shape, (7, 2))
 
-    def test_other_column_errors(self):
-        cases = [
-            ("missing column", lambda c: c.pop("example_id"), "'example_id'"),
-            ("null position", lambda c: c["position"].__setitem__(2, None), "row 2"),
-            ("non-integer bucket", lambda c: c.__setitem__("bucket", [0, 1, 2.5, 3, 3, 3]),
-             "row 2"),
-            ("row count", lambda c: c["position"].append(99), "'position' has 7 rows"),
-            ("no rows", lambda c: c.update(vector=[], position=[], bucket=[],
-                                           example_id=[], sliding_window=[]), "no rows"),
-            ("empty vectors", lambda c: c.update(vector=[[]] * 6), "empty"),
-        ]
-        for what, change, expected in cases:
-            with self.subTest(what):
-                cols = sample_columns(n=6)
-                change(cols)
-                with self.assertRaises(conv.ConversionError) as ctx:
-                    conv.validate_columns("l04h00q", cols)
-                self.assertIn("l04h00q", str(ctx.exception))
-                self.assertIn(expected, str(ctx.exception))
-
-
-class TestVectorsFromFlat(unittest.TestCase):
-    """The helper the pyarrow path uses: concatenated values plus per-row lengths."""
-
-    def test_reshape(self):
-        m = conv.vectors_from_flat("f", np.arange(6, dtype=np.float32), [2, 2, 2])
-        np.testing.assert_array_equal(m, [[0, 1], [2, 3], [4, 5]])
-        self.assertEqual(m.dtype, np.float32)
-
-    def test_ragged_and_null(self):
-        with self.assertRaises(conv.ConversionError) as ctx:
-            conv.vectors_from_flat("l00h00k", np.arange(5.0), [2, 2, 1])
-        self.assertIn("row 2", str(ctx.exception))
-        with self.assertRaises(conv.ConversionError) as ctx:
-            conv.vectors_from_flat("l00h00k", np.arange(4.0), [2, -1, 2])
-        self.assertIn("null in row 1", str(ctx.exception))
+    def test_row_count_mismatch_writes_nothing(self):
+        folder = os.path.join(self.tmp, "l00h00q")
+        conv.write_npy_head(folder, sample_arrays())
+        before = self.snapshot(folder)
+        bad = sample_arrays(seed=1)
+        bad["position"] = bad["position"][:-1]
+        with self.assertRaises(ValueError) as ctx:
+            conv.write_npy_head(folder, bad)
+        self.assertIn("'position'", str(ctx.exception))
+        self.assertEqual(self.snapshot(folder), before)
 
 
 class TestFindHeadFolders(TempDirTestCase):
@@ -264,63 +156,72 @@ class TestCommandLineWithoutParquet(TempDirTestCase):
         self.assertIn("no l{LL}h{HH}q", proc.stderr)
 
 
-@unittest.skipUnless(HAVE_PYARROW, NO_PYARROW_REASON)
 class TestParquetConversion(TempDirTestCase):
-    """End to end on small Parquet files in the qk-sniffer schema (needs pyarrow)."""
+    """End to end on small dumps in qk-sniffer's exact schema, several row groups each."""
 
-    def write_parquet(self, folder, n, d, ragged_row=None, windows=None, seed=0,
-                      fixed_size=False):
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
+    def write_head(self, folder, n, d, seed=0, window=None, row_group_size=3):
         rng = np.random.default_rng(seed)
-        vectors = [rng.standard_normal(d).astype(np.float32).tolist() for _ in range(n)]
-        if ragged_row is not None:
-            vectors[ragged_row] = vectors[ragged_row][:-1]
-        table = pa.table({
-            "bucket": pa.array([min(p, 7) for p in range(n)], type=pa.int32()),
-            "example_id": pa.array([p // 4 for p in range(n)], type=pa.int32()),
-            "position": pa.array([p % 4 for p in range(n)], type=pa.int32()),
-            # qk-sniffer's notes say fixed_size_list<float32>; the brief says list<float32>.
-            "vector": pa.array(vectors, type=pa.list_(pa.float32(), d) if fixed_size
-                               else pa.list_(pa.float32())),
-            "sliding_window": pa.array(windows if windows is not None else [None] * n,
-                                       type=pa.int32()),
-            "token_str": pa.array([f"t{p}" for p in range(n)], type=pa.string()),
-        })
-        os.makedirs(os.path.join(self.tmp, "dump", folder))
-        # Small row groups: the reader must handle several chunks.
-        pq.write_table(table, os.path.join(self.tmp, "dump", folder, "data.parquet"),
-                       row_group_size=3)
-        return vectors
+        position = np.arange(n, dtype=np.int32) % 16
+        data = {"vector": to_bf16(rng.standard_normal((n, d)).astype(np.float32)),
+                "position": position, "bucket": position // 4,
+                "example_id": (np.arange(n) // 16).astype(np.int32)}
+        write_table(os.path.join(self.tmp, "dump", folder),
+                    sniffed_table(**data, sliding_window=window), row_group_size)
+        return data
 
     def test_convert_dump(self):
-        q = self.write_parquet("l00h00q", n=10, d=8, windows=[None, 64] * 5)
-        k = self.write_parquet("l00h00k", n=9, d=8, seed=1, fixed_size=True)
+        q = self.write_head("l00h00q", n=40, d=8, window=64)
+        k = self.write_head("l00h00k", n=37, d=8, seed=1)
         dst = os.path.join(self.tmp, "npy")
         proc = run_converter(os.path.join(self.tmp, "dump"), dst)
         self.assertEqual(proc.returncode, 0, proc.stderr)
-        qf, kf = os.path.join(dst, "l00h00q"), os.path.join(dst, "l00h00k")
-        np.testing.assert_array_equal(self.load(qf, "vector"), np.array(q, np.float32))
-        np.testing.assert_array_equal(self.load(kf, "vector"), np.array(k, np.float32))
-        self.assertEqual(self.load(qf, "vector").dtype, np.float32)
-        np.testing.assert_array_equal(self.load(qf, "sliding_window"), [0, 64] * 5)
-        np.testing.assert_array_equal(self.load(kf, "sliding_window"), [0] * 9)
-        np.testing.assert_array_equal(self.load(qf, "position"), [p % 4 for p in range(10)])
-        np.testing.assert_array_equal(self.load(qf, "bucket"), [min(p, 7) for p in range(10)])
-        np.testing.assert_array_equal(self.load(qf, "example_id"), [p // 4 for p in range(10)])
-        self.assertFalse(os.path.exists(os.path.join(qf, "token_str.npy")))
+        self.assertIn("40 rows, d = 8", proc.stdout)
+        for name, data in (("l00h00q", q), ("l00h00k", k)):
+            folder = os.path.join(dst, name)
+            for stem in ("vector", "position", "bucket", "example_id"):
+                got = self.load(folder, stem)
+                self.assertEqual(got.dtype, data[stem].dtype, stem)
+                np.testing.assert_array_equal(got, data[stem])
+        np.testing.assert_array_equal(self.load(os.path.join(dst, "l00h00q"), "sliding_window"),
+                                      np.full(40, 64))
+        self.assertEqual(sorted(os.listdir(os.path.join(dst, "l00h00k"))),
+                         ["bucket.npy", "example_id.npy", "position.npy", "vector.npy"])
 
-    def test_ragged_folder_fails_others_convert(self):
-        self.write_parquet("l00h00q", n=6, d=4)
-        self.write_parquet("l00h01q", n=6, d=4, ragged_row=4)
+    def test_only(self):
+        self.write_head("l00h00q", n=5, d=2)
+        self.write_head("l00h00k", n=5, d=2)
+        dst = os.path.join(self.tmp, "npy")
+        proc = run_converter(os.path.join(self.tmp, "dump"), dst, "--only", "l00h00k", "-q")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(proc.stdout, "")
+        self.assertEqual(os.listdir(dst), ["l00h00k"])
+        proc = run_converter(os.path.join(self.tmp, "dump"), dst, "--only", "l09h00k")
+        self.assertEqual(proc.returncode, conv.EXIT_USAGE)
+        self.assertIn("l09h00k", proc.stderr)
+
+    def test_bad_folders_fail_others_convert(self):
+        self.write_head("l00h00q", n=6, d=4)
+        data = self.write_head("l00h01q", n=6, d=4)
+        rows = data["vector"].tolist()
+        rows[4] = rows[4][:3]
+        table = sniffed_table(**data).set_column(
+            3, "vector", pa.array(rows, type=pa.list_(pa.float32())))
+        ragged = write_table(os.path.join(self.tmp, "dump", "l00h01q"), table, 2)
+        os.makedirs(os.path.join(self.tmp, "dump", "l00h02q"))
+        broken = os.path.join(self.tmp, "dump", "l00h02q", "data.parquet")
+        with open(broken, "w") as f:
+            f.write("not parquet")
         dst = os.path.join(self.tmp, "npy")
         proc = run_converter(os.path.join(self.tmp, "dump"), dst)
         self.assertEqual(proc.returncode, conv.EXIT_SOME_FAILED)
-        self.assertIn("l00h01q", proc.stderr)
-        self.assertIn("row 4", proc.stderr)
+        self.assertIn(ragged + ": column 'vector'", proc.stderr)
+        self.assertIn("row 4 has length 3", proc.stderr)
+        self.assertIn(broken + ": not a readable Parquet file", proc.stderr)
+        self.assertIn("2 of 3 folders not converted", proc.stderr)
+        self.assertNotIn("Traceback", proc.stderr)
         self.assertTrue(os.path.exists(os.path.join(dst, "l00h00q", "vector.npy")))
         self.assertFalse(os.path.exists(os.path.join(dst, "l00h01q")))
+        self.assertFalse(os.path.exists(os.path.join(dst, "l00h02q")))
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ PLOTS = os.path.join(ROOT, "examples", "plots")
 sys.path.insert(0, HERE)
 sys.path.insert(0, PLOTS)
 
+from png_check import check_png  # noqa: E402
 from synthetic_results import write_synthetic_results  # noqa: E402
 
 import matplotlib  # noqa: E402
@@ -66,15 +67,7 @@ class PlotTestCase(unittest.TestCase):
         return [line for line in proc.stdout.splitlines() if line.strip()]
 
     def assert_png(self, path, shape=EXPECTED_SHAPE):
-        self.assertTrue(os.path.isfile(path), f"{path} was not written")
-        img = mpimg.imread(path)  # raises if the file does not decode
-        self.assertEqual(img.shape[:2], shape, f"{path}: pixel size")
-        pixels = img.reshape(-1, img.shape[-1])[:, :3]
-        colours = np.unique(np.round(pixels * 255).astype(np.uint8), axis=0)
-        self.assertGreater(len(colours), 1, f"{path} is one flat colour")
-        non_white = np.mean(np.any(pixels < 0.95, axis=1))
-        self.assertGreater(non_white, 0.02, f"{path} is almost blank")
-        return img
+        return check_png(path, shape)
 
     def assert_pdf(self, path):
         self.assertTrue(os.path.isfile(path), f"{path} was not written")

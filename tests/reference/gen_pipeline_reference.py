@@ -1,19 +1,28 @@
 #!/usr/bin/python3
-"""Independent NumPy/SciPy implementation of SPEC section 2, steps 1 and 3-9 (plus the
-per-bucket tau_j and n_j of step 10), for the end-to-end check of ap_analyze.
+"""Independent NumPy/SciPy implementation of docs/method.md §2.1 and §2.3-§2.9 (plus the
+per-bucket tau_j and n_j of §2.10), for the end-to-end check of ap_analyze.
 
-Written from /work/shared/SPEC.md alone; nothing here is derived from the C++ code or its
-output. No subsampling is done (the dump must be below max_tokens_per_head) and every noise
-component gets a KS test (normality_max_dims >= d - 1), so nothing here is random.
+Written from the method's statement alone; nothing here is derived from the C++ code or
+its output, nor from the project's Parquet reader. No subsampling is done (the dump must be
+below max_tokens_per_head) and every noise component gets a KS test (normality_max_dims >=
+d - 1), so nothing here is random.
+
+Input: a dump in the NPY layout or in qk-sniffer's Parquet layout (l{LL}h{HH}{q|k}/
+data.parquet, read here with plain pyarrow calls), docs/method.md §1. Only the query heads
+present are analyzed. The GQA group comes from --num-q-heads / --num-k-heads; without them
+it is inferred only when every head of the layout is present (a partial head set cannot
+tell the group size).
 
 Output: a long-format CSV, one quantity per row:
     layer,q_head,k_head,quantity,index,value
 quantity is a head_metrics.csv column (index empty), component_r2 / weight (index =
 component), or tau / n_queries (index = query bucket j > 0 with >= 2 queries).
 
-Regenerate the committed fixture with:
+Regenerate the committed fixtures with:
     /usr/bin/python3 tests/reference/gen_pipeline_reference.py tests/data/small_dump \
         tests/reference/pipeline_reference.csv
+    .venv/bin/python tests/reference/gen_pipeline_reference.py tests/data/real_minilm \
+        tests/reference/real_minilm_reference.csv --num-q-heads 12 --num-k-heads 12
 """
 
 import argparse
@@ -24,11 +33,22 @@ import sys
 import numpy as np
 from scipy import stats
 
-R2_FLOOR = 1e-12
 HOUSEHOLDER_TOL = 1e-12
 
 
 def load_folder(folder):
+    """(vectors float64 [n, d], positions int64 [n], buckets int64 [n]) of one head folder."""
+    parquet = os.path.join(folder, "data.parquet")
+    if os.path.exists(parquet):
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(parquet, columns=["vector", "position", "bucket"])
+        columns = {name: table.column(name).to_pylist() for name in table.column_names}
+        if any(v is None for values in columns.values() for v in values):
+            raise SystemExit("%s: null values; this reference takes complete data only" % parquet)
+        return (np.array(columns["vector"], dtype=np.float64),
+                np.array(columns["position"], dtype=np.int64),
+                np.array(columns["bucket"], dtype=np.int64))
     x = np.load(os.path.join(folder, "vector.npy")).astype(np.float64)
     pos = np.load(os.path.join(folder, "position.npy")).astype(np.int64)
     bucket = np.load(os.path.join(folder, "bucket.npy")).astype(np.int64)
@@ -44,7 +64,8 @@ def orientation(keys, key_buckets):
 
 
 def ols(t, x):
-    """Per-column OLS x = alpha + beta t; R2 = 1 - SSres / max(SStot, 1e-12), capped at 1."""
+    """Per-column OLS x = alpha + beta t; R2 = 1 - SSres / SStot capped at 1, and 0 for a
+    constant column (SStot = 0)."""
     t = t.astype(np.float64)
     tc = t - t.mean()
     stt = np.dot(tc, tc)
@@ -56,7 +77,9 @@ def ols(t, x):
     resid = x - alpha - np.outer(t, beta)
     ss_res = (resid ** 2).sum(axis=0)
     ss_tot = ((x - xm) ** 2).sum(axis=0)
-    r2 = np.minimum(1.0, 1.0 - ss_res / np.maximum(ss_tot, R2_FLOOR))
+    constant = ss_tot == 0.0
+    r2 = np.where(constant, 0.0,
+                  np.minimum(1.0, 1.0 - ss_res / np.where(constant, 1.0, ss_tot)))
     return alpha, beta, r2
 
 
@@ -152,31 +175,49 @@ def fmt(x):
     return format(float(x), ".17g")
 
 
+def find_heads(data_root):
+    """{layer: set of query heads}, {layer: set of key heads} of the folders present."""
+    q_heads, k_heads = {}, {}
+    for name in os.listdir(data_root):
+        m = re.fullmatch(r"l(\d{2,})h(\d{2,})([qk])", name)
+        if m:
+            layer, head = int(m.group(1)), int(m.group(2))
+            (q_heads if m.group(3) == "q" else k_heads).setdefault(layer, set()).add(head)
+    return q_heads, k_heads
+
+
+def group_size(q_heads, k_heads, num_q, num_k):
+    """Query heads per key head: from the counts given, or from a complete layout only."""
+    if num_q is None or num_k is None:
+        max_q = max(max(h) for h in q_heads.values()) + 1
+        max_k = max(max(h) for h in k_heads.values()) + 1
+        complete = all(q_heads.get(layer) == set(range(max_q)) and
+                       k_heads.get(layer) == set(range(max_k)) for layer in q_heads)
+        if not complete:
+            raise SystemExit("only some heads are present: give --num-q-heads and "
+                             "--num-k-heads (the group size cannot be inferred)")
+        num_q, num_k = max_q, max_k
+    if num_q % num_k:
+        raise SystemExit("--num-q-heads %d is not a multiple of --num-k-heads %d" % (num_q, num_k))
+    return num_q // num_k
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("data_root")
     parser.add_argument("out_csv")
     parser.add_argument("--p-alpha", type=float, default=0.01)
+    parser.add_argument("--num-q-heads", type=int)
+    parser.add_argument("--num-k-heads", type=int)
     args = parser.parse_args()
 
-    names = os.listdir(args.data_root)
-    q_heads = {}
-    k_heads = set()
-    for name in names:
-        m = re.fullmatch(r"l(\d{2,})h(\d{2,})([qk])", name)
-        if m:
-            layer, head = int(m.group(1)), int(m.group(2))
-            if m.group(3) == "q":
-                q_heads.setdefault(layer, set()).add(head)
-            else:
-                k_heads.add(head)
-    num_q = max(max(h) for h in q_heads.values()) + 1
-    num_k = max(k_heads) + 1
-    group = num_q // num_k
-    rows = ["# Independent reference of SPEC section 2 steps 1, 3-9 for %s." % os.path.basename(
+    q_heads, k_heads = find_heads(args.data_root)
+    group = group_size(q_heads, k_heads, args.num_q_heads, args.num_k_heads)
+    rows = ["# Independent reference of docs/method.md §2.1, §2.3-§2.9 for %s." % os.path.basename(
                 os.path.normpath(args.data_root)),
-            "# Regenerate: /usr/bin/python3 tests/reference/gen_pipeline_reference.py "
-            "tests/data/small_dump tests/reference/pipeline_reference.csv",
+            "# Regenerate: %s tests/reference/gen_pipeline_reference.py %s" % (
+                "/usr/bin/python3" if sys.executable == "/usr/bin/python3" else ".venv/bin/python",
+                " ".join(sys.argv[1:])),
             "layer,q_head,k_head,quantity,index,value"]
     for layer in sorted(q_heads):
         for q_head in sorted(q_heads[layer]):

@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""End to end on a real model: the qk-sniffer fixture of all-MiniLM-L6-v2 through the
+converter, ap_analyze, the independent reference and the plots.
+
+usage: test_real_minilm.py AP_ANALYZE FIXTURE_DIR REFERENCE_CSV WORK_DIR
+
+FIXTURE_DIR is tests/data/real_minilm (Parquet, 24 of the model's 72 query heads and their
+key heads, bf16-rounded; see its README.md), REFERENCE_CSV
+tests/reference/real_minilm_reference.csv written from the Parquet files by
+tests/reference/gen_pipeline_reference.py (docs/method.md §2.1, §2.3-§2.9, tau_j / n_j).
+Run with the project's Python (.venv: numpy, pyarrow, matplotlib, pandas); a missing
+package is a failure, never a skip.
+
+Checks:
+  - convert_sniffed_qk.py converts every folder (exit 0);
+  - ap_analyze on the model's layout (6 layers x 12 query heads, 12 key heads) analyzes
+    every captured head. Heads that were not captured may be reported as "not found"
+    (before sampled head sets are supported; the exit status is then 1) or skipped (exit
+    status 0); any other error fails the test;
+  - the deterministic numbers agree with the reference at the tolerances of
+    test_reference_metrics.py (counts exact, regression 1e-9 relative, moments 1e-9,
+    KS p-values 1e-6 absolute), and ap_analyze has no head or bucket the reference lacks;
+  - plasticities lie in [0, 1], every captured head has a finite ap_overall and a profile;
+  - render_all.py draws the four figures (decoded, non-blank).
+"""
+
+import math
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
+
+import e2e_util as u  # noqa: E402
+import test_reference_metrics as ref_metrics  # noqa: E402
+from png_check import check_png  # noqa: E402
+
+CONVERTER = os.path.join(ROOT, "examples", "convert_sniffed_qk.py")
+RENDER_ALL = os.path.join(ROOT, "examples", "plots", "render_all.py")
+NUM_LAYERS, NUM_Q_HEADS, NUM_K_HEADS = 6, 12, 12
+HEAD_FOLDER_RE = re.compile(r"^l(\d{2,})h(\d{2,})([qk])$")
+ERROR_RE = re.compile(r"^error: layer (\d+) q_head (\d+): (.+)$")
+
+
+def captured_query_heads(fixture):
+    heads = set()
+    for name in os.listdir(fixture):
+        m = HEAD_FOLDER_RE.match(name)
+        if m and m.group(3) == "q":
+            heads.add((int(m.group(1)), int(m.group(2))))
+    return heads
+
+
+def check_errors(c, stderr, captured):
+    """Only heads that were not captured may be reported, and only as not found."""
+    for line in stderr.splitlines():
+        m = ERROR_RE.match(line)
+        if not m:
+            c.check(not line.startswith("error"), "unexpected error line: %s" % line)
+            continue
+        head = (int(m.group(1)), int(m.group(2)))
+        c.check(head not in captured, "captured head %s failed: %s" % (head, m.group(3)))
+        c.check("not found" in m.group(3),
+                "head %s (not captured) reported with another reason: %s" % (head, m.group(3)))
+
+
+def compare_with_reference(c, ref, got):
+    worst = {}
+    for key, want in sorted(ref.items()):
+        quantity = key[2]
+        if key not in got:
+            c.check(False, "missing in ap_analyze output: %s" % (key,))
+            continue
+        have = got[key]
+        if quantity in ref_metrics.EXACT:
+            c.check(int(have) == int(want), "%s: %s, reference %s" % (key, have, want))
+            continue
+        rel, abs_tol = ref_metrics.tolerance(quantity)
+        a, b = u.num(have), u.num(want)
+        c.check(u.close(a, b, rel=rel, abs_tol=abs_tol),
+                "%s: %s, reference %s (diff %.3g)" % (key, have, want, a - b))
+        group = "ks" if quantity in ref_metrics.KS else (
+            "moments" if quantity in ref_metrics.MOMENTS else "other (relative)")
+        diff = abs(a - b) if group != "other (relative)" else abs(a - b) / max(abs(b), 1e-300)
+        worst[group] = max(worst.get(group, 0.0), diff)
+    ref_heads = {k[:2] for k in ref}
+    extra = sorted({k[:2] for k in got} - ref_heads)
+    c.check(not extra, "heads in ap_analyze output but not in the reference: %s" % extra)
+    extra_buckets = [k for k in got if k[2] in ("tau", "n_queries") and k not in ref]
+    c.check(not extra_buckets, "profile rows the reference does not have: %s" % extra_buckets[:5])
+    print("worst differences: " + ", ".join("%s %.3g" % kv for kv in sorted(worst.items())))
+
+
+def check_plasticity_ranges(c, out, captured):
+    _, metrics = u.read_csv(os.path.join(out, "head_metrics.csv"))
+    analyzed = {u.head_key(r) for r in metrics}
+    c.check(analyzed == captured, "heads analyzed %s, captured %s"
+            % (sorted(analyzed ^ captured), sorted(captured)))
+    for row in metrics:
+        ap = u.num(row["ap_overall"])
+        c.check(math.isfinite(ap) and 0.0 <= ap <= 1.0,
+                "head %s: ap_overall %s" % (u.head_key(row), row["ap_overall"]))
+    _, profile = u.read_csv(os.path.join(out, "head_profile.csv"))
+    c.check({u.head_key(r) for r in profile} == captured, "a captured head has no profile")
+    _, cells = u.read_csv(os.path.join(out, "head_bucket_plasticity.csv"))
+    for row in profile + cells:
+        p = u.num(row["plasticity"])
+        c.check(math.isnan(p) or 0.0 <= p <= 1.0, "plasticity out of [0, 1]: %s" % row)
+    for row in cells:
+        c.check(int(row["k_bucket"]) < int(row["q_bucket"]), "cell with c >= j: %s" % row)
+        c.check(math.isnan(u.num(row["plasticity"])) == (int(row["n_pairs"]) == 0),
+                "NaN plasticity exactly when there are no pairs: %s" % row)
+    empty = sum(1 for r in cells if int(r["n_pairs"]) == 0)
+    print("%d heads, %d profile rows, %d cells (%d without pairs)"
+          % (len(metrics), len(profile), len(cells), empty))
+
+
+def main():
+    analyze, fixture, reference, work = sys.argv[1:5]
+    u.fresh_dir(work)
+    npy, out, figures = (os.path.join(work, d) for d in ("npy", "out", "figures"))
+    c = u.Checker()
+    captured = captured_query_heads(fixture)
+    c.check(len(captured) == 24, "the fixture should hold 24 query heads, found %d" % len(captured))
+
+    u.run([sys.executable, CONVERTER, "--quiet", fixture, npy], expect=0)
+    code, _stdout, stderr = u.run(
+        [analyze, "--data-root", npy, "--output-dir", out, "--num-layers", NUM_LAYERS,
+         "--num-q-heads", NUM_Q_HEADS, "--num-k-heads", NUM_K_HEADS,
+         "--normality-max-dims", 64, "--max-tokens-per-head", 50000, "--threads", 2])
+    c.check(code in (0, 1), "ap_analyze exited %d:\n%s" % (code, stderr))
+    check_errors(c, stderr, captured)
+    if code == 1:
+        print("note: ap_analyze reports the heads that were not captured as errors (exit 1)")
+
+    check_plasticity_ranges(c, out, captured)
+    compare_with_reference(c, ref_metrics.load_fixture(reference), ref_metrics.load_results(out))
+
+    code, stdout, stderr = u.run([sys.executable, RENDER_ALL, "--results", out, "--out",
+                                  figures, "--dpi", 60])
+    c.check(code == 0, "render_all.py exited %d:\n%s" % (code, stderr))
+    printed = [line for line in stdout.splitlines() if line.strip()]
+    c.check(len(printed) == 4, "render_all.py wrote %s" % printed)
+    for path in printed:
+        try:
+            check_png(path)
+        except AssertionError as exc:
+            c.check(False, str(exc))
+    c.close("test_real_minilm")
+
+
+if __name__ == "__main__":
+    main()
