@@ -1,8 +1,8 @@
 #ifndef ATTENTION_PLASTICITY_REGRESSION_HPP
 #define ATTENTION_PLASTICITY_REGRESSION_HPP
 
-// Ordinary least squares of every column of X on one scalar regressor t (SPEC §2.3), and
-// how well a projection of X predicts log2(t + 1) (SPEC §2.4). Double accumulation.
+// Ordinary least squares of every column of X on one scalar regressor t (docs/method.md §2.3), and
+// how well a projection of X predicts log2(t + 1) (docs/method.md §2.4). Double accumulation.
 
 #include <algorithm>
 #include <cmath>
@@ -18,14 +18,66 @@
 
 namespace attention_plasticity
 {
-/// Floor on the total sum of squares in R2 = 1 - SSres / max(SStot, floor).
-constexpr double r2_sstot_floor = 1e-12;
-
-/// R2 of SPEC §2.3: 1 - SSres / max(SStot, 1e-12), capped at 1.
-inline double r_squared(double ss_residual, double ss_total) noexcept
+namespace detail
 {
-    return std::min(1.0, 1.0 - ss_residual / std::max(ss_total, r2_sstot_floor));
-}
+    /// R2 of an OLS fit x ~ a + b t with intercept from the centred sums S_tx, S_tt, S_xx
+    /// (docs/method.md §2.3): 1 - SSres/SStot = S_tx^2 / (S_tt S_xx), evaluated as
+    /// beta S_tx / S_xx, which keeps its relative accuracy when R2 is tiny (1 - SSres/SStot
+    /// loses it to cancellation), capped to [0, 1]. 0 for a constant x (all values equal: it
+    /// carries no information on t) and when t has no variance. No floor on S_xx, so R2 does
+    /// not depend on the scale of the data.
+    inline double ols_r_squared(double s_tx, double s_tt, double s_xx, bool x_constant) noexcept
+    {
+        if (x_constant || !(s_tt > 0.0) || !(s_xx > 0.0))
+        {
+            return 0.0;
+        }
+        const double r2 = (s_tx / s_tt) * (s_tx / s_xx);
+        return std::min(1.0, std::max(0.0, r2));
+    }
+
+    /// Which columns of x hold one value in every row (exact comparison). Stops reading as
+    /// soon as every column has varied, which for real data is after the second row.
+    template <class T>
+    std::vector<char> constant_columns(const matrix_view<T>& x)
+    {
+        std::vector<char> constant(x.cols, 1);
+        if (x.rows < 2)
+        {
+            return constant;
+        }
+        std::vector<std::size_t> open(x.cols);
+        for (std::size_t j = 0; j < x.cols; ++j)
+        {
+            open[j] = j;
+        }
+        const T* first = x.row(0);
+        for (std::size_t i = 1; i < x.rows && !open.empty(); ++i)
+        {
+            const T* row = x.row(i);
+            std::size_t kept = 0;
+            for (std::size_t j : open)
+            {
+                if (row[j] != first[j])
+                {
+                    constant[j] = 0;
+                }
+                else
+                {
+                    open[kept++] = j;
+                }
+            }
+            open.resize(kept);
+        }
+        return constant;
+    }
+
+    /// True when every value of the n values is the same (n <= 1 included).
+    inline bool all_equal(const double* v, std::size_t n) noexcept
+    {
+        return std::all_of(v, v + n, [&](double x) { return x == v[0]; });
+    }
+}  // namespace detail
 
 /// Per-column fit X_d = alpha_d + beta_d t.
 struct linear_fit
@@ -99,19 +151,25 @@ namespace detail
                 sxx[j] += xc * xc;
             }
         }
+        const std::vector<char> constant = constant_columns(x);
         double norm2 = 0.0;
         double r2_sum = 0.0;
         std::size_t r2_count = 0;
         for (std::size_t j = 0; j < d; ++j)
         {
-            if (fit.regressor_varies)
+            if (constant[j] != 0 && n > 0)
+            {
+                // OLS of a constant on t is exactly alpha = the constant, beta = 0.
+                fit.alpha(j) = static_cast<double>(x.row(0)[j]);
+                fit.beta(j) = 0.0;
+                fit.r2(j) = 0.0;
+            }
+            else if (fit.regressor_varies)
             {
                 const double beta = stx[j] / stt;
                 fit.beta(j) = beta;
                 fit.alpha(j) = mean[j] - beta * t_mean;
-                // SSres of centred data: sum (xc - beta tc)^2 = Sxx - beta Stx (>= 0 up to rounding).
-                const double ss_res = std::max(0.0, sxx[j] - beta * stx[j]);
-                fit.r2(j) = r_squared(ss_res, sxx[j]);
+                fit.r2(j) = ols_r_squared(stx[j], stt, sxx[j], constant[j] != 0);
             }
             else
             {
@@ -132,7 +190,9 @@ namespace detail
     }
 }  // namespace detail
 
-/// OLS of each column of X (n x d) on t (n): alpha, beta, per-column R2 and their nanmean.
+/// OLS of each column of X (n x d) on t (n): alpha, beta, per-column R2 and their nanmean
+/// (docs/method.md §2.3). R2 = S_tx^2 / (S_tt S_xx) in [0, 1], independent of the scale of
+/// the data. A constant column (all values equal): alpha = the constant, beta = 0, R2 = 0.
 /// When t has no variance: alpha = column mean, beta = 0, R2 = 0.
 template <class ET, class EX>
 linear_fit fit_linear(const xt::xexpression<ET>& t, const xt::xexpression<EX>& x)
@@ -149,7 +209,7 @@ linear_fit fit_linear(const xt::xexpression<ET>& t, const xt::xexpression<EX>& x
     return detail::fit_linear_raw(tv.data, xm, fn);
 }
 
-/// How well the projection s = X beta / ||beta|| predicts y = log2(t + 1) (SPEC §2.4).
+/// How well the projection s = X beta / ||beta|| predicts y = log2(t + 1) (docs/method.md §2.4).
 struct scalar_predictability
 {
     double r2 = 0.0;
@@ -160,7 +220,9 @@ struct scalar_predictability
 
 namespace detail
 {
-    /// y ~ a + b s by OLS; s has n entries. R2 0 and yhat = mean y when s has no variance.
+    /// y ~ a + b s by OLS; s has n entries. When s has no variance (all values equal) or
+    /// is absent: b = 0, yhat = mean y, R2 = 0. R2 is 0 for a constant y (docs/method.md §2.4,
+    /// the rule of §2.3).
     inline scalar_predictability scalar_fit(const std::vector<double>& y, const std::vector<double>* s)
     {
         const std::size_t n = y.size();
@@ -180,48 +242,41 @@ namespace detail
         }
         result.mae_baseline = baseline / static_cast<double>(n);
         result.mae_projection = result.mae_baseline;
-        double b = 0.0;
-        double a = y_mean;
         double sss = 0.0;
+        double ssy = 0.0;
         double s_mean = 0.0;
-        if (s != nullptr)
+        const bool s_varies = s != nullptr && !all_equal(s->data(), n);
+        if (s_varies)
         {
             for (double v : *s)
             {
                 s_mean += v;
             }
             s_mean /= static_cast<double>(n);
-            double ssy = 0.0;
             for (std::size_t i = 0; i < n; ++i)
             {
                 const double sc = (*s)[i] - s_mean;
                 sss += sc * sc;
                 ssy += sc * (y[i] - y_mean);
             }
-            if (sss > 0.0)
-            {
-                b = ssy / sss;
-                a = y_mean - b * s_mean;
-            }
         }
-        if (s != nullptr && sss > 0.0)
+        if (s_varies && sss > 0.0)
         {
-            double ss_res = 0.0;
+            const double b = ssy / sss;
+            const double a = y_mean - b * s_mean;
             double abs_res = 0.0;
             for (std::size_t i = 0; i < n; ++i)
             {
-                const double residual = y[i] - (a + b * (*s)[i]);
-                ss_res += residual * residual;
-                abs_res += std::fabs(residual);
+                abs_res += std::fabs(y[i] - (a + b * (*s)[i]));
             }
-            result.r2 = r_squared(ss_res, syy);
+            result.r2 = ols_r_squared(ssy, sss, syy, all_equal(y.data(), n));
             result.mae_projection = abs_res / static_cast<double>(n);
         }
         result.mae_ratio = result.mae_baseline > 0.0 ? result.mae_projection / result.mae_baseline : 1.0;
         return result;
     }
 
-    /// y = log2(t + 1) of SPEC §2.4; throws for n = 0 or t <= -1.
+    /// y = log2(t + 1) of docs/method.md §2.4; throws for n = 0 or t <= -1.
     inline std::vector<double> log2_positions(const double* t, std::size_t n, const char* fn)
     {
         if (n == 0)
@@ -278,7 +333,7 @@ namespace detail
     }
 }  // namespace detail
 
-/// SPEC §2.4: y = log2(t + 1), s = X beta / ||beta||, OLS y ~ a + b s; R2 and MAEs.
+/// docs/method.md §2.4: y = log2(t + 1), s = X beta / ||beta||, OLS y ~ a + b s; R2 and MAEs.
 /// beta = 0: R2 0 and both MAEs the baseline (ratio 1). Ratio 1 when the baseline is 0.
 template <class ET, class EX, class EB>
 scalar_predictability scalar_position_predictability(const xt::xexpression<ET>& t, const xt::xexpression<EX>& x,
