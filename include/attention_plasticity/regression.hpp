@@ -1,8 +1,11 @@
 #ifndef ATTENTION_PLASTICITY_REGRESSION_HPP
 #define ATTENTION_PLASTICITY_REGRESSION_HPP
 
-// Ordinary least squares of every column of X on one scalar regressor t (docs/method.md §2.3), and
-// how well a projection of X predicts log2(t + 1) (docs/method.md §2.4). Double accumulation.
+// The position model of a head's queries: ordinary least squares of every column of X on
+// the position t (docs/method.md §2.3), how well a projection of X predicts log2(t + 1)
+// (§2.4), the fit of the positional component after the rotation and its residual variance
+// (§2.6), and the component weights from the per-component R2 (§2.9). Double accumulation,
+// whatever the input's value type (float inputs are read in place).
 
 #include <algorithm>
 #include <cmath>
@@ -15,6 +18,7 @@
 
 #include "detail/errors.hpp"
 #include "detail/matrix.hpp"
+#include "detail/rows.hpp"
 
 namespace attention_plasticity
 {
@@ -199,7 +203,7 @@ linear_fit fit_linear(const xt::xexpression<ET>& t, const xt::xexpression<EX>& x
 {
     constexpr const char* fn = "fit_linear";
     auto tv = detail::as_vector<double>(t, fn, "t");
-    auto xm = detail::as_matrix<double>(x, fn, "X");
+    auto xm = detail::as_matrix<detail::float_or_double_t<EX>>(x, fn, "X");
     if (tv.size != xm.rows)
     {
         detail::throw_invalid(fn, "t has ", tv.size, " samples but X has ", xm.rows, " rows");
@@ -305,9 +309,24 @@ namespace detail
         return norm2;
     }
 
+    /// s_i = (x_i . beta) / ||beta|| of one row, given 1 / ||beta|| (docs/method.md §2.4).
     template <class T>
+    double scalar_projection(const T* row, const double* beta, std::size_t d, double inv_norm) noexcept
+    {
+        double dot = 0.0;
+        for (std::size_t j = 0; j < d; ++j)
+        {
+            dot += static_cast<double>(row[j]) * beta[j];
+        }
+        return dot * inv_norm;
+    }
+
+    /// docs/method.md §2.4. after_row(i) is called once for every row i after the row has
+    /// been read, in row order: a caller can transform its own copy of the row while it is in
+    /// cache (the pipeline rotates it).
+    template <class T, class AfterRow>
     scalar_predictability scalar_predictability_raw(const double* t, const matrix_view<T>& x, const double* beta,
-                                                    const char* fn)
+                                                    const char* fn, AfterRow&& after_row)
     {
         const std::size_t n = x.rows;
         const std::size_t d = x.cols;
@@ -315,21 +334,27 @@ namespace detail
         const double norm2 = squared_norm(beta, d);
         if (!(norm2 > 0.0))
         {
+            for (std::size_t i = 0; i < n; ++i)
+            {
+                after_row(i);
+            }
             return scalar_fit(y, nullptr);
         }
         const double inv_norm = 1.0 / std::sqrt(norm2);
         std::vector<double> s(n);
         for (std::size_t i = 0; i < n; ++i)
         {
-            const T* row = x.row(i);
-            double dot = 0.0;
-            for (std::size_t j = 0; j < d; ++j)
-            {
-                dot += static_cast<double>(row[j]) * beta[j];
-            }
-            s[i] = dot * inv_norm;
+            s[i] = scalar_projection(x.row(i), beta, d, inv_norm);
+            after_row(i);
         }
         return scalar_fit(y, &s);
+    }
+
+    template <class T>
+    scalar_predictability scalar_predictability_raw(const double* t, const matrix_view<T>& x, const double* beta,
+                                                    const char* fn)
+    {
+        return scalar_predictability_raw(t, x, beta, fn, [](std::size_t) {});
     }
 }  // namespace detail
 
@@ -341,7 +366,7 @@ scalar_predictability scalar_position_predictability(const xt::xexpression<ET>& 
 {
     constexpr const char* fn = "scalar_position_predictability";
     auto tv = detail::as_vector<double>(t, fn, "t");
-    auto xm = detail::as_matrix<double>(x, fn, "X");
+    auto xm = detail::as_matrix<detail::float_or_double_t<EX>>(x, fn, "X");
     auto bv = detail::as_vector<double>(beta, fn, "beta");
     if (tv.size != xm.rows || bv.size != xm.cols)
     {
@@ -352,6 +377,105 @@ scalar_predictability scalar_position_predictability(const xt::xexpression<ET>& 
     detail::require_finite(fn, "X", xm);
     detail::require_finite(fn, "beta", bv);
     return detail::scalar_predictability_raw(tv.data, xm, bv.data, fn);
+}
+
+/// The positional component of the rotated queries (docs/method.md §2.6): OLS of component 0
+/// of X_rot on t, and the variance of its residual.
+struct position_component_fit
+{
+    double alpha = 0.0;               // alpha_rot_0
+    double beta = 0.0;                // beta_rot_0
+    double residual_variance = 0.0;   // sigma2 = var(residual, ddof = 1)
+    xt::xtensor<double, 1> residual;  // x_rot(i, 0) - (alpha + beta t_i), read by §2.7
+};
+
+namespace detail
+{
+    /// docs/method.md §2.6 on column 0 of x (n >= 2; the other columns are not read).
+    template <class T>
+    position_component_fit fit_position_component_raw(const double* t, const matrix_view<T>& x, const char* fn)
+    {
+        const std::size_t n = x.rows;
+        matrix_view<T> column0;  // column 0 only, rows still x.ld apart
+        column0.data = x.data;
+        column0.rows = n;
+        column0.cols = 1;
+        column0.ld = x.ld;
+        const linear_fit fit = fit_linear_raw(t, column0, fn);
+        position_component_fit result;
+        result.alpha = fit.alpha(0);
+        result.beta = fit.beta(0);
+        result.residual = xt::xtensor<double, 1>::from_shape({n});
+        double mean = 0.0;
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            result.residual(i) = static_cast<double>(column0(i, 0)) - (result.alpha + result.beta * t[i]);
+            mean += result.residual(i);
+        }
+        mean /= static_cast<double>(n);
+        double sum_squares = 0.0;
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            sum_squares += (result.residual(i) - mean) * (result.residual(i) - mean);
+        }
+        result.residual_variance = sum_squares / static_cast<double>(n - 1);
+        return result;
+    }
+}  // namespace detail
+
+/// docs/method.md §2.6: alpha_rot_0, beta_rot_0 of component 0 of the rotated queries X_rot
+/// (n x d; only column 0 is read) on their positions t, sigma2 = var(residual, ddof = 1) and the
+/// residual itself. n >= 2.
+template <class ET, class EX>
+position_component_fit fit_position_component(const xt::xexpression<ET>& t, const xt::xexpression<EX>& x_rot)
+{
+    constexpr const char* fn = "fit_position_component";
+    auto tv = detail::as_vector<double>(t, fn, "t");
+    auto xm = detail::as_matrix<detail::float_or_double_t<EX>>(x_rot, fn, "X_rot");
+    if (tv.size != xm.rows)
+    {
+        detail::throw_invalid(fn, "t has ", tv.size, " samples but X_rot has ", xm.rows, " rows");
+    }
+    if (xm.rows < 2)
+    {
+        detail::throw_invalid(fn, "needs at least 2 rows for a ddof=1 variance, got ", xm.rows);
+    }
+    if (xm.cols == 0)
+    {
+        detail::throw_invalid(fn, "X_rot has 0 columns (d = 0)");
+    }
+    detail::require_finite(fn, "t", tv);
+    for (std::size_t i = 0; i < xm.rows; ++i)
+    {
+        if (!std::isfinite(static_cast<double>(xm(i, 0))))
+        {
+            detail::throw_domain(fn, "X_rot has a non-finite value (", static_cast<double>(xm(i, 0)), ") at row ", i,
+                                 ", column 0");
+        }
+    }
+    return detail::fit_position_component_raw(tv.data, xm, fn);
+}
+
+/// Component weights (docs/method.md §2.9): w_d = max(R2_d, 0) / sum_k max(R2_k, 0), uniform
+/// 1/d when that sum is 0. r2: the per-component R2 of the position regression (§2.3).
+template <class E>
+xt::xtensor<double, 1> component_weights(const xt::xexpression<E>& r2)
+{
+    constexpr const char* fn = "component_weights";
+    const auto r = detail::as_vector<double>(r2, fn, "r2");
+    detail::require_finite(fn, "r2", r);
+    const std::size_t d = r.size;
+    double positive_sum = 0.0;
+    for (std::size_t j = 0; j < d; ++j)
+    {
+        positive_sum += std::max(r[j], 0.0);
+    }
+    xt::xtensor<double, 1> weight = xt::xtensor<double, 1>::from_shape({d});
+    for (std::size_t j = 0; j < d; ++j)
+    {
+        weight(j) = positive_sum > 0.0 ? std::max(r[j], 0.0) / positive_sum : 1.0 / static_cast<double>(d);
+    }
+    return weight;
 }
 }  // namespace attention_plasticity
 
