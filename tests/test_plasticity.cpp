@@ -25,7 +25,7 @@
 #include <xtensor/xview.hpp>
 
 #include "test_util.hpp"
-#include <attention_plasticity/detail/random.hpp>
+#include <attention_plasticity/random.hpp>
 #include <attention_plasticity/normal.hpp>
 #include <attention_plasticity/plasticity.hpp>
 

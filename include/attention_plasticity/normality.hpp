@@ -24,7 +24,8 @@
 #include <xtensor/xutils.hpp>
 
 #include "detail/errors.hpp"
-#include "detail/random.hpp"
+#include "detail/finite.hpp"
+#include "random.hpp"
 #include "normal.hpp"
 
 namespace attention_plasticity
@@ -1123,7 +1124,7 @@ namespace detail
         {
             throw_invalid(function, "sample size n must be positive, got n = 0");
         }
-        if (std::isnan(d))
+        if (is_nan(d))
         {
             throw_domain(function, "statistic d is NaN (n = ", n, ")");
         }
@@ -1162,20 +1163,6 @@ namespace detail
             using value_type = std::decay_t<typename E::value_type>;
             const xt::xtensor<value_type, N> tmp = e;
             return f(tmp.data(), tmp.strides());
-        }
-    }
-
-    template <class T>
-    void check_finite_strided(const char* function, const char* what, const T* data, std::size_t n,
-                              std::ptrdiff_t stride)
-    {
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            const double v = static_cast<double>(data[static_cast<std::ptrdiff_t>(i) * stride]);
-            if (!std::isfinite(v))
-            {
-                throw_domain(function, what, " has a non-finite value (", v, ") at index ", i);
-            }
         }
     }
 
@@ -1547,7 +1534,7 @@ inline double ks_statistic_normal_sorted(const double* sorted, std::size_t n)
     {
         detail::throw_invalid("ks_statistic_normal_sorted", "empty sample (n = 0)");
     }
-    detail::check_finite_strided("ks_statistic_normal_sorted", "sample", sorted, n, 1);
+    detail::require_finite("ks_statistic_normal_sorted", "sample", sorted, n);
     return detail::ks_statistic_sorted_unchecked(sorted, n);
 }
 
@@ -1566,8 +1553,8 @@ ks_result ks_test_normal(const T* data, std::size_t n, std::ptrdiff_t stride, no
     {
         detail::throw_invalid("ks_test_normal", "empty sample (n = 0)");
     }
-    detail::check_finite_strided("ks_test_normal", "sample", data, n, stride);
     detail::gather(data, n, stride, ws.values);
+    detail::require_finite("ks_test_normal", "sample", ws.values.data(), n);
     const double d = detail::ks_statistic_unsorted(ws.values.data(), n, ws);
     return {d, detail::kolmogn(n, d, false, false)};
 }
@@ -1600,8 +1587,8 @@ moments_result sample_moments(const T* data, std::size_t n, std::ptrdiff_t strid
     {
         detail::throw_invalid("sample_moments", "empty sample (n = 0)");
     }
-    detail::check_finite_strided("sample_moments", "sample", data, n, stride);
     detail::gather(data, n, stride, ws.values);
+    detail::require_finite("sample_moments", "sample", ws.values.data(), n);
     return detail::moments_from(detail::central_moments(ws.values.data(), n), n);
 }
 
@@ -1635,8 +1622,8 @@ double skewness(const xt::xexpression<E>& x)
     std::vector<double> scratch;
     return detail::with_strided<1>(e, [&](const auto* p, const auto& strides) {
         const std::size_t n = e.shape()[0];
-        detail::check_finite_strided("skewness", "sample", p, n, static_cast<std::ptrdiff_t>(strides[0]));
         detail::gather(p, n, static_cast<std::ptrdiff_t>(strides[0]), scratch);
+        detail::require_finite("skewness", "sample", scratch.data(), n);
         return detail::skewness_from(detail::central_moments(scratch.data(), n), n);
     });
 }
@@ -1657,8 +1644,8 @@ double excess_kurtosis(const xt::xexpression<E>& x)
     std::vector<double> scratch;
     return detail::with_strided<1>(e, [&](const auto* p, const auto& strides) {
         const std::size_t n = e.shape()[0];
-        detail::check_finite_strided("excess_kurtosis", "sample", p, n, static_cast<std::ptrdiff_t>(strides[0]));
         detail::gather(p, n, static_cast<std::ptrdiff_t>(strides[0]), scratch);
+        detail::require_finite("excess_kurtosis", "sample", scratch.data(), n);
         return detail::excess_kurtosis_from(detail::central_moments(scratch.data(), n), n);
     });
 }
@@ -1675,12 +1662,12 @@ template <class T>
 residual_normality_result standardized_normality(const T* data, std::size_t n, std::ptrdiff_t stride,
                                                  normality_workspace& ws)
 {
-    detail::check_finite_strided("standardized_normality", "sample", data, n, stride);
+    detail::gather(data, n, stride, ws.values);
+    detail::require_finite("standardized_normality", "sample", ws.values.data(), n);
     if (n < 2)
     {
         return {0.0, 0.0, 1.0};
     }
-    detail::gather(data, n, stride, ws.values);
     const detail::central_sums c = detail::central_moments(ws.values.data(), n);
     if (detail::zero_std(c, n))
     {
@@ -1730,7 +1717,7 @@ noise_normality_result noise_normality(const T* data, std::size_t n, std::size_t
 {
     constexpr const char* fn = "noise_normality";
     const double nan = std::numeric_limits<double>::quiet_NaN();
-    if (std::isnan(p_alpha))
+    if (detail::is_nan(p_alpha))
     {
         detail::throw_invalid(fn, "p_alpha is NaN");
     }
@@ -1745,21 +1732,11 @@ noise_normality_result noise_normality(const T* data, std::size_t n, std::size_t
 
     // Which columns get a KS test.
     const std::size_t k = std::min(max_ks_dims, m);
-    std::vector<char> tested(m, k == m ? 1 : 0);
-    if (k < m)
+    std::vector<char> tested(m, 0);
+    rng generator(seed);
+    for (std::size_t j : sample_without_replacement(m, k, generator))
     {
-        std::vector<std::size_t> idx(m);
-        for (std::size_t j = 0; j < m; ++j)
-        {
-            idx[j] = j;
-        }
-        rng gen(seed);
-        for (std::size_t i = 0; i < k; ++i)
-        {
-            const std::size_t j = i + static_cast<std::size_t>(gen.below(static_cast<std::uint64_t>(m - i)));
-            std::swap(idx[i], idx[j]);
-            tested[idx[i]] = 1;
-        }
+        tested[j] = 1;
     }
 
     std::vector<double> abs_skew(m), abs_kurt(m), pvals;
@@ -1782,15 +1759,17 @@ noise_normality_result noise_normality(const T* data, std::size_t n, std::size_t
                 dst[i] = static_cast<double>(src[static_cast<std::ptrdiff_t>(i) * row_stride]);
             }
         }
-        for (std::size_t j = 0; j < m; ++j)
+    }
+    if (detail::any_non_finite(columns, m * n))
+    {
+        // The first in row-major order, as the caller sees the matrix.
+        for (std::size_t i = 0; i < n; ++i)
         {
-            const double* dst = columns + j * n;
-            for (std::size_t i = i0; i < i1; ++i)
+            for (std::size_t j = 0; j < m; ++j)
             {
-                if (!std::isfinite(dst[i]))
+                if (detail::is_non_finite(columns[j * n + i]))
                 {
-                    detail::throw_domain(fn, "matrix has a non-finite value (", dst[i], ") at row ", i, ", column ",
-                                         j);
+                    detail::throw_non_finite(fn, "X", columns[j * n + i], i, j);
                 }
             }
         }

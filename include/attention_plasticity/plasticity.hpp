@@ -19,6 +19,7 @@
 
 #include "detail/blas.hpp"
 #include "detail/errors.hpp"
+#include "detail/finite.hpp"
 #include "detail/matrix.hpp"
 #include "normal.hpp"
 
@@ -130,22 +131,16 @@ namespace detail
         {
             const T* row = data + i * ld;
             T largest = T(0);
-            T poison = T(0);  // x - x is NaN exactly for NaN and +-inf; vectorizes, unlike isfinite
+            typename float_bits<T>::type flags = 0;  // one pass: largest |w| and the finite check
             for (std::size_t j = 0; j < cols; ++j)
             {
                 largest = std::max(largest, std::fabs(row[j]));
-                poison += row[j] - row[j];
+                flags |= non_finite_flag(row[j]);
             }
-            if (poison != T(0))
+            if (has_non_finite_flag<T>(flags))
             {
-                for (std::size_t j = 0; j < cols; ++j)
-                {
-                    if (!std::isfinite(static_cast<double>(row[j])))
-                    {
-                        throw_domain(function, name, " has a non-finite value (", static_cast<double>(row[j]),
-                                     ") at row ", i, ", column ", j);
-                    }
-                }
+                const std::size_t j = first_non_finite(row, cols);
+                throw_non_finite(function, name, row[j], i, j);
             }
             safe = safe && in_safe_range<T>(static_cast<double>(largest));
         }
@@ -200,11 +195,8 @@ pair_moments structured_pair_moments(const xt::xexpression<EW>& differences, dou
                               k, " entries (got ", mu.size, ") and semantic_cov ", k, " x ", k, " (got ",
                               sigma.rows, " x ", sigma.cols, ")");
     }
-    if (!std::isfinite(position_mean) || !std::isfinite(position_variance))
-    {
-        detail::throw_domain(fn, "position_mean and position_variance must be finite, got ", position_mean, " and ",
-                             position_variance);
-    }
+    detail::require_finite(fn, "position_mean", position_mean);
+    detail::require_finite(fn, "position_variance", position_variance);
     const bool rows_safe = detail::check_rows(fn, "differences", w.data, w.rows, w.cols, w.ld);
     detail::require_finite(fn, "semantic_mean", mu);
     detail::require_finite(fn, "semantic_cov", sigma);

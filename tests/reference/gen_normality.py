@@ -29,6 +29,9 @@ import scipy
 import scipy.special
 import scipy.stats
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ap_random  # noqa: E402
+
 mpmath.mp.dps = 50
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -234,61 +237,9 @@ def spec_noise(X, ks_columns, p_alpha):
             float(np.mean(pvals < p_alpha)), m, len(pvals))
 
 
-MASK64 = (1 << 64) - 1
-
-
-def splitmix64(state):
-    state = (state + 0x9E3779B97F4A7C15) & MASK64
-    z = state
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
-    return state, z ^ (z >> 31)
-
-
-class Xoshiro256ss:
-    def __init__(self, seed):
-        self.s = []
-        state = seed & MASK64
-        for _ in range(4):
-            state, w = splitmix64(state)
-            self.s.append(w)
-
-    @staticmethod
-    def rotl(x, k):
-        return ((x << k) | (x >> (64 - k))) & MASK64
-
-    def next(self):
-        s = self.s
-        result = (self.rotl((s[1] * 5) & MASK64, 7) * 9) & MASK64
-        t = (s[1] << 17) & MASK64
-        s[2] ^= s[0]
-        s[3] ^= s[1]
-        s[1] ^= s[2]
-        s[0] ^= s[3]
-        s[2] ^= t
-        s[3] = self.rotl(s[3], 45)
-        return result
-
-    def below(self, bound):
-        product = self.next() * bound
-        low = product & MASK64
-        if low < bound:
-            threshold = ((1 << 64) - bound) % bound
-            while low < threshold:
-                product = self.next() * bound
-                low = product & MASK64
-        return product >> 64
-
-
 def selected_columns(m, k, seed):
-    if k >= m:
-        return set(range(m))
-    idx = list(range(m))
-    g = Xoshiro256ss(seed)
-    for i in range(k):
-        j = i + g.below(m - i)
-        idx[i], idx[j] = idx[j], idx[i]
-    return set(idx[:k])
+    """The KS columns of docs/method.md §2.8: a partial Fisher-Yates draw (ap_random.py)."""
+    return set(ap_random.sample_without_replacement(m, k, seed))
 
 
 # Row-major n x (1 + m): column 0 is the "signal" component the pipeline leaves out.

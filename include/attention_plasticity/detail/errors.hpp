@@ -1,7 +1,6 @@
 #ifndef ATTENTION_PLASTICITY_DETAIL_ERRORS_HPP
 #define ATTENTION_PLASTICITY_DETAIL_ERRORS_HPP
 
-#include <cmath>
 #include <cstddef>
 #include <sstream>
 #include <stdexcept>
@@ -31,21 +30,6 @@ namespace detail
     [[noreturn]] void throw_domain(const char* function, const Args&... args)
     {
         throw std::domain_error(message(function, args...));
-    }
-
-    // Throws std::domain_error naming the first non-finite element of a contiguous range.
-    template <class It>
-    void require_finite(const char* function, const char* what, It first, It last)
-    {
-        std::size_t index = 0;
-        for (; first != last; ++first, ++index)
-        {
-            if (!std::isfinite(static_cast<double>(*first)))
-            {
-                throw_domain(function, what, " has a non-finite value (", static_cast<double>(*first),
-                             ") at flat index ", index);
-            }
-        }
     }
 }  // namespace detail
 }  // namespace attention_plasticity
