@@ -10,6 +10,7 @@
 #include <xtensor/xexpression.hpp>
 
 #include "detail/errors.hpp"
+#include "detail/finite.hpp"
 #include "detail/matrix.hpp"
 
 namespace attention_plasticity
@@ -35,7 +36,7 @@ namespace detail
         double denominator = 0.0;
         for (std::size_t j = 0; j < count; ++j)
         {
-            if (!std::isnan(plasticity[j]) && keep(tau[j]))
+            if (!detail::is_nan(plasticity[j]) && keep(tau[j]))
             {
                 numerator += n_queries[j] * plasticity[j];
                 denominator += n_queries[j];
@@ -80,16 +81,16 @@ plasticity_aggregates_result plasticity_aggregates(const xt::xexpression<ET>& ta
     detail::require_finite(fn, "tau", t);
     for (std::size_t j = 0; j < t.size; ++j)
     {
-        if (!(n[j] >= 0.0) || !std::isfinite(n[j]))
+        if (!(n[j] >= 0.0) || detail::is_non_finite(n[j]))
         {
             detail::throw_domain(fn, "n_queries[", j, "] = ", n[j], " must be finite and >= 0");
         }
-        if (std::isinf(a[j]))
+        if (detail::is_non_finite(a[j]) && !detail::is_nan(a[j]))
         {
             detail::throw_domain(fn, "plasticity[", j, "] = ", a[j], " is infinite (NaN marks an undefined AP_j)");
         }
     }
-    if (!std::isfinite(context_length))
+    if (detail::is_non_finite(context_length))
     {
         detail::throw_domain(fn, "context_length must be finite, got ", context_length);
     }

@@ -19,7 +19,7 @@
 
 #include "detail/errors.hpp"
 #include "detail/matrix.hpp"
-#include "detail/random.hpp"
+#include "detail/finite.hpp"
 #include "detail/rows.hpp"
 #include "plasticity.hpp"
 #include "query_model.hpp"
@@ -257,9 +257,9 @@ bucket_plasticity_result query_bucket_plasticity(const xt::xexpression<EK>& keys
                     detail::throw_invalid(fn, "cells[", c, "] pair ", p, " uses key row ", row, " but keys_rot has ",
                                           keys.rows, " rows");
                 }
-                if (!(detail::row_finite_check(keys.row(row), keys.cols) == 0.0))
+                if (detail::any_non_finite(keys.row(row), keys.cols))
                 {
-                    detail::throw_non_finite_row(fn, "keys_rot has", keys.row(row), row, keys.cols);
+                    detail::throw_non_finite_row(fn, "keys_rot", keys.row(row), row, keys.cols);
                 }
             }
         }

@@ -23,6 +23,7 @@
 #include "aggregates.hpp"
 #include "cells.hpp"
 #include "detail/errors.hpp"
+#include "detail/finite.hpp"
 #include "detail/matrix.hpp"
 #include "detail/rows.hpp"
 #include "normality.hpp"
@@ -155,7 +156,8 @@ namespace detail
         return v;
     }
 
-    /// The checks of one kind that do not read the vectors (columns, positions).
+    /// The checks of one kind that do not read the vectors (columns, positions). `kind` is
+    /// the argument's name, "queries" or "keys".
     template <class T>
     void check_token_columns(const tokens_view<T>& tokens, const char* kind, bool need_example_id)
     {
@@ -171,7 +173,7 @@ namespace detail
         {
             if (tokens.position(i) < 0)
             {
-                throw_domain(fn, kind, " position[", i, "] = ", tokens.position(i), " is negative");
+                throw_domain(fn, kind, ".position[", i, "] = ", tokens.position(i), " is negative");
             }
         }
     }
@@ -181,16 +183,17 @@ namespace detail
     void check_head_input(const tokens_view<TQ>& queries, const tokens_view<TK>& keys, const head_options& options)
     {
         constexpr const char* fn = "analyze_head";
-        check_token_columns(queries, "query", false);
-        check_token_columns(keys, "key", true);
+        check_token_columns(queries, "queries", false);
+        check_token_columns(keys, "keys", true);
         const std::size_t d = queries.vectors.shape()[1];
         if (d == 0)
         {
-            throw_invalid(fn, "query vectors have d = 0");
+            throw_invalid(fn, "queries.vectors has d = 0 columns");
         }
         if (keys.vectors.shape()[1] != d)
         {
-            throw_invalid(fn, "query vectors have d = ", d, " but key vectors have d = ", keys.vectors.shape()[1]);
+            throw_invalid(fn, "queries.vectors has d = ", d, " columns but keys.vectors has d = ",
+                          keys.vectors.shape()[1]);
         }
         if (queries.vectors.shape()[0] < 2)
         {
@@ -202,31 +205,25 @@ namespace detail
         }
         if (options.max_tokens_per_head < 2)
         {
-            throw_invalid(fn, "max_tokens_per_head must be >= 2, got ", options.max_tokens_per_head);
+            throw_invalid(fn, "options.max_tokens_per_head must be >= 2, got ", options.max_tokens_per_head);
         }
         if (!(options.p_alpha >= 0.0 && options.p_alpha <= 1.0))
         {
-            throw_invalid(fn, "p_alpha must be in [0, 1], got ", options.p_alpha);
+            throw_invalid(fn, "options.p_alpha must be in [0, 1], got ", options.p_alpha);
         }
-        if (!(options.covariance_epsilon >= 0.0) || !std::isfinite(options.covariance_epsilon))
+        if (!(options.covariance_epsilon >= 0.0) || is_non_finite(options.covariance_epsilon))
         {
-            throw_invalid(fn, "covariance_epsilon must be finite and >= 0, got ", options.covariance_epsilon);
+            throw_invalid(fn, "options.covariance_epsilon must be finite and >= 0, got ", options.covariance_epsilon);
         }
         check_max_rel_dist(fn, options.max_rel_dist);
     }
 
     /// Every vector of one kind is finite, else the error naming the first non-finite value.
     template <class T>
-    void check_finite_rows(const tokens_view<T>& tokens, const char* subject)
+    void check_finite_rows(const tokens_view<T>& tokens, const char* name)
     {
         const matrix_view<T> x = matrix_of(tokens);
-        for (std::size_t i = 0; i < x.rows; ++i)
-        {
-            if (!(row_finite_check(x.row(i), x.cols) == 0.0))
-            {
-                throw_non_finite_row("analyze_head", subject, x.row(i), i, x.cols);
-            }
-        }
+        require_finite("analyze_head", name, x.data, x.rows, x.cols, x.ld);
     }
 
     /// §2.1 from all keys; a non-finite key is reported after the queries are checked
@@ -238,9 +235,9 @@ namespace detail
         std::vector<double> signs = orientation_signs_raw(matrix_of(keys), keys.bucket.data(), &bad_row);
         if (signs.empty())
         {
-            check_finite_rows(queries, "query vectors have");
+            check_finite_rows(queries, "queries.vectors");
             const matrix_view<TK> k = matrix_of(keys);
-            throw_non_finite_row("analyze_head", "key vectors have", k.row(bad_row), bad_row, k.cols);
+            throw_non_finite_row("analyze_head", "keys.vectors", k.row(bad_row), bad_row, k.cols);
         }
         return signs;
     }
@@ -256,11 +253,11 @@ namespace detail
     };
 
     /// The working copy of `rows` (§2.2) multiplied by the signs (§2.1), in one pass. Queries:
-    /// each kept row is checked (`check_subject`), and the column sums that are the first pass
+    /// each kept row is checked (reported as `check_name`), and the column sums that are the first pass
     /// of the position regression (§2.3) are accumulated. Keys: each row is rotated (§2.5).
     template <class T>
     working_tokens working_copy(const tokens_view<T>& tokens, const std::vector<std::size_t>& rows,
-                                const std::vector<double>& sign, const char* check_subject,
+                                const std::vector<double>& sign, const char* check_name,
                                 std::vector<double>* column_sums, const householder* rotation)
     {
         const std::size_t d = sign.size();
@@ -281,9 +278,9 @@ namespace detail
         {
             const std::size_t i = rows[r];
             const T* in = x.row(i);
-            if (check_subject != nullptr && !(row_finite_check(in, d) == 0.0))
+            if (check_name != nullptr && any_non_finite(in, d))
             {
-                throw_non_finite_row("analyze_head", check_subject, in, i, d);
+                throw_non_finite_row("analyze_head", check_name, in, i, d);
             }
             double* dst = out.vectors.data() + r * d;
             for (std::size_t j = 0; j < d; ++j)
@@ -406,10 +403,10 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     detail::subsample_rows_into(keys.vectors.shape()[0], options.max_tokens_per_head, seeds.key_subsample, k_rows);
     if (q_rows.size() < queries.vectors.shape()[0])
     {
-        detail::check_finite_rows(queries, "query vectors have");  // the kept rows alone would miss some
+        detail::check_finite_rows(queries, "queries.vectors");  // the kept rows alone would miss some
     }
     std::vector<double> q_column_sums;
-    detail::working_tokens q = detail::working_copy(queries, q_rows, signs, "query vectors have", &q_column_sums, nullptr);
+    detail::working_tokens q = detail::working_copy(queries, q_rows, signs, "queries.vectors", &q_column_sums, nullptr);
     clock.lap(&stage_timings::preparation);
     // §2.3-2.5: regression, rotation, scalar predictability; then the keys, rotated.
     const detail::query_position_model position = detail::position_model_of(q, q_column_sums);

@@ -18,8 +18,9 @@
 
 #include "detail/errors.hpp"
 #include "detail/matrix.hpp"
-#include "detail/random.hpp"
+#include "detail/finite.hpp"
 #include "detail/rows.hpp"
+#include "random.hpp"
 
 namespace attention_plasticity
 {
@@ -54,7 +55,7 @@ namespace detail
             }
             ++counts[s];
             const T* row = keys.row(i);
-            if (!(row_finite_check(row, d) == 0.0))
+            if (any_non_finite(row, d))
             {
                 *first_bad_row = i;
                 return {};
@@ -80,23 +81,18 @@ namespace detail
         return sign;
     }
 
-    /// docs/method.md §2.2 into `rows` (resized).
+    /// docs/method.md §2.2 into `rows`.
     inline void subsample_rows_into(std::size_t n, std::size_t max_rows, std::uint64_t seed,
                                     std::vector<std::size_t>& rows)
     {
-        rows.resize(n);
-        std::iota(rows.begin(), rows.end(), std::size_t(0));
         if (n <= max_rows)
         {
+            rows.resize(n);
+            std::iota(rows.begin(), rows.end(), std::size_t(0));
             return;
         }
         rng generator(seed);
-        for (std::size_t i = 0; i < max_rows; ++i)
-        {
-            const std::size_t j = i + static_cast<std::size_t>(generator.below(n - i));
-            std::swap(rows[i], rows[j]);
-        }
-        rows.resize(max_rows);
+        rows = sample_without_replacement(n, max_rows, generator);
         std::sort(rows.begin(), rows.end());
     }
 }  // namespace detail
@@ -119,7 +115,7 @@ xt::xtensor<double, 1> orientation_signs(const xt::xexpression<EK>& keys, const 
     const std::vector<double> signs = detail::orientation_signs_raw(k, b.data, &bad_row);
     if (signs.size() != k.cols)
     {
-        detail::throw_non_finite_row(fn, "keys has", k.row(bad_row), bad_row, k.cols);
+        detail::throw_non_finite_row(fn, "keys", k.row(bad_row), bad_row, k.cols);
     }
     xt::xtensor<double, 1> result = xt::xtensor<double, 1>::from_shape({k.cols});
     std::copy(signs.begin(), signs.end(), result.begin());
@@ -128,8 +124,8 @@ xt::xtensor<double, 1> orientation_signs(const xt::xexpression<EK>& keys, const 
 
 /// The rows kept by subsampling (docs/method.md §2.2), in increasing order: all n rows when
 /// n <= max_rows, otherwise max_rows of them drawn uniformly without replacement with
-/// rng(seed) (a partial Fisher-Yates shuffle of 0..n-1: for i < max_rows, swap entry i with
-/// entry i + rng.below(n - i)). The seeds of a head: seeds_of_head (seeds.hpp).
+/// rng(seed) by sample_without_replacement (random.hpp: a partial Fisher-Yates shuffle of
+/// 0..n-1). The seeds of a head: seeds_of_head (seeds.hpp).
 inline xt::xtensor<std::size_t, 1> subsample_rows(std::size_t n, std::size_t max_rows, std::uint64_t seed)
 {
     std::vector<std::size_t> rows;

@@ -18,6 +18,7 @@
 
 #include "detail/blas.hpp"
 #include "detail/errors.hpp"
+#include "detail/finite.hpp"
 #include "detail/matrix.hpp"
 #include "detail/rows.hpp"
 #include "regression.hpp"
@@ -93,7 +94,7 @@ gaussian fit_gaussian(const xt::xexpression<E>& samples, double epsilon = defaul
     {
         detail::throw_invalid(fn, "samples have 0 columns (d = 0)");
     }
-    if (!(epsilon >= 0.0) || !std::isfinite(epsilon))
+    if (!(epsilon >= 0.0) || detail::is_non_finite(epsilon))
     {
         detail::throw_invalid(fn, "epsilon must be finite and >= 0, got ", epsilon);
     }
@@ -325,12 +326,12 @@ std::vector<bucket_query_model> bucket_query_models(const xt::xexpression<EP>& p
     {
         detail::throw_invalid(fn, "X_rot has 0 columns (d = 0)");
     }
-    if (!(covariance_epsilon >= 0.0) || !std::isfinite(covariance_epsilon))
+    if (!(covariance_epsilon >= 0.0) || detail::is_non_finite(covariance_epsilon))
     {
         detail::throw_invalid(fn, "covariance_epsilon must be finite and >= 0, got ", covariance_epsilon);
     }
-    if (!std::isfinite(component0.alpha) || !std::isfinite(component0.beta)
-        || !std::isfinite(component0.residual_variance))
+    if (detail::is_non_finite(component0.alpha) || detail::is_non_finite(component0.beta)
+        || detail::is_non_finite(component0.residual_variance))
     {
         detail::throw_domain(fn, "component0 must be finite, got alpha ", component0.alpha, ", beta ",
                              component0.beta, ", residual_variance ", component0.residual_variance);

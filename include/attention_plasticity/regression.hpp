@@ -17,6 +17,7 @@
 #include <xtensor/xtensor.hpp>
 
 #include "detail/errors.hpp"
+#include "detail/finite.hpp"
 #include "detail/matrix.hpp"
 #include "detail/rows.hpp"
 
@@ -182,7 +183,7 @@ namespace detail
                 fit.r2(j) = 0.0;
             }
             norm2 += fit.beta(j) * fit.beta(j);
-            if (!std::isnan(fit.r2(j)))
+            if (!detail::is_nan(fit.r2(j)))
             {
                 r2_sum += fit.r2(j);
                 ++r2_count;
@@ -445,14 +446,7 @@ position_component_fit fit_position_component(const xt::xexpression<ET>& t, cons
         detail::throw_invalid(fn, "X_rot has 0 columns (d = 0)");
     }
     detail::require_finite(fn, "t", tv);
-    for (std::size_t i = 0; i < xm.rows; ++i)
-    {
-        if (!std::isfinite(static_cast<double>(xm(i, 0))))
-        {
-            detail::throw_domain(fn, "X_rot has a non-finite value (", static_cast<double>(xm(i, 0)), ") at row ", i,
-                                 ", column 0");
-        }
-    }
+    detail::require_finite(fn, "X_rot", xm.data, xm.rows, 1, xm.ld);  // column 0, the one read
     return detail::fit_position_component_raw(tv.data, xm, fn);
 }
 

@@ -16,7 +16,8 @@
 #include <xtensor/xtensor.hpp>
 
 #include "detail/errors.hpp"
-#include "detail/random.hpp"
+#include "detail/finite.hpp"
+#include "random.hpp"
 
 namespace attention_plasticity
 {
@@ -44,7 +45,7 @@ namespace detail
 {
     inline void check_max_rel_dist(const char* fn, double max_rel_dist)
     {
-        if (!(max_rel_dist >= 0.0) || !std::isfinite(max_rel_dist))
+        if (!(max_rel_dist >= 0.0) || detail::is_non_finite(max_rel_dist))
         {
             throw_invalid(fn, "max_rel_dist must be finite and >= 0, got ", max_rel_dist);
         }

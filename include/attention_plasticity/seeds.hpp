@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "detail/random.hpp"
+#include "random.hpp"
 #include "tokens.hpp"
 
 namespace attention_plasticity

@@ -7,7 +7,7 @@ test_query_model.cpp, test_cells.cpp):
 
 Every value is computed here from the method's statement (docs/method.md §2.1-2.15, §5, §6),
 never from the C++ code: the seeds and the seeded draws (subsampling, a cell's key pairs) with
-the random streams written out in Python (ap_rng.py); the orientation signs, eligibility and
+the random streams written out in Python (ap_random.py); the orientation signs, eligibility and
 key grouping in plain Python/NumPy; the component-0 fit and the bucket statistics in exact
 rational arithmetic (fractions); the pair plasticities with scipy.special.ndtr. Inputs are
 rounded to float32 so that one reference serves the float and the double instantiations.
@@ -23,7 +23,7 @@ import scipy
 import scipy.special
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ap_rng import MASK64, Xoshiro256ss, mix_seed  # noqa: E402
+from ap_random import MASK64, Xoshiro256ss, mix_seed, sample_without_replacement  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "steps_reference.hpp")
@@ -53,14 +53,7 @@ cell_seed_rows = [(s, j, c, mix_seed(s, j, c)) for s, j, c in cell_seed_cases]
 
 # -------------------------------------------------------------- §2.2 subsampling
 def subsample(n, max_rows, seed):
-    rows = list(range(n))
-    if n <= max_rows:
-        return rows
-    g = Xoshiro256ss(seed)
-    for i in range(max_rows):
-        j = i + g.below(n - i)
-        rows[i], rows[j] = rows[j], rows[i]
-    return sorted(rows[:max_rows])
+    return sorted(sample_without_replacement(n, max_rows, seed))
 
 
 subsample_cases = [(10, 20, 3), (10, 10, 3), (1000, 50, 12345), (37, 36, 0), (5, 0, 1), (200, 7, mix_seed(4, 113))]
