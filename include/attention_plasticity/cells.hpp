@@ -131,7 +131,8 @@ inline cell_pairs cell_key_pairs(const key_bucket& keys, std::int64_t q_bucket, 
     if (num_pairs > 0 && keys.examples.can_form_pair())
     {
         rng generator(cell_pair_seed(pair_sampler_seed, q_bucket, keys.bucket));
-        cell.pairs = sample_grouped_key_pairs(keys.examples, num_pairs, max_rel_dist, generator);
+        cell.pairs =
+            detail::sample_grouped_key_pairs(keys.examples, num_pairs, max_rel_dist, generator, "cell_key_pairs");
     }
     else
     {

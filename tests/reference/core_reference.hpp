@@ -9,7 +9,7 @@
 
 namespace core_ref
 {
-// ---- kernel (seed 000): W (N x d), mu, Sigma (SPD) and Sigma_block = blockdiag(Sigma00, Sigma[1:,1:]);
+// ---- kernel (docs/method.md §4): W (N x d), mu, Sigma (SPD) and Sigma_block = blockdiag(Sigma00, Sigma[1:,1:]);
 // float32-exact inputs; m = W mu, v = diag(W Sigma W^T), z = m / sqrt v, PP = 4 p (1 - p) per pair.
 inline constexpr std::size_t kernel_n = 50;
 inline constexpr std::size_t kernel_d = 6;
@@ -804,7 +804,7 @@ inline constexpr double sp_random[] = {
     0.5669764930286078, 0.8001438238270611, 0.4969937533225627, 0.6211305249417014,
 };
 
-// ---- rotation (SPEC 2.5): beta and H = I - 2 v v^T, v = (beta_hat - e1) / ||beta_hat - e1||.
+// ---- rotation (docs/method.md §2.5): beta and H = I - 2 v v^T, v = (beta_hat - e1) / ||beta_hat - e1||.
 inline constexpr double rot_beta[] = {
     0.4902752935886383, -0.23502150177955627, -0.23743635416030884, 1.8468220233917236,
     -0.1891525685787201, -0.7655717730522156,
@@ -821,7 +821,7 @@ inline constexpr double rot_h[] = {
     -0.05413177592357072, 0.4210465423229115, -0.04312382783117529, 0.8254616070953766,
 };
 
-// ---- query model (SPEC 2.10): X float32-exact; mean and ddof=1 covariance + 1e-12 I in exact rational
+// ---- query model (docs/method.md §2.10): X float32-exact; mean and ddof=1 covariance + 1e-12 I in exact rational
 // arithmetic (agrees with numpy.cov to 1e-13 of sqrt(C_ii C_jj)); per bucket j > 0
 // with >= 2 rows, increasing id: count, tau = mean position, mu/Sigma of components 1..d-1.
 inline constexpr std::size_t qm_n = 50;

@@ -7,12 +7,13 @@ Run from anywhere with the system interpreter that has NumPy, SciPy and mpmath:
     /usr/bin/python3 tests/reference/gen_core_reference.py
 
 The values are computed independently of the C++ code: straightforward NumPy/SciPy
-evaluations of SPEC.md and seeds 000/001 with SciPy, cross-checked here against mpmath at 50
-digits; OLS, means and covariances in exact rational arithmetic (fractions), cross-checked
+evaluations of docs/method.md (§2.3-2.5, §2.10, §4, §5), cross-checked here against mpmath at
+50 digits; OLS, means and covariances in exact rational arithmetic (fractions), cross-checked
 against numpy.polyfit / numpy.cov. The script aborts if any cross-check disagrees beyond the
-stated bound. The random inputs
-are rounded to float32 so that the same inputs, and therefore the same references, serve
-the float and the double instantiations of the tests.
+stated bound. The random inputs are rounded to float32 so that the same inputs, and therefore
+the same references, serve the float and the double instantiations of the tests. The last bit of a few kernel values
+(NumPy matrix products) depends on the OpenBLAS kernels of the machine; the tests compare them
+far above that.
 """
 
 import fractions
@@ -49,7 +50,7 @@ def rel(a, b):
 
 # ----------------------------------------------------------------------------- kernel
 def pp_scipy(m, v):
-    """Seed 000, one pair, evaluated straightforwardly with SciPy."""
+    """docs/method.md §4, one pair, evaluated straightforwardly with SciPy."""
     if v > 0:
         z = m / np.sqrt(v)
         tail = scipy.special.ndtr(-abs(z))
@@ -334,7 +335,7 @@ parts = [
                                 max(kernel_worst, kernel_worst_block), tail_worst),
     "#ifndef AP_TESTS_CORE_REFERENCE_HPP\n#define AP_TESTS_CORE_REFERENCE_HPP\n\n#include <cstddef>\n"
     "#include <cstdint>\n\nnamespace core_ref\n{\n",
-    "// ---- kernel (seed 000): W (N x d), mu, Sigma (SPD) and Sigma_block = blockdiag(Sigma00, Sigma[1:,1:]);\n"
+    "// ---- kernel (docs/method.md §4): W (N x d), mu, Sigma (SPD) and Sigma_block = blockdiag(Sigma00, Sigma[1:,1:]);\n"
     "// float32-exact inputs; m = W mu, v = diag(W Sigma W^T), z = m / sqrt v, PP = 4 p (1 - p) per pair.\n",
     scalar("kernel_n", KN, "std::size_t"), scalar("kernel_d", KD, "std::size_t"),
     array("kernel_w", kernel_w), array("kernel_mu", kernel_mu), array("kernel_sigma", kernel_sigma),
@@ -359,9 +360,9 @@ parts = [
     "// scalar predictability (docs/method.md §2.4): {r2, mae_baseline, mae_projection, mae_ratio} for beta = reg_beta\n"
     "// (fitted) and beta = sp_beta_random, at 50 digits with mpmath (agrees with NumPy to 1e-10).\n",
     array("sp_beta_random", sp_beta_random), array("sp_fitted", sp_fitted), array("sp_random", sp_random),
-    "\n// ---- rotation (SPEC 2.5): beta and H = I - 2 v v^T, v = (beta_hat - e1) / ||beta_hat - e1||.\n",
+    "\n// ---- rotation (docs/method.md §2.5): beta and H = I - 2 v v^T, v = (beta_hat - e1) / ||beta_hat - e1||.\n",
     array("rot_beta", rot_beta), array("rot_h", rot_h),
-    "\n// ---- query model (SPEC 2.10): X float32-exact; mean and ddof=1 covariance + 1e-12 I in exact rational\n"
+    "\n// ---- query model (docs/method.md §2.10): X float32-exact; mean and ddof=1 covariance + 1e-12 I in exact rational\n"
     "// arithmetic (agrees with numpy.cov to 1e-13 of sqrt(C_ii C_jj)); per bucket j > 0\n"
     "// with >= 2 rows, increasing id: count, tau = mean position, mu/Sigma of components 1..d-1.\n",
     scalar("qm_n", QN, "std::size_t"), scalar("qm_d", QD, "std::size_t"),
