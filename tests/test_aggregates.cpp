@@ -26,7 +26,8 @@ TEST_CASE("plasticity_aggregates: n_j-weighted means over all, the first and the
     const xt::xtensor<std::size_t, 1> n = {10, 30, 5, 100, 7, 20, 60};
     const xt::xtensor<double, 1> ap_j = {0.2, 0.6, 0.9, 0.5, not_a_number, 0.1, 0.4};
     const auto r = ap::plasticity_aggregates(tau, n, ap_j, 100.0);
-    const double overall = (10 * 0.2 + 30 * 0.6 + 5 * 0.9 + 100 * 0.5 + 20 * 0.1 + 60 * 0.4) / (10 + 30 + 5 + 100 + 20 + 60);
+    const double overall =
+        (10 * 0.2 + 30 * 0.6 + 5 * 0.9 + 100 * 0.5 + 20 * 0.1 + 60 * 0.4) / (10 + 30 + 5 + 100 + 20 + 60);
     const double first = (10 * 0.2 + 30 * 0.6) / 40.0;
     const double last = (20 * 0.1 + 60 * 0.4) / 80.0;
     CHECK(r.ap_overall == Approx(overall).epsilon(1e-15));

@@ -257,7 +257,8 @@ xt::xtensor<double, 2> random_orthogonal(std::size_t d, std::uint64_t seed)
 }
 }  // namespace
 
-TEST_CASE("pipeline: cell plasticity equals the closed-form PP of the query model (docs/method.md §2.10-2.13)", "[pipeline]")
+TEST_CASE("pipeline: cell plasticity equals the closed-form PP of the query model (docs/method.md §2.10-2.13)",
+          "[pipeline]")
 {
     const crafted_head head = make_crafted_head();
     const ap::head_result r = ap::analyze_head(head.queries, head.keys, {1, 2, 0});

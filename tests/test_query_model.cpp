@@ -387,7 +387,8 @@ TEMPLATE_TEST_CASE("bucket_query_models: tau_j, n_j, alpha + beta tau_j, sigma2,
         CHECK(model.tau == Approx(steps_ref::qm_model_tau[b]).epsilon(1e-15));
         CHECK(model.position_mean == Approx(steps_ref::qm_model_position_mean[b]).epsilon(1e-15));
         CHECK(model.position_variance == steps_ref::qm_sigma2);
-        const auto e = compare(model.semantic, steps_ref::qm_model_mu + b * m, steps_ref::qm_model_sigma + b * m * m, m);
+        const auto e =
+            compare(model.semantic, steps_ref::qm_model_mu + b * m, steps_ref::qm_model_sigma + b * m * m, m);
         worst_mean = std::max(worst_mean, e.mean);
         worst_cov = std::max(worst_cov, e.cov);
         CHECK(e.asymmetry == 0.0);

@@ -67,7 +67,8 @@ TEMPLATE_TEST_CASE("fit_linear: alpha, beta, R2 per column, r2_mean and ||beta||
     for (std::size_t j = 0; j < d; ++j)
     {
         CAPTURE(j);
-        const double e = std::max({rel_err(fit.alpha(j), core_ref::reg_alpha[j]), rel_err(fit.beta(j), core_ref::reg_beta[j]),
+        const double e = std::max({rel_err(fit.alpha(j), core_ref::reg_alpha[j]),
+                                   rel_err(fit.beta(j), core_ref::reg_beta[j]),
                                    rel_err(fit.r2(j), core_ref::reg_r2[j])});
         CHECK(e < tol);
         worst = std::max(worst, e);
@@ -320,7 +321,8 @@ TEMPLATE_TEST_CASE("fit_linear: errors - empty, size mismatch, not 2-D, NaN/Inf;
 
 // ------------------------------------------------------------ scalar predictability
 
-TEMPLATE_TEST_CASE("scalar_position_predictability matches docs/method.md §2.4 evaluated with mpmath/NumPy", "[regression]",
+TEMPLATE_TEST_CASE("scalar_position_predictability matches docs/method.md §2.4 evaluated with mpmath/NumPy",
+                   "[regression]",
                    float, double)
 {
     const std::size_t n = core_ref::reg_n;

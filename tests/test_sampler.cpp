@@ -506,7 +506,8 @@ bucket_fixture make_bucket_fixture()
                 rows.push_back(i);
             }
         }
-        std::sort(rows.begin(), rows.end(), [&](std::size_t a, std::size_t b) { return f.positions(a) < f.positions(b); });
+        std::sort(rows.begin(), rows.end(),
+                  [&](std::size_t a, std::size_t b) { return f.positions(a) < f.positions(b); });
         for (std::size_t r = 0; r < rows.size(); ++r)
         {
             f.rank[rows[r]] = r;

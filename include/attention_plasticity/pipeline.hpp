@@ -242,6 +242,21 @@ namespace detail
         return signs;
     }
 
+    /// The rows kept by §2.2. With a check_name, when rows are left out, every row is checked
+    /// for non-finite values first (the working copy checks only the rows it keeps).
+    template <class T>
+    std::vector<std::size_t> kept_rows(const tokens_view<T>& tokens, std::size_t max_rows, std::uint64_t seed,
+                                       const char* check_name)
+    {
+        std::vector<std::size_t> rows;
+        subsample_rows_into(tokens.vectors.shape()[0], max_rows, seed, rows);
+        if (check_name != nullptr && rows.size() < tokens.vectors.shape()[0])
+        {
+            check_finite_rows(tokens, check_name);
+        }
+        return rows;
+    }
+
     /// The working copy of one kind: the kept rows, oriented, in double.
     struct working_tokens
     {
@@ -398,13 +413,9 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     const head_seeds seeds = seeds_of_head(options.seed, id);
     // §2.1-2.2: signs from all keys (which are checked on the way), kept rows, working copies.
     const std::vector<double> signs = detail::head_orientation(queries, keys);
-    std::vector<std::size_t> q_rows, k_rows;
-    detail::subsample_rows_into(queries.vectors.shape()[0], options.max_tokens_per_head, seeds.query_subsample, q_rows);
-    detail::subsample_rows_into(keys.vectors.shape()[0], options.max_tokens_per_head, seeds.key_subsample, k_rows);
-    if (q_rows.size() < queries.vectors.shape()[0])
-    {
-        detail::check_finite_rows(queries, "queries.vectors");  // the kept rows alone would miss some
-    }
+    const std::size_t max_rows = options.max_tokens_per_head;
+    const auto q_rows = detail::kept_rows(queries, max_rows, seeds.query_subsample, "queries.vectors");
+    const auto k_rows = detail::kept_rows(keys, max_rows, seeds.key_subsample, nullptr);
     std::vector<double> q_column_sums;
     detail::working_tokens q = detail::working_copy(queries, q_rows, signs, "queries.vectors", &q_column_sums, nullptr);
     clock.lap(&stage_timings::preparation);
