@@ -27,17 +27,11 @@
 #include "test_util.hpp"
 
 namespace ap = attention_plasticity;
+using ap_test::int_column;
 using ap_test::matrix_of;
 
 namespace
 {
-xt::xtensor<std::int64_t, 1> int_column(const std::int64_t* data, std::size_t n)
-{
-    xt::xtensor<std::int64_t, 1> c = xt::xtensor<std::int64_t, 1>::from_shape({n});
-    std::copy(data, data + n, c.begin());
-    return c;
-}
-
 std::vector<ap::key_bucket> reference_key_buckets()
 {
     const std::size_t n = steps_ref::ck_n;

@@ -24,17 +24,8 @@
 #include "test_util.hpp"
 
 namespace ap = attention_plasticity;
+using ap_test::int_column;
 using ap_test::matrix_of;
-
-namespace
-{
-xt::xtensor<std::int64_t, 1> int_column(const std::int64_t* data, std::size_t n)
-{
-    xt::xtensor<std::int64_t, 1> c = xt::xtensor<std::int64_t, 1>::from_shape({n});
-    std::copy(data, data + n, c.begin());
-    return c;
-}
-}  // namespace
 
 TEMPLATE_TEST_CASE("orientation_signs: sign of the mean of the per-bucket key means, 0 -> +1, as NumPy",
                    "[preparation]", float, double)

@@ -32,6 +32,7 @@
 
 namespace ap = attention_plasticity;
 using ap_test::sci;
+using ap_test::int_column;
 using ap_test::matrix_of;
 
 namespace
@@ -323,13 +324,6 @@ TEST_CASE("compute_bucket_statistics: small closed-form case, empty input, error
 
 namespace
 {
-xt::xtensor<std::int64_t, 1> int_column(const std::int64_t* data, std::size_t n)
-{
-    xt::xtensor<std::int64_t, 1> c = xt::xtensor<std::int64_t, 1>::from_shape({n});
-    std::copy(data, data + n, c.begin());
-    return c;
-}
-
 ap::position_component_fit qm_component0()
 {
     ap::position_component_fit c0;

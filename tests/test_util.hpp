@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -37,6 +38,14 @@ inline xt::xtensor<double, 1> vector_of(const double* data, std::size_t n)
     xt::xtensor<double, 1> v = xt::xtensor<double, 1>::from_shape({n});
     std::copy(data, data + n, v.begin());
     return v;
+}
+
+/// An integer fixture column (positions, bucket or example ids) as a tensor.
+inline xt::xtensor<std::int64_t, 1> int_column(const std::int64_t* data, std::size_t n)
+{
+    xt::xtensor<std::int64_t, 1> c = xt::xtensor<std::int64_t, 1>::from_shape({n});
+    std::copy(data, data + n, c.begin());
+    return c;
 }
 }  // namespace ap_test
 

@@ -26,6 +26,9 @@ import scipy
 import scipy.special
 import scipy.stats
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cpp_literals as cpp  # noqa: E402
+
 mpmath.mp.dps = 50
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -304,28 +307,8 @@ chi2_999 = scipy.stats.chi2.ppf(0.999, np.arange(1, CHI2_MAX_DF + 1))
 
 
 # --------------------------------------------------------------------------- output
-def fmt(x):
-    x = float(x)
-    assert np.isfinite(x), x
-    return repr(x)
-
-
-def array(name, values, ctype="double", per_line=4):
-    values = list(np.asarray(values).ravel())
-    body = []
-    for i in range(0, len(values), per_line):
-        chunk = values[i:i + per_line]
-        if ctype == "double":
-            body.append("    " + ", ".join(fmt(v) for v in chunk) + ",")
-        else:
-            body.append("    " + ", ".join(str(int(v)) for v in chunk) + ",")
-    return "inline constexpr {} {}[] = {{\n{}\n}};\n".format(ctype, name, "\n".join(body))
-
-
-def scalar(name, value, ctype="double"):
-    if ctype == "double":
-        return "inline constexpr double {} = {};\n".format(name, fmt(value))
-    return "inline constexpr {} {} = {};\n".format(ctype, name, int(value))
+array = cpp.array
+scalar = cpp.scalar
 
 
 parts = [

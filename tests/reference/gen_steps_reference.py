@@ -23,6 +23,7 @@ import scipy
 import scipy.special
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cpp_literals as cpp  # noqa: E402
 from ap_random import MASK64, Xoshiro256ss, mix_seed, sample_without_replacement  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -256,43 +257,15 @@ cell_ap = float(np.mean(all_pp))
 
 
 # --------------------------------------------------------------------- output
-def lit(x):
-    x = float(x)
-    if math.isnan(x):
-        return "nan_value"
-    return repr(x)
+NAN = "nan_value"
 
 
 def array(name, values, ctype="double", per_line=4):
-    values = list(values)
-    if not values:
-        return "inline constexpr {} {}[1] = {{}};  // empty\n".format(ctype, name)
-    body = []
-    for i in range(0, len(values), per_line):
-        chunk = values[i:i + per_line]
-        if ctype == "double":
-            body.append("    " + ", ".join(lit(v) for v in chunk) + ",")
-        elif ctype == "std::uint64_t":
-            body.append("    " + ", ".join("{}u".format(int(v)) for v in chunk) + ",")
-        else:
-            body.append("    " + ", ".join(str(int(v)) for v in chunk) + ",")
-    return "inline constexpr {} {}[] = {{\n{}\n}};\n".format(ctype, name, "\n".join(body))
+    return cpp.array(name, values, ctype, per_line, NAN)
 
 
 def scalar(name, value, ctype="double"):
-    if ctype == "double":
-        return "inline constexpr double {} = {};\n".format(name, lit(value))
-    if ctype == "std::uint64_t":
-        return "inline constexpr std::uint64_t {} = {}u;\n".format(name, int(value))
-    return "inline constexpr {} {} = {};\n".format(ctype, name, int(value))
-
-
-def flat_with_offsets(name, lists, ctype="std::size_t"):
-    flat = [v for lst in lists for v in lst]
-    offsets = [0]
-    for lst in lists:
-        offsets.append(offsets[-1] + len(lst))
-    return array(name, flat, ctype, 10) + array(name + "_offsets", offsets, "std::size_t", 10)
+    return cpp.scalar(name, value, ctype, NAN)
 
 
 parts = [
@@ -315,7 +288,7 @@ parts = [
     array("subsample_n", [c[0] for c in subsample_cases], "std::size_t", 10),
     array("subsample_max", [c[1] for c in subsample_cases], "std::size_t", 10),
     array("subsample_seed", [c[2] for c in subsample_cases], "std::uint64_t", 4),
-    flat_with_offsets("subsample_rows", subsample_rows),
+    cpp.flat_with_offsets("subsample_rows", subsample_rows),
     "\n// ---- orientation (§2.1): keys (n x d, float32-exact), bucket ids, signs.\n",
     scalar("or_n", ON, "std::size_t"), scalar("or_d", OD, "std::size_t"),
     array("or_keys", or_keys.ravel()), array("or_bucket", or_bucket, "std::int64_t", 10),
@@ -348,13 +321,13 @@ parts = [
     scalar("kb_count", len(key_buckets), "std::size_t"),
     array("kb_bucket", [kb[0] for kb in key_buckets], "std::int64_t", 10),
     array("kb_max_position", [kb[1] for kb in key_buckets], "std::int64_t", 10),
-    flat_with_offsets("kb_example_id", [[e for e, _ in kb[2]] for kb in key_buckets], "std::int64_t"),
-    flat_with_offsets("kb_example_rows", [rows for kb in key_buckets for _, rows in kb[2]]),
+    cpp.flat_with_offsets("kb_example_id", [[e for e, _ in kb[2]] for kb in key_buckets], "std::int64_t"),
+    cpp.flat_with_offsets("kb_example_rows", [rows for kb in key_buckets for _, rows in kb[2]]),
     scalar("eligibility_case_count", len(eligibility_cases), "std::size_t"),
     array("eligibility_j", [c[0] for c in eligibility_cases], "std::int64_t", 10),
     array("eligibility_tau", [c[1] for c in eligibility_cases]),
     array("eligibility_window", [c[2] for c in eligibility_cases], "std::int64_t", 10),
-    flat_with_offsets("eligibility_index", eligibility_rows),
+    cpp.flat_with_offsets("eligibility_index", eligibility_rows),
     "// The pairs of every cell (j = cell_j, c) for num_pairs, max_rel_dist, the head's pair sampler\n"
     "// seed (that of seed 11, layer 2, q_head 3); the query model of bucket j (float32-exact) and\n"
     "// the mean PP per cell (NaN without pairs) and over all pairs (AP_j), from scipy.special.ndtr.\n",
@@ -362,7 +335,7 @@ parts = [
     scalar("cell_max_rel_dist", CELL_MAX_REL), scalar("cell_sampler_seed", cell_sampler_seed, "std::uint64_t"),
     scalar("cell_count", len(cells), "std::size_t"),
     array("cell_k_bucket", [c for c, _, _ in cells], "std::int64_t", 10),
-    flat_with_offsets("cell_first", [first for _, first, _ in cells]),
+    cpp.flat_with_offsets("cell_first", [first for _, first, _ in cells]),
     array("cell_second", [v for _, _, second in cells for v in second], "std::size_t", 10),
     scalar("cell_position_mean", cell_position_mean), scalar("cell_position_variance", cell_position_variance),
     array("cell_mu", cell_mu), array("cell_sigma", cell_sigma.ravel()),
