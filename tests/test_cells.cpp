@@ -122,6 +122,8 @@ TEST_CASE("eligible_key_buckets: c < j; with a window, c = j - 1 or a key positi
     CHECK(ap::eligible_key_buckets(kb, 4, 44.5, 15) == std::vector<std::size_t>{3});
     CHECK(ap::eligible_key_buckets(kb, 4, 44.5, -7) == std::vector<std::size_t>{0, 1, 2, 3});  // <= 0: none
     CHECK(ap::eligible_key_buckets({}, 4, 44.5, 0).empty());
+    CHECK_THROWS_WITH(ap::eligible_key_buckets(kb, 4, std::numeric_limits<double>::quiet_NaN(), 10),
+                      Catch::StartsWith("eligible_key_buckets: tau must be finite"));
 }
 
 TEST_CASE("cell_key_pairs: the pairs of the sampler over the cell's examples from rng(cell_pair_seed), as the "

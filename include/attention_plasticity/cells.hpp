@@ -85,12 +85,16 @@ std::vector<key_bucket> group_key_buckets(const xt::xexpression<EP>& positions, 
 }
 
 /// The key buckets eligible for query bucket j with mean position tau_j (docs/method.md
-/// §2.11), as indices into key_buckets (which is in increasing bucket id): the buckets c < j;
-/// with a sliding window of w > 0 tokens, only those with c = j - 1 or a key position
-/// > tau_j - w. sliding_window <= 0 means none.
+/// §2.11), as indices into key_buckets (in increasing bucket id, as group_key_buckets returns
+/// them): the buckets c < j; with a sliding window of w > 0 tokens, only those with c = j - 1
+/// or a key position > tau_j - w. sliding_window <= 0 means none.
 inline std::vector<std::size_t> eligible_key_buckets(const std::vector<key_bucket>& key_buckets, std::int64_t q_bucket,
                                                      double tau, std::int64_t sliding_window)
 {
+    if (detail::is_non_finite(tau))
+    {
+        detail::throw_domain("eligible_key_buckets", "tau must be finite, got ", tau);
+    }
     std::vector<std::size_t> eligible;
     for (std::size_t index = 0; index < key_buckets.size(); ++index)
     {

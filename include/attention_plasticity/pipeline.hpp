@@ -268,8 +268,9 @@ namespace detail
     };
 
     /// The working copy of `rows` (§2.2) multiplied by the signs (§2.1), in one pass. Queries:
-    /// each kept row is checked (reported as `check_name`), and the column sums that are the first pass
-    /// of the position regression (§2.3) are accumulated. Keys: each row is rotated (§2.5).
+    /// each kept row is checked (reported as `check_name`), and the column sums that are the
+    /// first pass of the position regression (§2.3) are accumulated. Keys: each row is rotated
+    /// (§2.5) with the one reflection of rotation.hpp.
     template <class T>
     working_tokens working_copy(const tokens_view<T>& tokens, const std::vector<std::size_t>& rows,
                                 const std::vector<double>& sign, const char* check_name,
