@@ -44,6 +44,8 @@ namespace detail
     }
 }  // namespace detail
 
+/// The reflection H = I - 2 v v^T of docs/method.md §2.5: made by householder_to_e1, applied
+/// to row vectors (X H) by apply / apply_inplace.
 struct householder
 {
     xt::xtensor<double, 1> v;  // unit vector; empty when the map is the identity
@@ -70,20 +72,6 @@ struct householder
             }
         }
         return h;
-    }
-
-    /// Rows of an n x d row-major block, in place: x <- x H = x - 2 (x.v) v.
-    template <class T>
-    void apply_rows(T* data, std::size_t rows, std::size_t ld) const
-    {
-        if (is_identity())
-        {
-            return;
-        }
-        for (std::size_t i = 0; i < rows; ++i)
-        {
-            detail::reflect_row(data + i * ld, v.data(), dimension);
-        }
     }
 
     /// X H for an n x d expression, O(nd) (docs/method.md §2.5); returns a new tensor of value
@@ -115,10 +103,25 @@ struct householder
         }
         apply_rows(x.data(), x.shape()[0], dimension);
     }
+
+private:
+    /// Rows of an n x d row-major block, in place: x <- x H = x - 2 (x.v) v.
+    template <class T>
+    void apply_rows(T* data, std::size_t rows, std::size_t ld) const
+    {
+        if (is_identity())
+        {
+            return;
+        }
+        for (std::size_t i = 0; i < rows; ++i)
+        {
+            detail::reflect_row(data + i * ld, v.data(), dimension);
+        }
+    }
 };
 
-/// H with H beta_hat = e1 (docs/method.md §2.5): v = (beta_hat - e1) / ||beta_hat - e1||; the identity when
-/// ||beta|| < 1e-12 or ||beta_hat - e1|| < 1e-12.
+/// H with H beta_hat = e1 (docs/method.md §2.5): v = (beta_hat - e1) / ||beta_hat - e1||; the
+/// identity when ||beta|| < 1e-12 or ||beta_hat - e1|| < 1e-12.
 template <class E>
 householder householder_to_e1(const xt::xexpression<E>& beta)
 {
