@@ -33,23 +33,14 @@
 
 namespace ap = attention_plasticity;
 using ap_test::sci;
+using ap_test::box_muller;
 using ap_test::matrix_of;
+using ap_test::vector_of;
 
 namespace
 {
 constexpr double inf = std::numeric_limits<double>::infinity();
 constexpr double nan_d = std::numeric_limits<double>::quiet_NaN();
-
-template <class T>
-xt::xtensor<T, 1> vector_of(const double* data, std::size_t n, double scale = 1.0)
-{
-    xt::xtensor<T, 1> v = xt::xtensor<T, 1>::from_shape({n});
-    for (std::size_t i = 0; i < n; ++i)
-    {
-        v(i) = static_cast<T>(data[i] * scale);
-    }
-    return v;
-}
 
 double rel_err(double value, double reference)
 {
@@ -102,32 +93,6 @@ const kernel_case kernel_cases[] = {
      core_ref::kernel_pp_block, "blockdiag Sigma: structured path"},
 };
 
-// Normal deviates from attention_plasticity::rng by Box-Muller (u1 in (0, 1], u2 in [0, 1)).
-struct box_muller
-{
-    ap::rng generator;
-    bool has_spare = false;
-    double spare = 0.0;
-
-    explicit box_muller(std::uint64_t seed) : generator(seed) {}
-
-    double operator()()
-    {
-        if (has_spare)
-        {
-            has_spare = false;
-            return spare;
-        }
-        const double u1 = 1.0 - generator.uniform();
-        const double u2 = generator.uniform();
-        const double r = std::sqrt(-2.0 * std::log(u1));
-        const double theta = 2.0 * 3.14159265358979323846 * u2;
-        spare = r * std::sin(theta);
-        has_spare = true;
-        return r * std::cos(theta);
-    }
-};
-
 // Lower Cholesky factor of a small SPD matrix, by hand (row-major d x d).
 std::vector<double> cholesky(const std::vector<double>& a, std::size_t d)
 {
@@ -155,81 +120,6 @@ std::vector<double> cholesky(const std::vector<double>& a, std::size_t d)
     return l;
 }
 }  // namespace
-
-// ------------------------------------------------------------------------------ tails
-
-TEST_CASE("normal_cdf, normal_sf and plasticity_from_z match SciPy and mpmath for |z| <= 37", "[plasticity]")
-{
-    double worst_scipy = 0.0;
-    double worst_mp = 0.0;
-    for (std::size_t i = 0; i < core_ref::tail_count; ++i)
-    {
-        const double z = core_ref::tail_z[i];
-        CAPTURE(z);
-        const double cdf = ap::normal_cdf(z);
-        const double sf = ap::normal_sf(z);
-        const double pp = ap::plasticity_from_z(z);
-        const double e_scipy = std::max({rel_err(cdf, core_ref::tail_cdf[i]), rel_err(sf, core_ref::tail_sf[i]),
-                                         rel_err(pp, core_ref::tail_pp[i])});
-        const double e_mp = std::max({rel_err(cdf, core_ref::tail_cdf_mp[i]), rel_err(sf, core_ref::tail_sf_mp[i]),
-                                      rel_err(pp, core_ref::tail_pp_mp[i])});
-        CHECK(e_scipy < 1e-12);
-        CHECK(e_mp < 1e-12);
-        worst_scipy = std::max(worst_scipy, e_scipy);
-        worst_mp = std::max(worst_mp, e_mp);
-    }
-    // Reported with -s: the worst relative errors over the table.
-    CAPTURE(sci(worst_scipy));
-    CHECK(worst_scipy < 1e-12);
-    CAPTURE(sci(worst_mp));
-    CHECK(worst_mp < 1e-12);
-}
-
-TEST_CASE("plasticity_from_z: no NaN for any finite z, +-inf give 0, symmetric and decreasing in |z|",
-          "[plasticity]")
-{
-    const double big = std::numeric_limits<double>::max();
-    for (double z : {37.5, 38.0, 38.5, 40.0, 1e3, 1e10, 1e154, 1e300, big})
-    {
-        CAPTURE(z);
-        for (double s : {z, -z})
-        {
-            const double pp = ap::plasticity_from_z(s);
-            CHECK_FALSE(std::isnan(pp));
-            CHECK(pp >= 0.0);
-            CHECK(pp < 1e-300);
-            CHECK_FALSE(std::isnan(ap::normal_cdf(s)));
-            CHECK_FALSE(std::isnan(ap::normal_sf(s)));
-        }
-    }
-    CHECK(ap::plasticity_from_z(inf) == 0.0);
-    CHECK(ap::plasticity_from_z(-inf) == 0.0);
-    CHECK(ap::plasticity_from_z(1e300) == 0.0);
-    CHECK(ap::plasticity_from_z(-big) == 0.0);
-    CHECK(ap::plasticity_from_z(0.0) == 1.0);
-    CHECK(ap::plasticity_from_z(-0.0) == 1.0);
-    CHECK(ap::plasticity_from_z(std::numeric_limits<double>::denorm_min()) == 1.0);
-    CHECK(ap::normal_cdf(inf) == 1.0);
-    CHECK(ap::normal_cdf(-inf) == 0.0);
-    CHECK(ap::normal_sf(inf) == 0.0);
-    CHECK(ap::normal_sf(-inf) == 1.0);
-    CHECK(ap::normal_cdf(-big) == 0.0);
-    CHECK(ap::normal_cdf(big) == 1.0);
-    CHECK(ap::normal_cdf(0.0) == 0.5);
-    // NaN propagates (documented).
-    CHECK(std::isnan(ap::plasticity_from_z(nan_d)));
-
-    double previous = 1.0;
-    for (double z = 0.0; z <= 40.0; z += 0.0625)
-    {
-        const double pp = ap::plasticity_from_z(z);
-        CAPTURE(z);
-        CHECK(pp == ap::plasticity_from_z(-z));   // exact symmetry
-        CHECK(pp <= previous);                     // non-increasing in |z|
-        CHECK(ap::normal_cdf(z) + ap::normal_sf(z) == Approx(1.0).epsilon(1e-15));
-        previous = pp;
-    }
-}
 
 // ----------------------------------------------------------------------- fixtures
 
