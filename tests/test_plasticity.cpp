@@ -888,6 +888,81 @@ TEMPLATE_TEST_CASE("pair_plasticity: shape mismatches and d = 0 throw std::inval
     CHECK_THROWS_AS(ap::plasticity_from_moments(bad), std::invalid_argument);
 }
 
+TEMPLATE_TEST_CASE("kernel errors name the public function, the argument and the index in the caller's terms",
+                   "[plasticity][errors]", float, double)
+{
+    using T = TestType;
+    const T nan = std::numeric_limits<T>::quiet_NaN();
+    const T inf = std::numeric_limits<T>::infinity();
+    const xt::xtensor<T, 2> w = {{1, 2, 3}, {0, 1, 0}};
+    const xt::xtensor<T, 1> mu = {1, T(0.5), 0};
+    const xt::xtensor<T, 2> block = {{1, 0, 0}, {0, 1, T(0.2)}, {0, T(0.2), 1}};      // structured path inside
+    const xt::xtensor<T, 2> coupled = {{1, T(0.1), 0}, {T(0.1), 1, 0}, {0, 0, 1}};  // one GEMM over W
+    for (const auto* sigma : {&block, &coupled})
+    {
+        auto mu_bad = mu;
+        mu_bad(2) = nan;
+        AP_CHECK_THROWS_EXACT(ap::pair_plasticity(w, mu_bad, *sigma), std::domain_error,
+                              "pair_plasticity: mean has a non-finite value (nan) at index 2");
+        auto sigma_bad = *sigma;
+        sigma_bad(2, 1) = -inf;
+        AP_CHECK_THROWS_EXACT(ap::pair_plasticity(w, mu, sigma_bad), std::domain_error,
+                              "pair_plasticity: covariance has a non-finite value (-inf) at row 2, column 1");
+        auto w_bad = w;
+        w_bad(1, 0) = inf;
+        AP_CHECK_THROWS_EXACT(ap::head_plasticity(w_bad, mu, *sigma), std::domain_error,
+                              "head_plasticity: differences has a non-finite value (inf) at row 1, column 0");
+        AP_CHECK_THROWS_EXACT(ap::pair_moments_full(w, mu_bad, *sigma), std::domain_error,
+                              "pair_moments_full: mean has a non-finite value (nan) at index 2");
+        sigma_bad = *sigma;
+        sigma_bad(1, 1) = -1;
+        AP_CHECK_THROWS_EXACT(ap::pair_plasticity(w, mu, sigma_bad), std::domain_error,
+                              "pair_plasticity: covariance has a negative variance (-1) at row 1, column 1");
+    }
+    const xt::xtensor<T, 1> mu2 = {1, 0};
+    const xt::xtensor<T, 2> sigma22 = {{1, 0}, {0, 1}};
+    AP_CHECK_THROWS_EXACT(ap::pair_plasticity(w, mu2, block), std::invalid_argument,
+                          "pair_plasticity: mean has 2 entries but differences has d = 3 columns");
+    AP_CHECK_THROWS_EXACT(ap::pair_plasticity(w, mu, sigma22), std::invalid_argument,
+                          "pair_plasticity: covariance must be 3 x 3 (d = 3), got 2 x 2");
+    AP_CHECK_THROWS_EXACT(ap::pair_plasticity(mu, mu, block), std::invalid_argument,
+                          "pair_plasticity: differences must be 2-D, got 1 dimensions");
+    AP_CHECK_THROWS_EXACT(ap::structured_pair_moments(w, 0.0, 1.0, mu, sigma22), std::invalid_argument,
+                          "structured_pair_moments: semantic_mean has 3 entries but differences has d = 3 columns "
+                          "(d - 1 = 2 semantic components)");
+    AP_CHECK_THROWS_EXACT(ap::structured_pair_moments(w, 0.0, 1.0, mu2, block), std::invalid_argument,
+                          "structured_pair_moments: semantic_cov must be 2 x 2 (d - 1 = 2), got 3 x 3");
+    auto mu2_bad = mu2;
+    mu2_bad(1) = nan;
+    AP_CHECK_THROWS_EXACT(ap::structured_pair_moments(w, 0.0, 1.0, mu2_bad, sigma22), std::domain_error,
+                          "structured_pair_moments: semantic_mean has a non-finite value (nan) at index 1");
+    AP_CHECK_THROWS_EXACT(ap::structured_pair_moments(w, static_cast<double>(nan), 1.0, mu2, sigma22),
+                          std::domain_error, "structured_pair_moments: position_mean must be finite, got nan");
+    AP_CHECK_THROWS_EXACT(ap::structured_pair_moments(w, 0.0, -2.0, mu2, sigma22), std::domain_error,
+                          "structured_pair_moments: position_variance must be >= 0, got -2");
+    const ap::pair_moments uneven{xt::zeros<double>({3}), xt::zeros<double>({2})};
+    AP_CHECK_THROWS_EXACT(ap::plasticity_from_moments(uneven), std::invalid_argument,
+                          "plasticity_from_moments: moments.mean has 3 entries but moments.variance has 2");
+
+    const xt::xtensor<T, 2> keys = {{1, 2}, {3, 4}, {nan, 0}};
+    const xt::xtensor<int, 1> first = {0, 1};
+    const xt::xtensor<int, 1> second = {1, 5};
+    AP_CHECK_THROWS_EXACT(ap::key_differences(keys, first, second), std::invalid_argument,
+                          "key_differences: second[1] = 5 is out of range for 3 keys (rows of keys)");
+    const xt::xtensor<int, 1> to_nan = {1, 2};
+    AP_CHECK_THROWS_EXACT(ap::key_differences(keys, first, to_nan), std::domain_error,
+                          "key_differences: keys has a non-finite value (nan) at row 2, column 0");
+    const xt::xtensor<int, 1> one = {0};
+    AP_CHECK_THROWS_EXACT(ap::key_differences(keys, first, one), std::invalid_argument,
+                          "key_differences: first has 2 entries but second has 1");
+    const T big = std::numeric_limits<T>::max();
+    const xt::xtensor<T, 2> huge = {{big, 0}, {-big, 0}};
+    const xt::xtensor<int, 1> index_one = {1};
+    AP_CHECK_THROWS_EXACT(ap::key_differences(huge, one, index_one), std::domain_error,
+                          "key_differences: keys[0] - keys[1] at column 0 (" + ap_test::printed(static_cast<double>(big))
+                              + " - " + ap_test::printed(-static_cast<double>(big)) + ") overflows the result type");
+}
+
 TEMPLATE_TEST_CASE("pair_plasticity: NaN or Inf in W, mu or Sigma throws std::domain_error", "[plasticity]", float,
                    double)
 {

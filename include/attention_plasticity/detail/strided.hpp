@@ -65,16 +65,6 @@ namespace detail
         }
     }
 
-    /// Throws std::invalid_argument unless e has `dimension` dimensions.
-    template <class E>
-    void require_dimension(const char* function, const char* name, const E& e, std::size_t dimension)
-    {
-        if (e.dimension() != dimension)
-        {
-            throw_invalid(function, name, " must be ", dimension, "-D, got ", e.dimension(), " dimensions");
-        }
-    }
-
     /// The 1-D sample x of a public statistic as contiguous doubles in `out`, checked: 1-D
     /// (std::invalid_argument), every value finite (std::domain_error naming its index).
     template <class E>
