@@ -31,7 +31,7 @@ namespace
 bool in_fast_smirnov_band(std::size_t n, double d)
 {
     const double nd2 = static_cast<double>(n) * d * d;
-    return n > 1000 && d < 0.5 && nd2 >= 2.2 && nd2 < 370.0 && static_cast<double>(n) * d < n - 1.0;
+    return n > 1000 && d < 0.5 && nd2 >= 2.2 && nd2 < 370.0 && static_cast<double>(n) * d < static_cast<double>(n) - 1.0;
 }
 }  // namespace
 
