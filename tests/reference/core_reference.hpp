@@ -9,7 +9,7 @@
 
 namespace core_ref
 {
-// ---- kernel (seed 000): W (N x d), mu, Sigma (SPD) and Sigma_block = blockdiag(Sigma00, Sigma[1:,1:]);
+// ---- kernel (docs/method.md §4): W (N x d), mu, Sigma (SPD) and Sigma_block = blockdiag(Sigma00, Sigma[1:,1:]);
 // float32-exact inputs; m = W mu, v = diag(W Sigma W^T), z = m / sqrt v, PP = 4 p (1 - p) per pair.
 inline constexpr std::size_t kernel_n = 50;
 inline constexpr std::size_t kernel_d = 6;

@@ -49,7 +49,7 @@ def rel(a, b):
 
 # ----------------------------------------------------------------------------- kernel
 def pp_scipy(m, v):
-    """Seed 000, one pair, evaluated straightforwardly with SciPy."""
+    """docs/method.md §4 for one pair, evaluated straightforwardly with SciPy."""
     if v > 0:
         z = m / np.sqrt(v)
         tail = scipy.special.ndtr(-abs(z))
@@ -297,7 +297,7 @@ parts = [
                                 max(kernel_worst, kernel_worst_block), tail_worst),
     "#ifndef AP_TESTS_CORE_REFERENCE_HPP\n#define AP_TESTS_CORE_REFERENCE_HPP\n\n#include <cstddef>\n"
     "#include <cstdint>\n\nnamespace core_ref\n{\n",
-    "// ---- kernel (seed 000): W (N x d), mu, Sigma (SPD) and Sigma_block = blockdiag(Sigma00, Sigma[1:,1:]);\n"
+    "// ---- kernel (docs/method.md §4): W (N x d), mu, Sigma (SPD) and Sigma_block = blockdiag(Sigma00, Sigma[1:,1:]);\n"
     "// float32-exact inputs; m = W mu, v = diag(W Sigma W^T), z = m / sqrt v, PP = 4 p (1 - p) per pair.\n",
     scalar("kernel_n", KN, "std::size_t"), scalar("kernel_d", KD, "std::size_t"),
     array("kernel_w", kernel_w), array("kernel_mu", kernel_mu), array("kernel_sigma", kernel_sigma),
