@@ -58,9 +58,11 @@ namespace detail
 
 // ATTENTION_PLASTICITY_NO_INT128 forces the portable product (the tests build it both ways).
 #if defined(__SIZEOF_INT128__) && !defined(ATTENTION_PLASTICITY_NO_INT128)
+    __extension__ typedef unsigned __int128 uint128;  // __extension__: no -Wpedantic warning
+
     inline std::uint64_t multiply_64x64(std::uint64_t a, std::uint64_t b, std::uint64_t& low) noexcept
     {
-        const unsigned __int128 product = static_cast<unsigned __int128>(a) * b;
+        const uint128 product = static_cast<uint128>(a) * b;
         low = static_cast<std::uint64_t>(product);
         return static_cast<std::uint64_t>(product >> 64);
     }

@@ -53,7 +53,7 @@ def rel(a, b):
 
 # ----------------------------------------------------------------------------- kernel
 def pp_scipy(m, v):
-    """docs/method.md §4, one pair, evaluated straightforwardly with SciPy."""
+    """docs/method.md §4 for one pair, evaluated straightforwardly with SciPy."""
     if v > 0:
         z = m / np.sqrt(v)
         tail = scipy.special.ndtr(-abs(z))

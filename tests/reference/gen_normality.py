@@ -13,7 +13,7 @@ tails are cross-checked against mpmath at 50 digits; the script aborts on disagr
 inputs use a fixed NumPy seed and are rounded to float32, so the same inputs and references
 serve the float and the double instantiations of the tests.
 
-The noise-subspace references follow SPEC 2.8 written directly in NumPy/SciPy; one case
+The noise-subspace references follow docs/method.md §2.8 written directly in NumPy/SciPy; one case
 subsamples the KS columns and re-implements the library's documented selection
 (xoshiro256** seeded by SplitMix64, Lemire's bounded integers, partial Fisher-Yates) here in
 pure Python.
@@ -209,12 +209,12 @@ for z in np.concatenate([np.linspace(-37.0, 8.0, 181), [-38.4, -1e-300, 0.0, 1e-
         sys.exit(f"norm.cdf({z}) = {cdf!r} vs mpmath {mp_cdf}")
     normal_rows.append((z, cdf, logcdf, sf, float(mp_cdf)))
 
-# ------------------------------------------------------------------ noise normality (SPEC 2.8)
+# ------------------------------------------------------------------ noise normality (method §2.8)
 RESOLUTION = np.finfo(np.float64).resolution  # SciPy's "all values equal" threshold
 
 
 def spec_noise(X, ks_columns, p_alpha):
-    """SPEC 2.8 on the columns of X, KS over the given column indices."""
+    """docs/method.md §2.8 on the columns of X, KS over the given column indices."""
     n, m = X.shape
     skews, kurts, pvals = [], [], []
     for j in range(m):
@@ -353,7 +353,7 @@ for z, c, lc, s, mc in normal_rows:
     out.append(f"    {{{lit(z)}, {lit(c)}, {lit(lc)}, {lit(s)}, {lit(mc)}}},")
 out.append("};")
 out.append("")
-out.append(f"// ---- SPEC 2.8 in NumPy/SciPy. Row-major {NOISE_N} x {noise_matrix.shape[1]} matrix; a case")
+out.append(f"// ---- docs/method.md §2.8 in NumPy/SciPy. Row-major {NOISE_N} x {noise_matrix.shape[1]} matrix; a case")
 out.append("// uses columns [first_col, first_col + m). Column 6 is constant (zero variance).")
 out.append(f"inline constexpr std::size_t noise_rows = {NOISE_N};")
 out.append(f"inline constexpr std::size_t noise_cols = {noise_matrix.shape[1]};")

@@ -31,6 +31,16 @@ namespace detail
     {
         throw std::domain_error(message(function, args...));
     }
+
+    /// Throws std::invalid_argument unless e has `dimension` dimensions.
+    template <class E>
+    void require_dimension(const char* function, const char* name, const E& e, std::size_t dimension)
+    {
+        if (e.dimension() != dimension)
+        {
+            throw_invalid(function, name, " must be ", dimension, "-D, got ", e.dimension(), " dimensions");
+        }
+    }
 }  // namespace detail
 }  // namespace attention_plasticity
 
