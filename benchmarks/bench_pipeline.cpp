@@ -50,7 +50,7 @@ double run_pipeline(benchmark::State& state, std::size_t n, const ap::head_optio
     for (auto _ : state)
     {
         ap::stage_timings t;
-        const ap::head_result result = ap::analyze_head(head.queries, head.keys, 0, id, options, &t);
+        const ap::head_result result = ap::analyze_head(head.queries, head.keys, id, options, &t);
         benchmark::DoNotOptimize(result.metrics.ap_overall);
         checksum = result.metrics.ap_overall;
         sum.preparation += t.preparation;

@@ -98,6 +98,13 @@ private:
     std::map<std::pair<std::size_t, std::size_t>, entry> m_entries;
 };
 
+/// Calls f with the view of a loaded folder's tokens, of its stored value type.
+template <class F>
+auto with_tokens_view(const folder_data& folder, F&& f)
+{
+    return folder.dtype == npy_dtype::float32 ? f(ap::as_view(folder.f32)) : f(ap::as_view(folder.f64));
+}
+
 /// The analysis of one query head; throws input_error naming the file for bad input.
 head_rows analyze_one(const analyze_config& config, key_cache& cache, std::size_t layer, std::size_t q_head)
 {
@@ -130,27 +137,16 @@ head_rows analyze_one(const analyze_config& config, key_cache& cache, std::size_
     hid.layer = static_cast<std::int64_t>(layer);
     hid.q_head = static_cast<std::int64_t>(q_head);
     hid.k_head = static_cast<std::int64_t>(k_head);
-    const ap::head_options& options = config.options;
+    ap::head_options options = config.options;
+    options.sliding_window = q.sliding_window;
     try
     {
-        ap::head_result result;
-        if (q.dtype == npy_dtype::float32 && k->dtype == npy_dtype::float32)
-        {
-            result = ap::analyze_head(q.f32, k->f32, q.sliding_window, hid, options);
-        }
-        else if (q.dtype == npy_dtype::float64 && k->dtype == npy_dtype::float64)
-        {
-            result = ap::analyze_head(q.f64, k->f64, q.sliding_window, hid, options);
-        }
-        else if (q.dtype == npy_dtype::float32)
-        {
-            result = ap::analyze_head(as_double(q), k->f64, q.sliding_window, hid, options);
-        }
-        else
-        {
-            result = ap::analyze_head(q.f64, as_double(*k), q.sliding_window, hid, options);
-        }
-        return format_head(result);
+        // Views of what was loaded, float32 or float64 each: nothing is converted or copied.
+        return with_tokens_view(q, [&](const auto& queries) {
+            return with_tokens_view(*k, [&](const auto& keys) {
+                return format_head(ap::analyze_head(queries, keys, hid, options));
+            });
+        });
     }
     catch (const std::bad_alloc&)
     {

@@ -668,26 +668,6 @@ inline folder_data load_folder(const std::string& folder, bool with_sliding_wind
     return out;
 }
 
-/// The data of `in` converted to double (a copy; float32 -> float64 is exact).
-inline attention_plasticity::head_tokens<double> as_double(const folder_data& in)
-{
-    if (in.dtype == npy_dtype::float64)
-    {
-        return in.f64;
-    }
-    attention_plasticity::head_tokens<double> out;
-    out.vectors = xt::xtensor<double, 2>::from_shape({in.n, in.d});
-    const float* src = in.f32.vectors.data();
-    double* dst = out.vectors.data();
-    for (std::size_t k = 0; k < in.n * in.d; ++k)
-    {
-        dst[k] = static_cast<double>(src[k]);
-    }
-    out.position = in.f32.position;
-    out.bucket = in.f32.bucket;
-    out.example_id = in.f32.example_id;
-    return out;
-}
 }  // namespace ap_examples
 
 #endif

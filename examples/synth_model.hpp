@@ -1,7 +1,8 @@
 #ifndef AP_EXAMPLES_SYNTH_MODEL_HPP
 #define AP_EXAMPLES_SYNTH_MODEL_HPP
 
-// A synthetic qk dump whose query distribution is exactly the Gaussian model of SPEC §2.10,
+// A synthetic qk dump whose query distribution is exactly the Gaussian model of
+// docs/method.md §2.10,
 // so that the attention plasticity it should have is known.
 //
 // Per key-head group (layer, k_head) there is one random orthogonal matrix R (d x d); every
@@ -22,17 +23,19 @@
 // Buckets are uniform in position: bucket = t * num_buckets / L. Every example holds every
 // position 0..L-1 once, for queries and keys alike; rows of each folder are shuffled.
 //
-// The true AP of a query head follows SPEC §2.10-2.14 with the TRUE query model: for each
-// query bucket j > 0 with >= 2 queries, tau_j = mean query position of the bucket, model mean
-// R [a0 + b0 tau_j, mu] and covariance R blockdiag(s0^2, Sigma_j) R^T (the output frame);
-// key buckets eligible per SPEC §2.11; pairs of the generated keys (as written, i.e. after
+// The true AP of a query head follows docs/method.md §2.10-2.14 with the TRUE query model:
+// for each query bucket j > 0 with >= 2 queries, tau_j = mean query position of the bucket,
+// model mean R [a0 + b0 tau_j, mu] and covariance R blockdiag(s0^2, Sigma_j) R^T (the output
+// frame); key buckets eligible per §2.11; pairs of the generated keys (as written, i.e. after
 // rounding to the stored precision) and the library's kernel; AP = sum_j n_j AP_j / sum_j n_j.
-// The expectation over the key-pair sampler is either exact (true_pairs = 0, the default: every
-// pair the seed-001 sampler can draw, weighted by its probability, see
-// exact_pair_distribution) or a Monte Carlo mean over true_pairs pairs per cell drawn with
-// the library's sampler.
+// The query buckets, key buckets, eligibility, cell pair streams and aggregates are the
+// library's own steps. The expectation over the key-pair sampler is either exact
+// (true_pairs = 0, the default: every pair the sampler of docs/method.md §5 can draw, weighted
+// by its probability, see exact_pair_distribution) or a Monte Carlo mean over true_pairs pairs
+// per cell drawn as the pipeline draws a cell's pairs (§2.12).
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -41,10 +44,14 @@
 #include <numeric>
 #include <vector>
 
+#include <xtensor/xadapt.hpp>
 #include <xtensor/xtensor.hpp>
 
+#include <attention_plasticity/aggregates.hpp>
+#include <attention_plasticity/cells.hpp>
 #include <attention_plasticity/detail/random.hpp>
 #include <attention_plasticity/plasticity.hpp>
+#include <attention_plasticity/query_model.hpp>
 #include <attention_plasticity/sampler.hpp>
 
 namespace ap_examples
@@ -316,7 +323,7 @@ inline std::vector<std::size_t> row_order(const synth_options& o, std::uint64_t 
     return order;
 }
 
-/// The distinct unordered key pairs the seed-001 sampler can draw from the examples of one
+/// The distinct unordered key pairs the key-pair sampler (docs/method.md §5) can draw from the examples of one
 /// bucket, with their probabilities (summing to 1). An example is drawn with probability
 /// L_b / sum L (examples with L < 2 are never used), the anchor i uniformly, the neighbour j
 /// uniformly among the right - left positions of [max(0, i - Delta), min(L - 1, i + Delta)]
@@ -375,6 +382,44 @@ inline sampler_support exact_pair_distribution(const ap::example_groups& groups,
     return s;
 }
 
+/// The true query model of bucket j (mean position tau) in the output frame: R [a0 + b0 tau,
+/// mu] and R blockdiag(s0^2, Sigma_j) R^T.
+inline ap::gaussian true_query_model(const query_params& qp, const xt::xtensor<double, 2>& r, std::size_t d,
+                                     std::int64_t j, double tau)
+{
+    xt::xtensor<double, 1> mean_latent = xt::zeros<double>({d});
+    mean_latent(0) = qp.a0 + qp.b0 * tau;
+    for (std::size_t k = 1; k < d; ++k)
+    {
+        mean_latent(k) = qp.mean[k - 1];
+    }
+    std::vector<double> var_latent(d);
+    var_latent[0] = qp.s0 * qp.s0;
+    for (std::size_t k = 1; k < d; ++k)
+    {
+        var_latent[k] = qp.scale[k - 1] * qp.scale[k - 1] * qp.gain[static_cast<std::size_t>(j)][k - 1];
+    }
+    ap::gaussian model{xt::zeros<double>({d}), xt::zeros<double>({d, d})};
+    for (std::size_t a = 0; a < d; ++a)
+    {
+        for (std::size_t c = 0; c < d; ++c)
+        {
+            model.mean(a) += r(a, c) * mean_latent(c);
+        }
+        for (std::size_t b = 0; b <= a; ++b)
+        {
+            double s = 0.0;
+            for (std::size_t c = 0; c < d; ++c)
+            {
+                s += r(a, c) * var_latent[c] * r(b, c);
+            }
+            model.covariance(a, b) = s;
+            model.covariance(b, a) = s;
+        }
+    }
+    return model;
+}
+
 struct true_profile_row
 {
     std::int64_t q_bucket = 0;
@@ -394,110 +439,46 @@ struct true_ap_result
 
 /// The true AP of a query head (see the top of this file). keys: the stored keys (output
 /// frame, in double), rows in `key_layout` order; queries are described by their layout
-/// (positions, buckets) and the true parameters; r maps latent to output.
+/// (positions, buckets) and the true parameters; r maps latent to output. The query buckets,
+/// key buckets, eligible cells, cell pair streams and aggregates are the library's steps
+/// (docs/method.md §2.10-2.14); head_seed plays the part of the head's pair-sampler seed
+/// (§2.15) for the Monte Carlo truth.
 inline true_ap_result true_ap(const synth_options& o, const query_params& qp, const xt::xtensor<double, 2>& r,
                               const xt::xtensor<double, 2>& keys, const token_layout& key_layout,
                               const token_layout& query_layout, std::int64_t window, std::uint64_t head_seed)
 {
     const std::size_t d = o.dim;
-    // Query buckets: count and mean position.
-    std::map<std::int64_t, std::pair<std::size_t, double>> qb;
-    for (std::size_t i = 0; i < query_layout.bucket.size(); ++i)
-    {
-        auto& acc = qb[query_layout.bucket[i]];
-        ++acc.first;
-        acc.second += static_cast<double>(query_layout.position[i]);
-    }
-    // Key buckets: example groups and the largest position.
-    struct kbucket
-    {
-        std::int64_t bucket;
-        std::int64_t max_position;
-        ap::example_groups groups;
+    auto column = [](const std::vector<std::int64_t>& v) {
+        return xt::adapt(v.data(), v.size(), xt::no_ownership(), std::array<std::size_t, 1>{v.size()});
     };
-    std::map<std::int64_t, std::vector<std::size_t>> rows_of;
-    for (std::size_t i = 0; i < key_layout.bucket.size(); ++i)
-    {
-        rows_of[key_layout.bucket[i]].push_back(i);
-    }
-    std::vector<kbucket> kbs;
-    for (const auto& [b, rows] : rows_of)
-    {
-        std::int64_t maxp = std::numeric_limits<std::int64_t>::min();
-        for (auto i : rows)
-        {
-            maxp = std::max(maxp, key_layout.position[i]);
-        }
-        kbs.push_back({b, maxp, ap::group_examples(rows, key_layout.position.data(), key_layout.example_id.data())});
-    }
+    const std::vector<ap::key_bucket> key_buckets =
+        ap::group_key_buckets(column(key_layout.position), column(key_layout.bucket), column(key_layout.example_id));
 
     true_ap_result out;
-    for (const auto& [j, acc] : qb)
+    for (const ap::query_bucket& qb : ap::query_buckets(column(query_layout.position), column(query_layout.bucket)))
     {
-        if (j <= 0 || acc.first < 2)
-        {
-            continue;
-        }
+        const std::int64_t j = qb.bucket;
         true_profile_row row;
         row.q_bucket = j;
-        row.n_queries = acc.first;
-        row.tau = acc.second / static_cast<double>(acc.first);
-        // Model in the latent frame, then in the output frame.
-        xt::xtensor<double, 1> mean_latent = xt::zeros<double>({d});
-        mean_latent(0) = qp.a0 + qp.b0 * row.tau;
-        for (std::size_t k = 1; k < d; ++k)
-        {
-            mean_latent(k) = qp.mean[k - 1];
-        }
-        std::vector<double> var_latent(d);
-        var_latent[0] = qp.s0 * qp.s0;
-        for (std::size_t k = 1; k < d; ++k)
-        {
-            var_latent[k] = qp.scale[k - 1] * qp.scale[k - 1] * qp.gain[static_cast<std::size_t>(j)][k - 1];
-        }
-        xt::xtensor<double, 1> mean = xt::zeros<double>({d});
-        xt::xtensor<double, 2> cov = xt::zeros<double>({d, d});
-        for (std::size_t a = 0; a < d; ++a)
-        {
-            for (std::size_t c = 0; c < d; ++c)
-            {
-                mean(a) += r(a, c) * mean_latent(c);
-            }
-            for (std::size_t b = 0; b <= a; ++b)
-            {
-                double s = 0.0;
-                for (std::size_t c = 0; c < d; ++c)
-                {
-                    s += r(a, c) * var_latent[c] * r(b, c);
-                }
-                cov(a, b) = s;
-                cov(b, a) = s;
-            }
-        }
+        row.n_queries = qb.n_queries;
+        row.tau = qb.tau;
+        const ap::gaussian model = true_query_model(qp, r, d, j, row.tau);
         double cell_sum = 0.0;
         std::size_t cells = 0;
         std::size_t pair_count = 0;
-        for (const auto& kb : kbs)
+        for (std::size_t c : ap::eligible_key_buckets(key_buckets, j, row.tau, window))
         {
-            if (kb.bucket >= j)
-            {
-                break;
-            }
-            if (window > 0 && kb.bucket != j - 1
-                && !(static_cast<double>(kb.max_position) > row.tau - static_cast<double>(window)))
-            {
-                continue;
-            }
-            if (!kb.groups.can_form_pair())
+            const ap::key_bucket& kb = key_buckets[c];
+            if (!kb.examples.can_form_pair())
             {
                 continue;
             }
             if (o.true_pairs == 0)
             {
                 // The exact expectation over the sampler's distribution.
-                const sampler_support support = exact_pair_distribution(kb.groups, o.max_rel_dist);
+                const sampler_support support = exact_pair_distribution(kb.examples, o.max_rel_dist);
                 const auto w = ap::key_differences<double>(keys, support.first, support.second);
-                const auto pp = ap::pair_plasticity<double, double>(w, mean, cov);
+                const auto pp = ap::pair_plasticity<double, double>(w, model.mean, model.covariance);
                 double cell = 0.0;
                 for (std::size_t p = 0; p < pp.size(); ++p)
                 {
@@ -508,12 +489,9 @@ inline true_ap_result true_ap(const synth_options& o, const query_params& qp, co
             }
             else
             {
-                ap::rng generator(stream_seed(head_seed, 6, static_cast<std::uint64_t>(j),
-                                              static_cast<std::uint64_t>(kb.bucket)));
-                const ap::key_pairs pairs =
-                    ap::sample_grouped_key_pairs(kb.groups, o.true_pairs, o.max_rel_dist, generator);
-                const auto w = ap::key_differences<double>(keys, pairs.first, pairs.second);
-                const auto pp = ap::pair_plasticity<double, double>(w, mean, cov);
+                const ap::cell_pairs cell = ap::cell_key_pairs(kb, j, o.true_pairs, o.max_rel_dist, head_seed);
+                const auto w = ap::key_differences<double>(keys, cell.pairs.first, cell.pairs.second);
+                const auto pp = ap::pair_plasticity<double, double>(w, model.mean, model.covariance);
                 cell_sum += ap::mean_plasticity(pp);
                 pair_count += pp.size();
             }
@@ -528,27 +506,22 @@ inline true_ap_result true_ap(const synth_options& o, const query_params& qp, co
         }
         out.profile.push_back(row);
     }
-    std::int64_t max_position = 0;
-    for (auto p : query_layout.position)
+    std::vector<double> tau, n_queries, ap_j;
+    for (const auto& row : out.profile)
     {
-        max_position = std::max(max_position, p);
+        tau.push_back(row.tau);
+        n_queries.push_back(static_cast<double>(row.n_queries));
+        ap_j.push_back(row.ap);
     }
-    const double context = static_cast<double>(max_position) + 1.0;
-    auto weighted = [&](auto keep) {
-        double num = 0.0, den = 0.0;
-        for (const auto& row : out.profile)
-        {
-            if (!std::isnan(row.ap) && keep(row))
-            {
-                num += static_cast<double>(row.n_queries) * row.ap;
-                den += static_cast<double>(row.n_queries);
-            }
-        }
-        return den > 0.0 ? num / den : std::numeric_limits<double>::quiet_NaN();
+    const std::int64_t max_position = *std::max_element(query_layout.position.begin(), query_layout.position.end());
+    auto vector = [](const std::vector<double>& v) {
+        return xt::adapt(v.data(), v.size(), xt::no_ownership(), std::array<std::size_t, 1>{v.size()});
     };
-    out.ap = weighted([](const true_profile_row&) { return true; });
-    out.ap_first20 = weighted([&](const true_profile_row& row) { return row.tau < 0.2 * context; });
-    out.ap_last20 = weighted([&](const true_profile_row& row) { return row.tau >= 0.8 * context; });
+    const ap::plasticity_aggregates_result aggregates = ap::plasticity_aggregates(
+        vector(tau), vector(n_queries), vector(ap_j), static_cast<double>(max_position) + 1.0);
+    out.ap = aggregates.ap_overall;
+    out.ap_first20 = aggregates.ap_first20;
+    out.ap_last20 = aggregates.ap_last20;
     return out;
 }
 }  // namespace ap_examples

@@ -1,5 +1,6 @@
-// Tests of the per-head pipeline (SPEC §2): bucket rules, the plasticity of a head whose
-// answer follows in closed form from sample statistics, invariances, determinism, errors.
+// Tests of the per-head pipeline (docs/method.md §2): bucket rules, the plasticity of a head
+// whose answer follows in closed form from sample statistics, invariances, determinism,
+// errors, and that analyze_head is exactly the composition of the public steps.
 
 #include <algorithm>
 #include <cmath>
@@ -9,6 +10,9 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+
+#include <xtensor/xadapt.hpp>
+#include <xtensor/xsort.hpp>
 
 #include <attention_plasticity/pipeline.hpp>
 
@@ -109,29 +113,31 @@ double expected_cell(const crafted_head& head, std::int64_t j, std::size_t c)
 {
     const auto& q = head.queries;
     const std::size_t n = q.position.size();
+    auto t = [&q](std::size_t i) { return static_cast<double>(q.position(i)); };
+    const double count = static_cast<double>(n);
     double tm = 0.0, xm = 0.0;
     for (std::size_t i = 0; i < n; ++i)
     {
-        tm += q.position(i);
+        tm += t(i);
         xm += q.vectors(i, 0);
     }
-    tm /= n;
-    xm /= n;
+    tm /= count;
+    xm /= count;
     double stt = 0.0, stx = 0.0;
     for (std::size_t i = 0; i < n; ++i)
     {
-        stt += (q.position(i) - tm) * (q.position(i) - tm);
-        stx += (q.position(i) - tm) * (q.vectors(i, 0) - xm);
+        stt += (t(i) - tm) * (t(i) - tm);
+        stx += (t(i) - tm) * (q.vectors(i, 0) - xm);
     }
     const double beta = stx / stt;
     const double alpha = xm - beta * tm;
     double rss = 0.0;
     for (std::size_t i = 0; i < n; ++i)
     {
-        const double r = q.vectors(i, 0) - alpha - beta * q.position(i);
+        const double r = q.vectors(i, 0) - alpha - beta * t(i);
         rss += r * r;
     }
-    const double sigma2 = rss / (n - 1);  // residuals of an OLS fit with intercept have mean 0
+    const double sigma2 = rss / (count - 1.0);  // residuals of an OLS fit with intercept have mean 0
     std::vector<std::size_t> rows;
     for (std::size_t i = 0; i < n; ++i)
     {
@@ -143,7 +149,7 @@ double expected_cell(const crafted_head& head, std::int64_t j, std::size_t c)
     double tau = 0.0, mu1 = 0.0, mu2 = 0.0;
     for (auto i : rows)
     {
-        tau += q.position(i);
+        tau += t(i);
         mu1 += q.vectors(i, 1);
         mu2 += q.vectors(i, 2);
     }
@@ -204,7 +210,8 @@ ap::head_tokens<double> random_tokens(std::size_t n, std::size_t d, std::uint64_
         t.example_id(i) = static_cast<std::int64_t>(i / length);
         for (std::size_t j = 0; j < d; ++j)
         {
-            t.vectors(i, j) = normal() * (1.0 + 0.2 * j) + (j % 3 == 0 ? drift * pos / 100.0 : 0.3);
+            t.vectors(i, j) = normal() * (1.0 + 0.2 * static_cast<double>(j))
+                              + (j % 3 == 0 ? drift * static_cast<double>(pos) / 100.0 : 0.3);
         }
     }
     return t;
@@ -250,10 +257,11 @@ xt::xtensor<double, 2> random_orthogonal(std::size_t d, std::uint64_t seed)
 }
 }  // namespace
 
-TEST_CASE("pipeline: cell plasticity equals the closed-form PP of the SPEC model", "[pipeline]")
+TEST_CASE("pipeline: cell plasticity equals the closed-form PP of the query model (docs/method.md §2.10-2.13)",
+          "[pipeline]")
 {
     const crafted_head head = make_crafted_head();
-    const ap::head_result r = ap::analyze_head(head.queries, head.keys, 0, {1, 2, 0});
+    const ap::head_result r = ap::analyze_head(head.queries, head.keys, {1, 2, 0});
 
     // Query buckets 1..4 have models; 0 is skipped, 5 has a single query.
     std::vector<std::int64_t> profile_buckets;
@@ -284,7 +292,7 @@ TEST_CASE("pipeline: cell plasticity equals the closed-form PP of the SPEC model
         const double ap_j = sum / static_cast<double>(row.q_bucket);
         CHECK(row.plasticity == Approx(ap_j).epsilon(1e-9));
         CHECK(row.n_queries == 20);
-        CHECK(row.tau == Approx(10.0 * row.q_bucket + 4.5).epsilon(1e-15));
+        CHECK(row.tau == Approx(10.0 * static_cast<double>(row.q_bucket) + 4.5).epsilon(1e-15));
         numerator += 20 * ap_j;
         denominator += 20;
     }
@@ -323,7 +331,7 @@ TEST_CASE("pipeline: cells without pairs are NaN with n_pairs 0", "[pipeline]")
     grown.position(n) = 58;
     grown.bucket(n) = 5;
     grown.example_id(n) = 1;
-    const ap::head_result r = ap::analyze_head(grown, head.keys, 0, {0, 0, 0});
+    const ap::head_result r = ap::analyze_head(grown, head.keys, {0, 0, 0});
     const auto* empty = find_cell(r, 5, 4);
     REQUIRE(empty != nullptr);
     CHECK(empty->n_pairs == 0);
@@ -351,13 +359,18 @@ TEST_CASE("pipeline: sliding window keeps c = j - 1 and key buckets reaching int
         return cs;
     };
     // Key bucket c reaches position 10c + 1. j = 3 has tau = 34.5.
-    const auto w20 = ap::analyze_head(head.queries, head.keys, 20, {0, 0, 0});
+    auto window = [](std::int64_t w) {
+        ap::head_options options;
+        options.sliding_window = w;
+        return options;
+    };
+    const auto w20 = ap::analyze_head(head.queries, head.keys, {0, 0, 0}, window(20));
     CHECK(cells_of(w20, 3) == std::vector<std::int64_t>{2});  // 21 > 14.5; 11 is not
-    const auto w25 = ap::analyze_head(head.queries, head.keys, 25, {0, 0, 0});
+    const auto w25 = ap::analyze_head(head.queries, head.keys, {0, 0, 0}, window(25));
     CHECK(cells_of(w25, 3) == std::vector<std::int64_t>{1, 2});  // 11 > 9.5
-    const auto w1 = ap::analyze_head(head.queries, head.keys, 1, {0, 0, 0});
+    const auto w1 = ap::analyze_head(head.queries, head.keys, {0, 0, 0}, window(1));
     CHECK(cells_of(w1, 4) == std::vector<std::int64_t>{3});  // only c = j - 1
-    const auto none = ap::analyze_head(head.queries, head.keys, 0, {0, 0, 0});
+    const auto none = ap::analyze_head(head.queries, head.keys, {0, 0, 0});
     CHECK(cells_of(none, 4) == std::vector<std::int64_t>{0, 1, 2, 3});
     // A window never changes the plasticity of a cell that stays eligible.
     CHECK(find_cell(w20, 3, 2)->plasticity == Approx(find_cell(none, 3, 2)->plasticity).epsilon(1e-12));
@@ -367,7 +380,7 @@ TEST_CASE("pipeline: plasticity is invariant under an orthogonal map of queries 
 {
     auto queries = random_tokens(1200, 7, 11, 2.0);
     auto keys = random_tokens(1000, 7, 12, 1.0);
-    const auto base = ap::analyze_head(queries, keys, 0, {3, 5, 1});
+    const auto base = ap::analyze_head(queries, keys, {3, 5, 1});
     const auto q = random_orthogonal(7, 99);
     auto rotate = [&q](ap::head_tokens<double> t) {
         xt::xtensor<double, 2> out = xt::zeros<double>(t.vectors.shape());
@@ -384,7 +397,7 @@ TEST_CASE("pipeline: plasticity is invariant under an orthogonal map of queries 
         t.vectors = out;
         return t;
     };
-    const auto turned = ap::analyze_head(rotate(queries), rotate(keys), 0, {3, 5, 1});
+    const auto turned = ap::analyze_head(rotate(queries), rotate(keys), {3, 5, 1});
     REQUIRE(base.cells.size() == turned.cells.size());
     REQUIRE(base.cells.size() > 10);
     for (std::size_t i = 0; i < base.cells.size(); ++i)
@@ -402,8 +415,8 @@ TEST_CASE("pipeline: row order does not matter and a seed fixes every result", "
 {
     auto queries = random_tokens(600, 5, 21, 1.0);
     auto keys = random_tokens(600, 5, 22, 1.0);
-    const auto base = ap::analyze_head(queries, keys, 0, {0, 0, 0});
-    const auto again = ap::analyze_head(queries, keys, 0, {0, 0, 0});
+    const auto base = ap::analyze_head(queries, keys, {0, 0, 0});
+    const auto again = ap::analyze_head(queries, keys, {0, 0, 0});
     REQUIRE(base.cells.size() == again.cells.size());
     for (std::size_t i = 0; i < base.cells.size(); ++i)
     {
@@ -422,14 +435,14 @@ TEST_CASE("pipeline: row order does not matter and a seed fixes every result", "
         reversed.bucket(i) = keys.bucket(n - 1 - i);
         reversed.example_id(i) = keys.example_id(n - 1 - i);
     }
-    const auto flipped = ap::analyze_head(queries, reversed, 0, {0, 0, 0});
+    const auto flipped = ap::analyze_head(queries, reversed, {0, 0, 0});
     CHECK(flipped.metrics.ap_overall == Approx(base.metrics.ap_overall).epsilon(1e-10));
     // Another head id or seed draws other pairs.
-    const auto other_head = ap::analyze_head(queries, keys, 0, {0, 1, 0});
+    const auto other_head = ap::analyze_head(queries, keys, {0, 1, 0});
     CHECK(other_head.metrics.ap_overall != base.metrics.ap_overall);
     ap::head_options options;
     options.seed = 7;
-    const auto other_seed = ap::analyze_head(queries, keys, 0, {0, 0, 0}, options);
+    const auto other_seed = ap::analyze_head(queries, keys, {0, 0, 0}, options);
     CHECK(other_seed.metrics.ap_overall != base.metrics.ap_overall);
 }
 
@@ -439,7 +452,7 @@ TEST_CASE("pipeline: subsampling keeps max_tokens_per_head tokens", "[pipeline]"
     auto keys = random_tokens(800, 4, 32, 1.0);
     ap::head_options options;
     options.max_tokens_per_head = 500;
-    const auto r = ap::analyze_head(queries, keys, 0, {0, 0, 0}, options);
+    const auto r = ap::analyze_head(queries, keys, {0, 0, 0}, options);
     CHECK(r.metrics.n_q_tokens == 500);
     CHECK(r.metrics.n_k_tokens == 500);
     std::size_t counted = 0;
@@ -448,7 +461,7 @@ TEST_CASE("pipeline: subsampling keeps max_tokens_per_head tokens", "[pipeline]"
         counted += row.n_queries;
     }
     CHECK(counted <= 500);
-    const auto again = ap::analyze_head(queries, keys, 0, {0, 0, 0}, options);
+    const auto again = ap::analyze_head(queries, keys, {0, 0, 0}, options);
     CHECK(again.metrics.ap_overall == r.metrics.ap_overall);
 }
 
@@ -461,8 +474,8 @@ TEST_CASE("pipeline: float and double inputs agree", "[pipeline]")
     // Round the double inputs to float so both runs see the same numbers.
     queries.vectors = xt::cast<double>(qf.vectors);
     keys.vectors = xt::cast<double>(kf.vectors);
-    const auto rd = ap::analyze_head(queries, keys, 0, {0, 0, 0});
-    const auto rf = ap::analyze_head(qf, kf, 0, {0, 0, 0});
+    const auto rd = ap::analyze_head(queries, keys, {0, 0, 0});
+    const auto rf = ap::analyze_head(qf, kf, {0, 0, 0});
     CHECK(rf.metrics.ap_overall == Approx(rd.metrics.ap_overall).epsilon(1e-12));
     CHECK(rf.metrics.q_R2_pos == Approx(rd.metrics.q_R2_pos).epsilon(1e-12));
 }
@@ -471,7 +484,7 @@ TEST_CASE("pipeline: component weights are clipped R2 shares", "[pipeline]")
 {
     auto queries = random_tokens(400, 5, 51, 3.0);
     auto keys = random_tokens(400, 5, 52, 1.0);
-    const auto r = ap::analyze_head(queries, keys, 0, {0, 0, 0});
+    const auto r = ap::analyze_head(queries, keys, {0, 0, 0});
     double sum = 0.0, positive = 0.0;
     for (std::size_t j = 0; j < 5; ++j)
     {
@@ -493,7 +506,7 @@ TEST_CASE("pipeline: component weights are clipped R2 shares", "[pipeline]")
         p = 7;
     }
     flat.bucket.fill(1);
-    const auto u = ap::analyze_head(flat, keys, 0, {0, 0, 0});
+    const auto u = ap::analyze_head(flat, keys, {0, 0, 0});
     for (std::size_t j = 0; j < 5; ++j)
     {
         CHECK(u.component_r2(j) == 0.0);
@@ -511,36 +524,222 @@ TEST_CASE("pipeline: bad input is rejected with a message naming what is wrong",
     SECTION("d mismatch")
     {
         auto k3 = random_tokens(100, 3, 62, 1.0);
-        CHECK_THROWS_WITH(ap::analyze_head(queries, k3, 0, {}), Catch::Contains("d = 4") && Catch::Contains("d = 3"));
+        CHECK_THROWS_WITH(ap::analyze_head(queries, k3, {}), Catch::Contains("d = 4") && Catch::Contains("d = 3"));
     }
     SECTION("non-finite vectors")
     {
         queries.vectors(5, 2) = std::numeric_limits<double>::quiet_NaN();
-        CHECK_THROWS_AS(ap::analyze_head(queries, keys, 0, {}), std::domain_error);
-        CHECK_THROWS_WITH(ap::analyze_head(queries, keys, 0, {}), Catch::Contains("row 5"));
+        CHECK_THROWS_AS(ap::analyze_head(queries, keys, {}), std::domain_error);
+        CHECK_THROWS_WITH(ap::analyze_head(queries, keys, {}), Catch::Contains("row 5"));
     }
     SECTION("negative position")
     {
         keys.position(3) = -1;
-        CHECK_THROWS_AS(ap::analyze_head(queries, keys, 0, {}), std::domain_error);
+        CHECK_THROWS_AS(ap::analyze_head(queries, keys, {}), std::domain_error);
     }
     SECTION("column length mismatch")
     {
         keys.bucket = xt::zeros<std::int64_t>({99});
-        CHECK_THROWS_AS(ap::analyze_head(queries, keys, 0, {}), std::invalid_argument);
+        CHECK_THROWS_AS(ap::analyze_head(queries, keys, {}), std::invalid_argument);
     }
     SECTION("too few queries")
     {
         auto one = random_tokens(1, 4, 63, 1.0);
-        CHECK_THROWS_WITH(ap::analyze_head(one, keys, 0, {}), Catch::Contains("at least 2 queries"));
+        CHECK_THROWS_WITH(ap::analyze_head(one, keys, {}), Catch::Contains("at least 2 queries"));
     }
     SECTION("bad options")
     {
         ap::head_options options;
         options.max_rel_dist = -1.0;
-        CHECK_THROWS_AS(ap::analyze_head(queries, keys, 0, {}, options), std::invalid_argument);
+        CHECK_THROWS_AS(ap::analyze_head(queries, keys, {}, options), std::invalid_argument);
         options = {};
         options.p_alpha = 2.0;
-        CHECK_THROWS_AS(ap::analyze_head(queries, keys, 0, {}, options), std::invalid_argument);
+        CHECK_THROWS_AS(ap::analyze_head(queries, keys, {}, options), std::invalid_argument);
     }
+}
+
+namespace
+{
+// docs/method.md §2 composed by hand from the public steps, on copies of the caller's data.
+template <class TQ, class TK>
+ap::head_result compose_steps(const ap::head_tokens<TQ>& q, const ap::head_tokens<TK>& k, const ap::head_id& id,
+                              const ap::head_options& options)
+{
+    const std::size_t d = q.vectors.shape()[1];
+    const ap::head_seeds seeds = ap::seeds_of_head(options.seed, id);
+    // §2.1-2.2
+    const xt::xtensor<double, 1> signs = ap::orientation_signs(k.vectors, k.bucket);
+    auto kept = [&](const auto& tokens, const xt::xtensor<std::size_t, 1>& rows, xt::xtensor<double, 2>& x,
+                    xt::xtensor<double, 1>& t, xt::xtensor<std::int64_t, 1>& position,
+                    xt::xtensor<std::int64_t, 1>& bucket, xt::xtensor<std::int64_t, 1>& example) {
+        const std::size_t n = rows.size();
+        x = xt::xtensor<double, 2>::from_shape({n, d});
+        t = xt::xtensor<double, 1>::from_shape({n});
+        position = bucket = example = xt::xtensor<std::int64_t, 1>::from_shape({n});
+        for (std::size_t r = 0; r < n; ++r)
+        {
+            for (std::size_t j = 0; j < d; ++j)
+            {
+                x(r, j) = signs(j) * static_cast<double>(tokens.vectors(rows(r), j));
+            }
+            position(r) = tokens.position(rows(r));
+            t(r) = static_cast<double>(position(r));
+            bucket(r) = tokens.bucket(rows(r));
+            example(r) = tokens.example_id.size() ? tokens.example_id(rows(r)) : 0;
+        }
+    };
+    xt::xtensor<double, 2> xq, xk;
+    xt::xtensor<double, 1> tq, tk;
+    xt::xtensor<std::int64_t, 1> pq, bq, eq, pk, bk, ek;
+    kept(q, ap::subsample_rows(q.position.size(), options.max_tokens_per_head, seeds.query_subsample), xq, tq, pq,
+         bq, eq);
+    kept(k, ap::subsample_rows(k.position.size(), options.max_tokens_per_head, seeds.key_subsample), xk, tk, pk, bk,
+         ek);
+    // §2.3-2.5
+    const ap::linear_fit fit = ap::fit_linear(tq, xq);
+    const ap::householder rotation = ap::householder_to_e1(fit.beta);
+    const ap::scalar_predictability scalar = ap::scalar_position_predictability(tq, xq, fit.beta);
+    const xt::xtensor<double, 2> xq_rot = rotation.apply(xq);
+    const xt::xtensor<double, 2> xk_rot = rotation.apply(xk);
+    // §2.6-2.9
+    const ap::position_component_fit component0 = ap::fit_position_component(tq, xq_rot);
+    const auto first = ap::standardized_normality(component0.residual);
+    const auto noise = ap::noise_normality(xt::view(xq_rot, xt::all(), xt::range(1, d)), options.normality_max_dims,
+                                           options.p_alpha, seeds.noise_components);
+    ap::head_result r;
+    r.id = id;
+    r.component_r2 = fit.r2;
+    r.component_weight = ap::component_weights(fit.r2);
+    // §2.10-2.13
+    const auto models = ap::bucket_query_models(tq, bq, xq_rot, component0, options.covariance_epsilon);
+    const auto key_buckets = ap::group_key_buckets(pk, bk, ek);
+    std::vector<double> tau, n_queries, ap_j;
+    for (const auto& model : models)
+    {
+        std::vector<ap::cell_pairs> cells;
+        for (std::size_t c : ap::eligible_key_buckets(key_buckets, model.bucket, model.tau, options.sliding_window))
+        {
+            cells.push_back(ap::cell_key_pairs(key_buckets[c], model.bucket, options.num_pairs_per_bucket,
+                                               options.max_rel_dist, seeds.pair_sampler));
+        }
+        const auto bucket = ap::query_bucket_plasticity(xk_rot, cells, model);
+        r.cells.insert(r.cells.end(), bucket.cells.begin(), bucket.cells.end());
+        r.profile.push_back({model.bucket, model.tau, model.n_queries, bucket.plasticity, bucket.n_pairs});
+        tau.push_back(model.tau);
+        n_queries.push_back(static_cast<double>(model.n_queries));
+        ap_j.push_back(bucket.plasticity);
+    }
+    // §2.14
+    const std::vector<std::size_t> shape{tau.size()};
+    const auto aggregates = ap::plasticity_aggregates(xt::adapt(tau, shape), xt::adapt(n_queries, shape),
+                                                      xt::adapt(ap_j, shape), xt::amax(tq)() + 1.0);
+    ap::head_metrics& m = r.metrics;
+    m = {tq.size(), tk.size(), d, fit.r2_mean, fit.beta_norm, scalar.r2, scalar.mae_baseline, scalar.mae_projection,
+         scalar.mae_ratio, first.skewness, first.excess_kurtosis, first.ks_p_value, noise.median_abs_skewness,
+         noise.median_abs_kurtosis, noise.median_ks_p_value, noise.fraction_ks_p_below_alpha, aggregates.ap_overall,
+         aggregates.ap_first20, aggregates.ap_last20, aggregates.ap_drop};
+    return r;
+}
+
+// Bitwise equality, NaN equal to NaN.
+bool same(double a, double b)
+{
+    return (std::isnan(a) && std::isnan(b)) || a == b;
+}
+
+void check_identical(const ap::head_result& a, const ap::head_result& b)
+{
+    const ap::head_metrics& x = a.metrics;
+    const ap::head_metrics& y = b.metrics;
+    CHECK(x.n_q_tokens == y.n_q_tokens);
+    CHECK(x.n_k_tokens == y.n_k_tokens);
+    CHECK(x.d_model == y.d_model);
+    const double xs[] = {x.q_R2_pos, x.q_beta_norm, x.q_R2_scalar, x.q_mae_baseline, x.q_mae_proj, x.q_mae_ratio,
+                         x.q_resid0_skew, x.q_resid0_kurt, x.q_resid0_ks_p, x.q_noise_med_abs_skew,
+                         x.q_noise_med_abs_kurt, x.q_noise_med_ks_p, x.q_noise_frac_ks_p_lt_alpha, x.ap_overall,
+                         x.ap_first20, x.ap_last20, x.ap_drop};
+    const double ys[] = {y.q_R2_pos, y.q_beta_norm, y.q_R2_scalar, y.q_mae_baseline, y.q_mae_proj, y.q_mae_ratio,
+                         y.q_resid0_skew, y.q_resid0_kurt, y.q_resid0_ks_p, y.q_noise_med_abs_skew,
+                         y.q_noise_med_abs_kurt, y.q_noise_med_ks_p, y.q_noise_frac_ks_p_lt_alpha, y.ap_overall,
+                         y.ap_first20, y.ap_last20, y.ap_drop};
+    for (std::size_t i = 0; i < sizeof xs / sizeof xs[0]; ++i)
+    {
+        CAPTURE(i, xs[i], ys[i]);
+        CHECK(same(xs[i], ys[i]));
+    }
+    REQUIRE(a.cells.size() == b.cells.size());
+    for (std::size_t i = 0; i < a.cells.size(); ++i)
+    {
+        CAPTURE(i);
+        CHECK(a.cells[i].q_bucket == b.cells[i].q_bucket);
+        CHECK(a.cells[i].k_bucket == b.cells[i].k_bucket);
+        CHECK(a.cells[i].n_pairs == b.cells[i].n_pairs);
+        CHECK(same(a.cells[i].plasticity, b.cells[i].plasticity));
+    }
+    REQUIRE(a.profile.size() == b.profile.size());
+    for (std::size_t i = 0; i < a.profile.size(); ++i)
+    {
+        CAPTURE(i);
+        CHECK(a.profile[i].q_bucket == b.profile[i].q_bucket);
+        CHECK(a.profile[i].tau == b.profile[i].tau);
+        CHECK(a.profile[i].n_queries == b.profile[i].n_queries);
+        CHECK(a.profile[i].n_pairs == b.profile[i].n_pairs);
+        CHECK(same(a.profile[i].plasticity, b.profile[i].plasticity));
+    }
+    CHECK((a.component_r2 == b.component_r2));
+    CHECK((a.component_weight == b.component_weight));
+}
+}  // namespace
+
+TEST_CASE("pipeline: the public steps composed by hand give exactly analyze_head's result", "[pipeline]")
+{
+    const auto queries64 = random_tokens(900, 7, 71, 2.0);
+    const auto keys = random_tokens(800, 7, 72, 1.0);
+    const ap::head_tokens<float> queries{xt::cast<float>(queries64.vectors), queries64.position, queries64.bucket,
+                                         queries64.example_id};
+    ap::head_options options;
+    options.seed = 13;
+    options.max_tokens_per_head = 600;  // both kinds subsampled
+    options.normality_max_dims = 3;     // a seeded choice of 3 of the 6 noise components
+    options.num_pairs_per_bucket = 64;
+    options.sliding_window = 60;
+    const ap::head_id id{2, 5, 1};
+    SECTION("float queries, double keys, subsampled, sliding window")
+    {
+        check_identical(ap::analyze_head(queries, keys, id, options), compose_steps(queries, keys, id, options));
+    }
+    SECTION("double queries and keys, defaults")
+    {
+        check_identical(ap::analyze_head(queries64, keys, id), compose_steps(queries64, keys, id, {}));
+    }
+}
+
+TEST_CASE("pipeline: views over raw buffers, independent value types; float and double keys of the same values "
+          "give identical results",
+          "[pipeline]")
+{
+    const auto q = random_tokens(500, 6, 81, 1.5);
+    const auto k = random_tokens(450, 6, 82, 1.0);
+    // The caller's own buffers (e.g. NumPy arrays): no copy into head_tokens.
+    const std::vector<float> q_vectors(xt::cast<float>(q.vectors).begin(), xt::cast<float>(q.vectors).end());
+    const std::vector<double> k_vectors(k.vectors.begin(), k.vectors.end());
+    const std::vector<float> k_vectors32(k_vectors.begin(), k_vectors.end());
+    const std::vector<double> k_rounded(k_vectors32.begin(), k_vectors32.end());
+    const auto qv = ap::make_tokens_view(q_vectors.data(), 500, 6, q.position.data(), q.bucket.data());
+    const auto kv32 = ap::make_tokens_view(k_vectors32.data(), 450, 6, k.position.data(), k.bucket.data(),
+                                           k.example_id.data());
+    const auto kv64 = ap::make_tokens_view(k_rounded.data(), 450, 6, k.position.data(), k.bucket.data(),
+                                           k.example_id.data());
+    CHECK(qv.example_id.size() == 0);
+    CHECK(qv.vectors.data() == q_vectors.data());  // a view, not a copy
+    ap::head_options options;
+    options.sliding_window = 80;
+    const auto r32 = ap::analyze_head(qv, kv32, {1, 1, 0}, options);
+    const auto r64 = ap::analyze_head(qv, kv64, {1, 1, 0}, options);
+    check_identical(r32, r64);
+    // The same through head_tokens.
+    const ap::head_tokens<float> qt{xt::cast<float>(q.vectors), q.position, q.bucket, {}};
+    check_identical(ap::analyze_head(qt, k, {1, 1, 0}, options),
+                    ap::analyze_head(qv, ap::as_view(k), {1, 1, 0}, options));
+    CHECK(r32.metrics.ap_overall > 0.0);
 }

@@ -1,4 +1,4 @@
-// Unit tests of the Householder rotation of SPEC §2.5: H = I - 2 v v^T with H beta_hat = e1.
+// Unit tests of the Householder rotation of docs/method.md §2.5: H = I - 2 v v^T with H beta_hat = e1.
 //
 // References: the NumPy matrix of tests/reference/core_reference.hpp (regenerate with
 // /usr/bin/python3 tests/reference/gen_core_reference.py) and closed-form properties
@@ -163,7 +163,7 @@ TEST_CASE("householder_to_e1: orthogonal, symmetric, H beta_hat = e1 for random 
                 }
                 if (std::sqrt(norm2) * s < 1e-12)
                 {
-                    CHECK(h.is_identity());  // below the SPEC threshold
+                    CHECK(h.is_identity());  // below the threshold of docs/method.md §2.5
                     continue;
                 }
                 const auto m = h.matrix();

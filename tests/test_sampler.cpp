@@ -1,6 +1,6 @@
-// Unit tests of the key-pair sampler (seed 001, SPEC §2.12): structural constraints, the
-// distribution (chi-square against the exact law implied by seed 001), determinism and the
-// error contract, for the seed-001 form and the per-bucket form.
+// Unit tests of the key-pair sampler (docs/method.md §5, §2.12): structural constraints, the
+// distribution (chi-square against the exact law of the sampler), determinism and the error
+// contract, for the form over example lengths and the per-bucket form.
 //
 // Chi-square critical values: scipy.stats.chi2.ppf(0.999, df) from
 // tests/reference/core_reference.hpp (regenerate with /usr/bin/python3 tests/reference/gen_core_reference.py).
@@ -31,14 +31,14 @@ namespace ap = attention_plasticity;
 
 namespace
 {
-// Delta_b = max(1, floor(max_rel_dist * L)) (seed 001 §4.2), clamped to L as the header documents.
+// Delta_b = max(1, floor(max_rel_dist * L)) (docs/method.md §5), clamped to L as the header documents.
 std::size_t window_of(std::size_t length, double max_rel_dist)
 {
     const double f = std::floor(max_rel_dist * static_cast<double>(length));
     return std::max<std::size_t>(1, static_cast<std::size_t>(std::min(f, static_cast<double>(length))));
 }
 
-// Number of neighbours of position i (window without i): |N(i)| in seed 001 §4.2.
+// Number of neighbours of position i (window without i): |N(i)| in docs/method.md §5.
 std::size_t neighbour_count(std::size_t i, std::size_t length, std::size_t delta)
 {
     const std::size_t left = i >= delta ? i - delta : 0;
@@ -92,7 +92,7 @@ chi_square_result chi_square(const std::vector<double>& observed, const std::vec
     return r;
 }
 
-// Exact law of seed 001 over ordered pairs (b, k1, k2): example b with probability
+// Exact law of the sampler (docs/method.md §5) over ordered pairs (b, k1, k2): example b with probability
 // L_b / sum of usable L (L >= 2), anchor i uniform, neighbour j uniform on N(i), fair order:
 //   P(b, k1, k2) = P(b) (1 / (2 L_b)) (1 / |N(k1)| + 1 / |N(k2)|),  0 < |k1 - k2| <= Delta_b.
 // Returns the chi-square of the observed triples against it; triples outside the support are
@@ -293,7 +293,7 @@ TEST_CASE("sample_key_pairs: examples are chosen in proportion to their length (
 }
 
 TEST_CASE("sample_key_pairs: uniform anchors and uniform neighbours in the window - chi-square against the "
-          "exact law of seed 001 over (example, k1, k2)",
+          "exact law of the sampler over (example, k1, k2)",
           "[sampler]")
 {
     // The anchor is not observable in the output, so the test uses the exact law of the triple
@@ -506,7 +506,8 @@ bucket_fixture make_bucket_fixture()
                 rows.push_back(i);
             }
         }
-        std::sort(rows.begin(), rows.end(), [&](std::size_t a, std::size_t b) { return f.positions(a) < f.positions(b); });
+        std::sort(rows.begin(), rows.end(),
+                  [&](std::size_t a, std::size_t b) { return f.positions(a) < f.positions(b); });
         for (std::size_t r = 0; r < rows.size(); ++r)
         {
             f.rank[rows[r]] = r;
@@ -518,7 +519,7 @@ bucket_fixture make_bucket_fixture()
 }  // namespace
 
 TEST_CASE("sample_bucket_key_pairs: rows of one example, within Delta in the position-ordered list, unordered "
-          "input rows; distribution equals seed 001 over the examples (chi-square)",
+          "input rows; distribution equals the sampler's over the examples (chi-square)",
           "[sampler]")
 {
     const auto f = make_bucket_fixture();
@@ -550,7 +551,7 @@ TEST_CASE("sample_bucket_key_pairs: rows of one example, within Delta in the pos
         k2[i] = f.rank[r2];
     }
     CHECK(bad == 0);
-    // Same law as seed 001 over the examples' lengths, with positions replaced by ranks.
+    // Same law as the sampler over the examples' lengths, with positions replaced by ranks.
     std::size_t outside = 0;
     const auto r = exact_law_chi_square(f.lengths, rel, example, k1, k2, outside);
     CAPTURE(r.statistic, r.df, r.critical, r.min_expected);

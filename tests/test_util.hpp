@@ -1,17 +1,39 @@
 #ifndef ATTENTION_PLASTICITY_TESTS_TEST_UTIL_HPP
 #define ATTENTION_PLASTICITY_TESTS_TEST_UTIL_HPP
 
-// Small helpers shared by the test files: fixtures arrays to tensors, numbers in messages.
+// Small helpers shared by the test files: fixtures arrays to tensors, numbers in messages,
+// relative comparisons, and the tests' own normal deviates.
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
+#include <sstream>
 #include <string>
 
 #include <xtensor/xtensor.hpp>
 
+#include <attention_plasticity/random.hpp>
+
 namespace ap_test
 {
+/// Checks that `expr` throws `type` with exactly the message `text` (a std::string).
+#define AP_CHECK_THROWS_EXACT(expr, type, text) \
+    do                                          \
+    {                                           \
+        CHECK_THROWS_AS(expr, type);            \
+        CHECK_THROWS_WITH(expr, text);          \
+    } while (false)
+
+/// How the library's messages print a value: as the double it converts to ("nan", "-inf").
+inline std::string printed(double x)
+{
+    std::ostringstream out;
+    out << x;
+    return out.str();
+}
+
 /// x in %.3e, for INFO messages.
 inline std::string sci(double x)
 {
@@ -32,12 +54,62 @@ xt::xtensor<T, 2> matrix_of(const double* data, std::size_t rows, std::size_t co
     return m;
 }
 
-inline xt::xtensor<double, 1> vector_of(const double* data, std::size_t n)
+/// An n-entry fixture array as a tensor of T, optionally scaled.
+template <class T = double>
+xt::xtensor<T, 1> vector_of(const double* data, std::size_t n, double scale = 1.0)
 {
-    xt::xtensor<double, 1> v = xt::xtensor<double, 1>::from_shape({n});
-    std::copy(data, data + n, v.begin());
+    xt::xtensor<T, 1> v = xt::xtensor<T, 1>::from_shape({n});
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        v(i) = static_cast<T>(data[i] * scale);
+    }
     return v;
 }
+
+/// An integer fixture column (positions, bucket or example ids) as a tensor.
+inline xt::xtensor<std::int64_t, 1> int_column(const std::int64_t* data, std::size_t n)
+{
+    xt::xtensor<std::int64_t, 1> c = xt::xtensor<std::int64_t, 1>::from_shape({n});
+    std::copy(data, data + n, c.begin());
+    return c;
+}
+
+/// |a - b| <= rel |b| + abs_floor.
+inline bool near_rel(double a, double b, double rel, double abs_floor = 0.0)
+{
+    return std::fabs(a - b) <= rel * std::fabs(b) + abs_floor;
+}
+
+/// The tests' normal deviates: Box-Muller on the uniforms of attention_plasticity::rng
+/// (u1 = 1 - uniform() in (0, 1], u2 = uniform()), r cos(2 pi u2) then r sin(2 pi u2). Written
+/// here, not taken from the library's normal_generator, so that test data do not depend on
+/// the code under test.
+class box_muller
+{
+public:
+    explicit box_muller(std::uint64_t seed) : m_generator(seed) {}
+
+    double operator()()
+    {
+        if (m_has_spare)
+        {
+            m_has_spare = false;
+            return m_spare;
+        }
+        const double u1 = 1.0 - m_generator.uniform();
+        const double u2 = m_generator.uniform();
+        const double r = std::sqrt(-2.0 * std::log(u1));
+        const double theta = 2.0 * 3.14159265358979323846 * u2;
+        m_spare = r * std::sin(theta);
+        m_has_spare = true;
+        return r * std::cos(theta);
+    }
+
+private:
+    attention_plasticity::rng m_generator;
+    bool m_has_spare = false;
+    double m_spare = 0.0;
+};
 }  // namespace ap_test
 
 #endif

@@ -1,10 +1,13 @@
 #ifndef ATTENTION_PLASTICITY_PIPELINE_HPP
 #define ATTENTION_PLASTICITY_PIPELINE_HPP
 
-// The per-head pipeline of SPEC §2: orientation, subsampling, position regression, scalar
-// predictability, Householder rotation, normality summaries, component weights, per-bucket
-// query models, key-pair sampling and the batched plasticity kernel, and the aggregates.
-// One call per head; it reads the caller's tensors and returns every number of SPEC §3.
+// The per-head pipeline (docs/method.md §2): one call per head that composes the public
+// steps (orientation and subsampling, the position model, normality summaries, component
+// weights, query models, cells and aggregates) over views of the caller's buffers and
+// returns every number of docs/method.md §3. The steps are in their own headers; what is
+// here is the composition and the passes that serve several steps at once (the working
+// copies of the kept rows, oriented, with the regression's column sums and the rotation
+// done while each row is in cache).
 
 #include <algorithm>
 #include <chrono>
@@ -12,55 +15,39 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <map>
-#include <numeric>
 #include <vector>
 
 #include <xtensor/xtensor.hpp>
-#include <xtensor/xadapt.hpp>
 #include <xtensor/xview.hpp>
 
+#include "aggregates.hpp"
+#include "cells.hpp"
 #include "detail/errors.hpp"
+#include "detail/finite.hpp"
 #include "detail/matrix.hpp"
-#include "detail/random.hpp"
+#include "detail/rows.hpp"
 #include "normality.hpp"
-#include "plasticity.hpp"
+#include "preparation.hpp"
 #include "query_model.hpp"
 #include "regression.hpp"
 #include "rotation.hpp"
 #include "sampler.hpp"
+#include "seeds.hpp"
+#include "tokens.hpp"
 
 namespace attention_plasticity
 {
-/// The numbers of SPEC §2 that are parameters; defaults as the SPEC.
+/// The parameters of docs/method.md §2 (defaults as there) and the head's sliding window.
 struct head_options
 {
-    std::size_t max_tokens_per_head = 50000;
-    std::size_t normality_max_dims = 64;
-    double p_alpha = 0.01;
-    std::uint64_t seed = 0;
-    std::size_t num_pairs_per_bucket = 256;
-    double max_rel_dist = 0.05;
-    double covariance_epsilon = default_covariance_epsilon;
-};
-
-/// Which head: the pair sampler is seeded with seed + 10007 layer + 379 q_head.
-struct head_id
-{
-    std::int64_t layer = 0;
-    std::int64_t q_head = 0;
-    std::int64_t k_head = 0;
-};
-
-/// One kind (queries or keys) of one head: n vectors of dimension d and their columns.
-/// example_id may be empty for queries (the pipeline does not use it).
-template <class T>
-struct head_tokens
-{
-    xt::xtensor<T, 2> vectors;
-    xt::xtensor<std::int64_t, 1> position;
-    xt::xtensor<std::int64_t, 1> bucket;
-    xt::xtensor<std::int64_t, 1> example_id;
+    std::size_t max_tokens_per_head = 50000;  // §2.2
+    std::size_t normality_max_dims = 64;      // §2.8
+    double p_alpha = 0.01;                    // §2.8
+    std::uint64_t seed = 0;                   // §2.15
+    std::size_t num_pairs_per_bucket = 256;   // §2.12
+    double max_rel_dist = 0.05;               // §2.12
+    double covariance_epsilon = default_covariance_epsilon;  // §2.10
+    std::int64_t sliding_window = 0;          // §2.11, in tokens; <= 0 means none
 };
 
 /// head_metrics.csv, one row.
@@ -88,15 +75,6 @@ struct head_metrics
     double ap_drop = 0.0;
 };
 
-/// head_bucket_plasticity.csv, one row: the cell (query bucket j, key bucket c).
-struct cell_plasticity
-{
-    std::int64_t q_bucket = 0;
-    std::int64_t k_bucket = 0;
-    double plasticity = 0.0;  // NaN when n_pairs == 0
-    std::size_t n_pairs = 0;
-};
-
 /// head_profile.csv, one row: a query bucket with a query model.
 struct bucket_profile
 {
@@ -110,13 +88,13 @@ struct bucket_profile
 /// Wall time of each stage of analyze_head, in seconds (for profiling; optional).
 struct stage_timings
 {
-    double preparation = 0.0;        // checks, orientation, subsampling, conversion
-    double regression = 0.0;         // position regression and scalar predictability
-    double rotation = 0.0;
-    double normality = 0.0;          // first-component and noise-subspace summaries
-    double bucket_statistics = 0.0;  // tau_j, mu_j, Sigma_j
-    double sampling = 0.0;           // key grouping, pair sampling, key differences
-    double kernel = 0.0;             // moments and plasticity of every pair
+    double preparation = 0.0;        // checks, orientation, subsampling, query conversion
+    double regression = 0.0;         // position regression, scalar predictability, query rotation
+    double rotation = 0.0;           // key conversion and rotation
+    double normality = 0.0;          // component-0 fit, first-component and noise summaries
+    double bucket_statistics = 0.0;  // component weights, query models
+    double sampling = 0.0;           // key buckets, eligible cells, pair sampling
+    double kernel = 0.0;             // key differences, moments and plasticity, aggregates
     double total = 0.0;
 };
 
@@ -126,14 +104,12 @@ struct head_result
     head_metrics metrics;
     std::vector<cell_plasticity> cells;
     std::vector<bucket_profile> profile;
-    xt::xtensor<double, 1> component_r2;      // R2_d of SPEC §2.3, original (oriented) axes
-    xt::xtensor<double, 1> component_weight;  // w_d of SPEC §2.9
+    xt::xtensor<double, 1> component_r2;      // R2_d of §2.3, original (oriented) axes
+    xt::xtensor<double, 1> component_weight;  // w_d of §2.9
 };
 
 namespace detail
 {
-    constexpr double nan = std::numeric_limits<double>::quiet_NaN();
-
     /// Adds the time since the last call to a stage of stage_timings (when requested).
     class stage_clock
     {
@@ -159,15 +135,33 @@ namespace detail
         std::chrono::steady_clock::time_point m_last;
     };
 
-    /// The checks of one kind that do not read the vectors (shape, columns, positions).
     template <class T>
-    void check_token_columns(const head_tokens<T>& tokens, const char* kind, bool need_example_id)
+    matrix_view<T> matrix_of(const tokens_view<T>& tokens)
+    {
+        matrix_view<T> v;
+        v.data = tokens.vectors.data();
+        v.rows = tokens.vectors.shape()[0];
+        v.cols = tokens.vectors.shape()[1];
+        v.ld = v.cols;
+        return v;
+    }
+
+    inline matrix_view<double> matrix_of(const xt::xtensor<double, 2>& x)
+    {
+        matrix_view<double> v;
+        v.data = x.data();
+        v.rows = x.shape()[0];
+        v.cols = x.shape()[1];
+        v.ld = v.cols;
+        return v;
+    }
+
+    /// The checks of one kind that do not read the vectors (columns, positions). `kind` is
+    /// the argument's name, "queries" or "keys".
+    template <class T>
+    void check_token_columns(const tokens_view<T>& tokens, const char* kind, bool need_example_id)
     {
         constexpr const char* fn = "analyze_head";
-        if (tokens.vectors.dimension() != 2)
-        {
-            throw_invalid(fn, kind, " vectors must be 2-D");
-        }
         const std::size_t n = tokens.vectors.shape()[0];
         if (tokens.position.size() != n || tokens.bucket.size() != n
             || (need_example_id && tokens.example_id.size() != n))
@@ -179,568 +173,305 @@ namespace detail
         {
             if (tokens.position(i) < 0)
             {
-                throw_domain(fn, kind, " position[", i, "] = ", tokens.position(i), " is negative");
+                throw_domain(fn, kind, ".position[", i, "] = ", tokens.position(i), " is negative");
             }
         }
     }
 
-    /// Throws the non-finite error for the first non-finite value of `row`.
+    /// Shapes, columns and options: every check of analyze_head that does not read a vector.
+    template <class TQ, class TK>
+    void check_head_input(const tokens_view<TQ>& queries, const tokens_view<TK>& keys, const head_options& options)
+    {
+        constexpr const char* fn = "analyze_head";
+        check_token_columns(queries, "queries", false);
+        check_token_columns(keys, "keys", true);
+        const std::size_t d = queries.vectors.shape()[1];
+        if (d == 0)
+        {
+            throw_invalid(fn, "queries.vectors has d = 0 columns");
+        }
+        if (keys.vectors.shape()[1] != d)
+        {
+            throw_invalid(fn, "queries.vectors has d = ", d, " columns but keys.vectors has d = ",
+                          keys.vectors.shape()[1]);
+        }
+        if (queries.vectors.shape()[0] < 2)
+        {
+            throw_invalid(fn, "needs at least 2 queries, got ", queries.vectors.shape()[0]);
+        }
+        if (keys.vectors.shape()[0] < 1)
+        {
+            throw_invalid(fn, "needs at least 1 key, got 0");
+        }
+        if (options.max_tokens_per_head < 2)
+        {
+            throw_invalid(fn, "options.max_tokens_per_head must be >= 2, got ", options.max_tokens_per_head);
+        }
+        if (!(options.p_alpha >= 0.0 && options.p_alpha <= 1.0))
+        {
+            throw_invalid(fn, "options.p_alpha must be in [0, 1], got ", options.p_alpha);
+        }
+        if (!(options.covariance_epsilon >= 0.0) || is_non_finite(options.covariance_epsilon))
+        {
+            throw_invalid(fn, "options.covariance_epsilon must be finite and >= 0, got ", options.covariance_epsilon);
+        }
+        check_max_rel_dist(fn, options.max_rel_dist);
+    }
+
+    /// Every vector of one kind is finite, else the error naming the first non-finite value.
     template <class T>
-    [[noreturn]] void throw_non_finite_row(const T* row, std::size_t r, std::size_t d, const char* kind)
+    void check_finite_rows(const tokens_view<T>& tokens, const char* name)
     {
-        for (std::size_t j = 0; j < d; ++j)
-        {
-            if (!std::isfinite(static_cast<double>(row[j])))
-            {
-                throw_domain("analyze_head", kind, " vectors have a non-finite value (", static_cast<double>(row[j]),
-                             ") at row ", r, ", column ", j);
-            }
-        }
-        throw_domain("analyze_head", kind, " vectors have a non-finite value at row ", r);  // not reached
+        const matrix_view<T> x = matrix_of(tokens);
+        require_finite("analyze_head", name, x.data, x.rows, x.cols, x.ld);
     }
 
-    /// 0 when every value of the row is finite, NaN otherwise (x - x is +0 for finite x and
-    /// NaN for +-inf and NaN); vectorizes, unlike a branch per value.
+    /// §2.1 from all keys; a non-finite key is reported after the queries are checked
+    /// (queries first, as everywhere in analyze_head).
+    template <class TQ, class TK>
+    std::vector<double> head_orientation(const tokens_view<TQ>& queries, const tokens_view<TK>& keys)
+    {
+        std::size_t bad_row = 0;
+        std::vector<double> signs = orientation_signs_raw(matrix_of(keys), keys.bucket.data(), &bad_row);
+        if (signs.empty())
+        {
+            check_finite_rows(queries, "queries.vectors");
+            const matrix_view<TK> k = matrix_of(keys);
+            throw_non_finite_row("analyze_head", "keys.vectors", k.row(bad_row), bad_row, k.cols);
+        }
+        return signs;
+    }
+
+    /// The rows kept by §2.2. With a check_name, when rows are left out, every row is checked
+    /// for non-finite values first (the working copy checks only the rows it keeps).
     template <class T>
-    double row_finite_check(const T* row, std::size_t d) noexcept
+    std::vector<std::size_t> kept_rows(const tokens_view<T>& tokens, std::size_t max_rows, std::uint64_t seed,
+                                       const char* check_name)
     {
-        double check = 0.0;
-        for (std::size_t j = 0; j < d; ++j)
+        std::vector<std::size_t> rows;
+        subsample_rows_into(tokens.vectors.shape()[0], max_rows, seed, rows);
+        if (check_name != nullptr && rows.size() < tokens.vectors.shape()[0])
         {
-            const double v = static_cast<double>(row[j]);
-            check += v - v;
+            check_finite_rows(tokens, check_name);
         }
-        return check;
-    }
-
-    /// Every vector of one kind is finite (else the error of throw_non_finite_row).
-    template <class T>
-    void check_finite_vectors(const head_tokens<T>& tokens, const char* kind)
-    {
-        const std::size_t n = tokens.vectors.shape()[0];
-        const std::size_t d = tokens.vectors.shape()[1];
-        const T* data = tokens.vectors.data();
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            if (!(row_finite_check(data + i * d, d) == 0.0))
-            {
-                throw_non_finite_row(data + i * d, i, d, kind);
-            }
-        }
-    }
-
-    /// s_d = sign of the mean over key buckets of the per-bucket key mean (0 -> +1).
-    /// Buckets get slots in order of first appearance; rows are summed in row order.
-    /// When `first_bad_row` is given, the rows are also checked for non-finite values: the
-    /// pass stops at the first such row, stores its index there and returns an empty vector.
-    template <class T>
-    std::vector<double> orientation_from_keys(const head_tokens<T>& keys, std::size_t* first_bad_row = nullptr)
-    {
-        const std::size_t n = keys.vectors.shape()[0];
-        const std::size_t d = keys.vectors.shape()[1];
-        std::map<std::int64_t, std::size_t> slot;
-        std::vector<double> sums;
-        std::vector<std::size_t> counts;
-        std::int64_t last_bucket = 0;
-        std::size_t s = 0;
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            const std::int64_t bucket = keys.bucket(i);
-            if (i == 0 || bucket != last_bucket)
-            {
-                s = slot.emplace(bucket, slot.size()).first->second;
-                last_bucket = bucket;
-                if (s == counts.size())
-                {
-                    counts.push_back(0);
-                    sums.resize(counts.size() * d, 0.0);
-                }
-            }
-            ++counts[s];
-            const T* row = keys.vectors.data() + i * d;
-            double* acc = sums.data() + s * d;
-            double check = 0.0;
-            for (std::size_t j = 0; j < d; ++j)
-            {
-                const double v = static_cast<double>(row[j]);
-                acc[j] += v;
-                check += v - v;
-            }
-            if (first_bad_row != nullptr && !(check == 0.0))
-            {
-                *first_bad_row = i;
-                return {};
-            }
-        }
-        std::vector<double> sign(d, 0.0);
-        for (std::size_t k = 0; k < counts.size(); ++k)
-        {
-            for (std::size_t j = 0; j < d; ++j)
-            {
-                sign[j] += sums[k * d + j] / static_cast<double>(counts[k]);
-            }
-        }
-        for (auto& value : sign)
-        {
-            value = value < 0.0 ? -1.0 : 1.0;
-        }
-        return sign;
-    }
-
-    /// Rows kept by subsampling: all of them, or `limit` chosen uniformly without
-    /// replacement (partial Fisher-Yates), in their original order.
-    inline std::vector<std::size_t> subsample_rows(std::size_t n, std::size_t limit, std::uint64_t seed)
-    {
-        std::vector<std::size_t> rows(n);
-        std::iota(rows.begin(), rows.end(), std::size_t(0));
-        if (n <= limit)
-        {
-            return rows;
-        }
-        rng generator(seed);
-        for (std::size_t i = 0; i < limit; ++i)
-        {
-            const std::size_t j = i + static_cast<std::size_t>(generator.below(n - i));
-            std::swap(rows[i], rows[j]);
-        }
-        rows.resize(limit);
-        std::sort(rows.begin(), rows.end());
         return rows;
     }
 
-    /// The working copy of one kind: kept rows, oriented, in double.
-    struct oriented_tokens
+    /// The working copy of one kind: the kept rows, oriented, in double.
+    struct working_tokens
     {
         xt::xtensor<double, 2> vectors;
-        std::vector<double> position;
+        std::vector<std::int64_t> position;
+        std::vector<double> t;  // positions as double (queries only)
         std::vector<std::int64_t> bucket;
         std::vector<std::int64_t> example_id;
     };
 
-    /// When `check_kind` is given, each kept row is also checked for non-finite values (the
-    /// error of throw_non_finite_row for the first one).
+    /// The working copy of `rows` (§2.2) multiplied by the signs (§2.1), in one pass. Queries:
+    /// each kept row is checked (reported as `check_name`), and the column sums that are the
+    /// first pass of the position regression (§2.3) are accumulated. Keys: each row is rotated
+    /// (§2.5) with the one reflection of rotation.hpp.
     template <class T>
-    oriented_tokens orient_and_select(const head_tokens<T>& tokens, const std::vector<std::size_t>& rows,
-                                      const std::vector<double>& sign, bool with_example_id,
-                                      const char* check_kind = nullptr, std::vector<double>* column_sums = nullptr,
-                                      const householder* rotation = nullptr)
+    working_tokens working_copy(const tokens_view<T>& tokens, const std::vector<std::size_t>& rows,
+                                const std::vector<double>& sign, const char* check_name,
+                                std::vector<double>* column_sums, const householder* rotation)
     {
-        const double* rot_v = rotation != nullptr && !rotation->is_identity() ? rotation->v.data() : nullptr;
         const std::size_t d = sign.size();
-        oriented_tokens out;
-        if (column_sums != nullptr)
-        {
-            column_sums->assign(d, 0.0);
-        }
+        const bool rotate = rotation != nullptr && !rotation->is_identity();
+        const bool is_query = column_sums != nullptr;
+        const matrix_view<T> x = matrix_of(tokens);
+        working_tokens out;
         out.vectors = xt::xtensor<double, 2>::from_shape({rows.size(), d});
         out.position.resize(rows.size());
         out.bucket.resize(rows.size());
-        if (with_example_id)
+        out.example_id.resize(is_query ? 0 : rows.size());
+        out.t.resize(is_query ? rows.size() : 0);
+        if (is_query)
         {
-            out.example_id.resize(rows.size());
+            column_sums->assign(d, 0.0);
         }
         for (std::size_t r = 0; r < rows.size(); ++r)
         {
             const std::size_t i = rows[r];
-            const T* in = tokens.vectors.data() + i * d;
+            const T* in = x.row(i);
+            if (check_name != nullptr && any_non_finite(in, d))
+            {
+                throw_non_finite_row("analyze_head", check_name, in, i, d);
+            }
             double* dst = out.vectors.data() + r * d;
-            double check = 0.0;
-            if (column_sums != nullptr)
+            for (std::size_t j = 0; j < d; ++j)
+            {
+                dst[j] = sign[j] * static_cast<double>(in[j]);
+            }
+            if (is_query)
             {
                 double* acc = column_sums->data();
                 for (std::size_t j = 0; j < d; ++j)
                 {
-                    const double v = static_cast<double>(in[j]);
-                    dst[j] = sign[j] * v;
                     acc[j] += dst[j];
-                    check += v - v;
                 }
+                out.t[r] = static_cast<double>(tokens.position(i));
             }
             else
             {
-                for (std::size_t j = 0; j < d; ++j)
-                {
-                    const double v = static_cast<double>(in[j]);
-                    dst[j] = sign[j] * v;
-                    check += v - v;
-                }
-            }
-            if (check_kind != nullptr && !(check == 0.0))
-            {
-                throw_non_finite_row(in, i, d, check_kind);
-            }
-            if (rot_v != nullptr)
-            {
-                // rotation->apply_inplace on this row, while it is in cache.
-                double dot = 0.0;
-                for (std::size_t j = 0; j < d; ++j)
-                {
-                    dot += dst[j] * rot_v[j];
-                }
-                const double scale = 2.0 * dot;
-                for (std::size_t j = 0; j < d; ++j)
-                {
-                    dst[j] = dst[j] - scale * rot_v[j];
-                }
-            }
-            out.position[r] = static_cast<double>(tokens.position(i));
-            out.bucket[r] = tokens.bucket(i);
-            if (with_example_id)
-            {
                 out.example_id[r] = tokens.example_id(i);
             }
+            if (rotate)
+            {
+                reflect_row(dst, rotation->v.data(), d);
+            }
+            out.position[r] = tokens.position(i);
+            out.bucket[r] = tokens.bucket(i);
         }
         return out;
     }
 
-    inline matrix_view<double> view_of(const xt::xtensor<double, 2>& x)
+    /// §2.3-2.5 on the query working copy: the regression, the rotation made from its beta,
+    /// and the scalar predictability, whose pass over the rows also rotates them.
+    struct query_position_model
     {
-        matrix_view<double> v;
-        v.data = x.data();
-        v.rows = x.shape()[0];
-        v.cols = x.shape()[1];
-        v.ld = v.cols;
-        return v;
-    }
-
-    /// scalar_predictability_raw(t, x, beta) and rotation.apply_inplace(x) in one pass over
-    /// the rows of x: each row's projection on beta is taken before the row is rotated, with
-    /// the same operations in the same order as the two separate passes (identical results).
-    inline scalar_predictability project_then_rotate(const double* t, xt::xtensor<double, 2>& x, const double* beta,
-                                                     const householder& rotation, const char* fn)
-    {
-        const std::size_t n = x.shape()[0];
-        const std::size_t d = x.shape()[1];
-        const std::vector<double> y = log2_positions(t, n, fn);
-        const double norm2 = squared_norm(beta, d);
-        if (!(norm2 > 0.0) || rotation.is_identity() || rotation.dimension != d)
-        {
-            const scalar_predictability result = scalar_predictability_raw(t, view_of(x), beta, fn);
-            rotation.apply_inplace(x);
-            return result;
-        }
-        const double inv_norm = 1.0 / std::sqrt(norm2);
-        std::vector<double> s(n);
-        const double* v = rotation.v.data();
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            double* row = x.data() + i * d;
-            double dot = 0.0;
-            double dot_v = 0.0;
-            for (std::size_t j = 0; j < d; ++j)
-            {
-                dot += row[j] * beta[j];
-                dot_v += row[j] * v[j];
-            }
-            s[i] = dot * inv_norm;
-            const double scale = 2.0 * dot_v;
-            for (std::size_t j = 0; j < d; ++j)
-            {
-                row[j] = row[j] - scale * v[j];
-            }
-        }
-        return scalar_fit(y, &s);
-    }
-
-    /// The keys of one bucket, ready for sampling.
-    struct key_bucket
-    {
-        std::int64_t bucket = 0;
-        double max_position = 0.0;
-        example_groups examples;
+        linear_fit fit;
+        householder rotation;
+        scalar_predictability scalar;
     };
 
-    inline std::vector<key_bucket> key_buckets_of(const oriented_tokens& keys)
+    inline query_position_model position_model_of(working_tokens& q, const std::vector<double>& column_sums)
     {
-        std::vector<key_bucket> result;
-        std::vector<std::int64_t> positions(keys.position.begin(), keys.position.end());
-        for (const auto& [bucket, rows] : rows_by_bucket(keys.bucket.data(), keys.bucket.size()))
-        {
-            key_bucket kb;
-            kb.bucket = bucket;
-            kb.max_position = -std::numeric_limits<double>::infinity();
-            for (std::size_t r : rows)
-            {
-                kb.max_position = std::max(kb.max_position, keys.position[r]);
-            }
-            kb.examples = group_examples(rows, positions.data(), keys.example_id.data());
-            result.push_back(std::move(kb));
-        }
-        return result;
+        constexpr const char* fn = "analyze_head";
+        query_position_model m;
+        m.fit = fit_linear_raw(q.t.data(), matrix_of(q.vectors), fn, column_sums.data());
+        m.rotation = householder_to_e1(m.fit.beta);
+        double* data = q.vectors.data();
+        const std::size_t d = q.vectors.shape()[1];
+        const double* v = m.rotation.is_identity() ? nullptr : m.rotation.v.data();
+        m.scalar = scalar_predictability_raw(q.t.data(), matrix_of(q.vectors), m.fit.beta.data(), fn,
+                                             [&](std::size_t i) {
+                                                 if (v != nullptr)
+                                                 {
+                                                     reflect_row(data + i * d, v, d);
+                                                 }
+                                             });
+        return m;
     }
 
-    /// Weighted mean of AP_j by n_j over the profile rows accepted by `keep`; NaN if none.
-    template <class Keep>
-    double weighted_plasticity(const std::vector<bucket_profile>& profile, Keep&& keep)
+    /// §2.14 over the profile rows, with C = max query position + 1.
+    inline plasticity_aggregates_result aggregates_of(const std::vector<bucket_profile>& profile,
+                                                      const std::vector<double>& query_positions)
     {
-        double numerator = 0.0;
-        double denominator = 0.0;
+        std::vector<double> tau, n_queries, plasticity;
         for (const auto& row : profile)
         {
-            if (!std::isnan(row.plasticity) && keep(row))
-            {
-                numerator += static_cast<double>(row.n_queries) * row.plasticity;
-                denominator += static_cast<double>(row.n_queries);
-            }
+            tau.push_back(row.tau);
+            n_queries.push_back(static_cast<double>(row.n_queries));
+            plasticity.push_back(row.plasticity);
         }
-        return denominator > 0.0 ? numerator / denominator : nan;
+        const double context = *std::max_element(query_positions.begin(), query_positions.end()) + 1.0;
+        return plasticity_aggregates_raw(tau.data(), n_queries.data(), plasticity.data(), profile.size(), context);
+    }
+
+    inline head_metrics head_metrics_of(const working_tokens& q, const working_tokens& k,
+                                        const query_position_model& position, const residual_normality_result& first,
+                                        const noise_normality_result& noise,
+                                        const plasticity_aggregates_result& aggregates)
+    {
+        head_metrics m;
+        m.n_q_tokens = q.position.size();
+        m.n_k_tokens = k.position.size();
+        m.d_model = q.vectors.shape()[1];
+        m.q_R2_pos = position.fit.r2_mean;
+        m.q_beta_norm = position.fit.beta_norm;
+        m.q_R2_scalar = position.scalar.r2;
+        m.q_mae_baseline = position.scalar.mae_baseline;
+        m.q_mae_proj = position.scalar.mae_projection;
+        m.q_mae_ratio = position.scalar.mae_ratio;
+        m.q_resid0_skew = first.skewness;
+        m.q_resid0_kurt = first.excess_kurtosis;
+        m.q_resid0_ks_p = first.ks_p_value;
+        m.q_noise_med_abs_skew = noise.median_abs_skewness;
+        m.q_noise_med_abs_kurt = noise.median_abs_kurtosis;
+        m.q_noise_med_ks_p = noise.median_ks_p_value;
+        m.q_noise_frac_ks_p_lt_alpha = noise.fraction_ks_p_below_alpha;
+        m.ap_overall = aggregates.ap_overall;
+        m.ap_first20 = aggregates.ap_first20;
+        m.ap_last20 = aggregates.ap_last20;
+        m.ap_drop = aggregates.ap_drop;
+        return m;
     }
 }  // namespace detail
 
-/// Seed of the pair sampler of a head (SPEC §2.15).
-inline std::uint64_t pair_sampler_seed(std::uint64_t seed, const head_id& id) noexcept
+/// Runs docs/method.md §2 on one head: the queries and keys (views of the caller's buffers,
+/// float or double each), which head it is (for the seeds, §2.15) and the options (with the
+/// head's sliding window). Throws std::invalid_argument on inconsistent shapes or options and
+/// std::domain_error on non-finite vectors or negative positions, naming the first one in the
+/// caller's rows (queries before keys). When `timings` is given, each stage's wall time is
+/// added to it.
+template <class TQ, class TK>
+head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& keys, const head_id& id,
+                         const head_options& options = {}, stage_timings* timings = nullptr)
 {
-    return seed + 10007u * static_cast<std::uint64_t>(id.layer) + 379u * static_cast<std::uint64_t>(id.q_head);
-}
-
-/// Runs SPEC §2 on one head. `sliding_window` <= 0 means none. Throws
-/// std::invalid_argument / std::domain_error on inconsistent or non-finite input.
-/// When `timings` is given, the wall time of each stage is added to it.
-template <class T>
-head_result analyze_head(const head_tokens<T>& queries, const head_tokens<T>& keys, std::int64_t sliding_window,
-                         const head_id& id, const head_options& options = {}, stage_timings* timings = nullptr)
-{
-    constexpr const char* fn = "analyze_head";
     detail::stage_clock clock(timings);
-    // Shape, column and option errors first; non-finite vectors are found by the passes of
-    // steps 1-2, which read every value anyway (queries reported before keys).
-    detail::check_token_columns(queries, "query", false);
-    detail::check_token_columns(keys, "key", true);
-    const std::size_t d = queries.vectors.shape()[1];
-    if (d == 0)
-    {
-        detail::throw_invalid(fn, "query vectors have d = 0");
-    }
-    if (keys.vectors.shape()[1] != d)
-    {
-        detail::throw_invalid(fn, "query vectors have d = ", d, " but key vectors have d = ", keys.vectors.shape()[1]);
-    }
-    if (queries.vectors.shape()[0] < 2)
-    {
-        detail::throw_invalid(fn, "needs at least 2 queries, got ", queries.vectors.shape()[0]);
-    }
-    if (keys.vectors.shape()[0] < 1)
-    {
-        detail::throw_invalid(fn, "needs at least 1 key, got 0");
-    }
-    if (options.max_tokens_per_head < 2)
-    {
-        detail::throw_invalid(fn, "max_tokens_per_head must be >= 2, got ", options.max_tokens_per_head);
-    }
-    if (!(options.p_alpha >= 0.0 && options.p_alpha <= 1.0))
-    {
-        detail::throw_invalid(fn, "p_alpha must be in [0, 1], got ", options.p_alpha);
-    }
-    detail::check_max_rel_dist(fn, options.max_rel_dist);
-
+    detail::check_head_input(queries, keys, options);
+    const head_seeds seeds = seeds_of_head(options.seed, id);
+    // §2.1-2.2: signs from all keys (which are checked on the way), kept rows, working copies.
+    const std::vector<double> signs = detail::head_orientation(queries, keys);
+    const std::size_t max_rows = options.max_tokens_per_head;
+    const auto q_rows = detail::kept_rows(queries, max_rows, seeds.query_subsample, "queries.vectors");
+    const auto k_rows = detail::kept_rows(keys, max_rows, seeds.key_subsample, nullptr);
+    std::vector<double> q_column_sums;
+    detail::working_tokens q = detail::working_copy(queries, q_rows, signs, "queries.vectors", &q_column_sums, nullptr);
+    clock.lap(&stage_timings::preparation);
+    // §2.3-2.5: regression, rotation, scalar predictability; then the keys, rotated.
+    const detail::query_position_model position = detail::position_model_of(q, q_column_sums);
+    clock.lap(&stage_timings::regression);
+    const detail::working_tokens k = detail::working_copy(keys, k_rows, signs, nullptr, nullptr, &position.rotation);
+    clock.lap(&stage_timings::rotation);
+    // §2.6-2.8: the positional component and the normality summaries.
+    const std::size_t d = signs.size();
+    const position_component_fit component0 =
+        detail::fit_position_component_raw(q.t.data(), detail::matrix_of(q.vectors), "analyze_head");
+    const residual_normality_result first = standardized_normality(component0.residual);
+    const noise_normality_result noise = noise_normality(xt::view(q.vectors, xt::all(), xt::range(1, d)),
+                                                         options.normality_max_dims, options.p_alpha,
+                                                         seeds.noise_components);
+    clock.lap(&stage_timings::normality);
+    // §2.9-2.10: component weights, query models.
     head_result result;
     result.id = id;
-    head_metrics& metrics = result.metrics;
-
-    // 1-2. Orientation on all keys, then subsampling of each kind.
-    // The key pass of the orientation also checks every key; the query conversion checks
-    // the kept queries (all of them unless subsampled, else all are checked first).
-    std::size_t bad_key_row = 0;
-    const std::vector<double> sign = detail::orientation_from_keys(keys, &bad_key_row);
-    if (sign.empty())
-    {
-        detail::check_finite_vectors(queries, "query");
-        detail::throw_non_finite_row(keys.vectors.data() + bad_key_row * d, bad_key_row, d, "key");
-    }
-    const auto q_rows = detail::subsample_rows(queries.vectors.shape()[0], options.max_tokens_per_head,
-                                               detail::mix_seed(options.seed, 'q'));
-    const auto k_rows = detail::subsample_rows(keys.vectors.shape()[0], options.max_tokens_per_head,
-                                               detail::mix_seed(options.seed, 'k'));
-    if (q_rows.size() < queries.vectors.shape()[0])
-    {
-        detail::check_finite_vectors(queries, "query");
-    }
-    std::vector<double> q_column_sums;  // for the position regression (its first pass)
-    detail::oriented_tokens q = detail::orient_and_select(queries, q_rows, sign, false, "query", &q_column_sums);
-    const std::size_t nq = q_rows.size();
-    metrics.n_q_tokens = nq;
-    metrics.n_k_tokens = k_rows.size();
-    metrics.d_model = d;
-    clock.lap(&stage_timings::preparation);
-
-    // 3-4. Position regression and scalar predictability in the oriented space.
-    const linear_fit fit =
-        detail::fit_linear_raw(q.position.data(), detail::view_of(q.vectors), fn, q_column_sums.data());
-    metrics.q_R2_pos = fit.r2_mean;
-    metrics.q_beta_norm = fit.beta_norm;
-    // 5 (queries). The rotation of the queries shares the pass of the scalar projection.
-    const householder rotation = householder_to_e1(fit.beta);
-    const scalar_predictability scalar =
-        detail::project_then_rotate(q.position.data(), q.vectors, fit.beta.data(), rotation, fn);
-    metrics.q_R2_scalar = scalar.r2;
-    metrics.q_mae_baseline = scalar.mae_baseline;
-    metrics.q_mae_proj = scalar.mae_projection;
-    metrics.q_mae_ratio = scalar.mae_ratio;
-    clock.lap(&stage_timings::regression);
-
-    // 5. Rotation of the keys (dot products preserved), fused into their conversion.
-    detail::oriented_tokens k = detail::orient_and_select(keys, k_rows, sign, true, nullptr, nullptr, &rotation);
-    clock.lap(&stage_timings::rotation);
-
-    // 6-7. Component 0 on position in the rotated space, and its residual.
-    detail::matrix_view<double> component0 = detail::view_of(q.vectors);
-    component0.cols = 1;  // column 0 only, rows still d apart
-    const linear_fit fit0 = detail::fit_linear_raw(q.position.data(), component0, fn);
-    const double alpha0 = fit0.alpha(0);
-    const double beta0 = fit0.beta(0);
-    xt::xtensor<double, 1> residual0 = xt::xtensor<double, 1>::from_shape({nq});
-    double residual_mean = 0.0;
-    for (std::size_t i = 0; i < nq; ++i)
-    {
-        residual0(i) = q.vectors(i, 0) - (alpha0 + beta0 * q.position[i]);
-        residual_mean += residual0(i);
-    }
-    residual_mean /= static_cast<double>(nq);
-    double residual_ss = 0.0;
-    for (std::size_t i = 0; i < nq; ++i)
-    {
-        residual_ss += (residual0(i) - residual_mean) * (residual0(i) - residual_mean);
-    }
-    const double sigma2 = residual_ss / static_cast<double>(nq - 1);
-    const residual_normality_result first = standardized_normality(residual0);
-    metrics.q_resid0_skew = first.skewness;
-    metrics.q_resid0_kurt = first.excess_kurtosis;
-    metrics.q_resid0_ks_p = first.ks_p_value;
-
-    // 8. Noise subspace: components 1..d-1.
-    const noise_normality_result noise =
-        noise_normality(xt::view(q.vectors, xt::all(), xt::range(1, d)), options.normality_max_dims, options.p_alpha,
-                        options.seed);
-    metrics.q_noise_med_abs_skew = noise.median_abs_skewness;
-    metrics.q_noise_med_abs_kurt = noise.median_abs_kurtosis;
-    metrics.q_noise_med_ks_p = noise.median_ks_p_value;
-    metrics.q_noise_frac_ks_p_lt_alpha = noise.fraction_ks_p_below_alpha;
-    clock.lap(&stage_timings::normality);
-
-    // 9. Component weights from the unrotated R2.
-    result.component_r2 = fit.r2;
-    result.component_weight = xt::xtensor<double, 1>::from_shape({d});
-    double r2_positive_sum = 0.0;
-    for (std::size_t j = 0; j < d; ++j)
-    {
-        r2_positive_sum += std::max(fit.r2(j), 0.0);
-    }
-    for (std::size_t j = 0; j < d; ++j)
-    {
-        result.component_weight(j) =
-            r2_positive_sum > 0.0 ? std::max(fit.r2(j), 0.0) / r2_positive_sum : 1.0 / static_cast<double>(d);
-    }
-
-    // 10. Query models of buckets j > 0 with at least 2 queries.
-    bucket_options bucket_opts;
-    bucket_opts.epsilon = options.covariance_epsilon;
-    const auto models =
-        detail::bucket_statistics_raw(q.position.data(), q.bucket.data(), detail::view_of(q.vectors), bucket_opts);
+    result.component_r2 = position.fit.r2;
+    result.component_weight = component_weights(position.fit.r2);
+    const std::vector<bucket_query_model> models = detail::bucket_query_models_raw(
+        q.t.data(), q.bucket.data(), detail::matrix_of(q.vectors), component0, options.covariance_epsilon);
     clock.lap(&stage_timings::bucket_statistics);
-
-    // 11-13. Cells (j, c), their key pairs, and one kernel call per query bucket.
-    const auto key_buckets = detail::key_buckets_of(k);
-    clock.lap(&stage_timings::sampling);
-    const std::uint64_t sampler_seed = pair_sampler_seed(options.seed, id);
-    std::vector<double> differences;
-    for (const auto& model : models)
+    // §2.11-2.13: per query bucket, the eligible cells, their pairs and one kernel call.
+    const std::vector<key_bucket> key_buckets =
+        detail::group_key_buckets_raw(k.position.data(), k.bucket.data(), k.example_id.data(), k.position.size());
+    for (const bucket_query_model& model : models)
     {
-        const std::int64_t j = model.bucket;
-        struct cell_span
+        std::vector<cell_pairs> cells;
+        for (std::size_t c : eligible_key_buckets(key_buckets, model.bucket, model.tau, options.sliding_window))
         {
-            std::int64_t bucket;
-            std::size_t begin;
-            std::size_t end;
-        };
-        std::vector<cell_span> spans;
-        std::size_t total_pairs = 0;
-        differences.clear();
-        for (const auto& kb : key_buckets)
-        {
-            if (kb.bucket >= j)
-            {
-                break;
-            }
-            if (sliding_window > 0 && kb.bucket != j - 1
-                && !(kb.max_position > model.tau - static_cast<double>(sliding_window)))
-            {
-                continue;
-            }
-            cell_span span{kb.bucket, total_pairs, total_pairs};
-            if (options.num_pairs_per_bucket > 0 && kb.examples.can_form_pair())
-            {
-                rng generator(detail::mix_seed(sampler_seed, static_cast<std::uint64_t>(j),
-                                               static_cast<std::uint64_t>(kb.bucket)));
-                const key_pairs pairs =
-                    sample_grouped_key_pairs(kb.examples, options.num_pairs_per_bucket, options.max_rel_dist, generator);
-                differences.resize((total_pairs + pairs.size()) * d);
-                for (std::size_t p = 0; p < pairs.size(); ++p)
-                {
-                    const double* a = k.vectors.data() + pairs.first(p) * d;
-                    const double* b = k.vectors.data() + pairs.second(p) * d;
-                    double* w = differences.data() + (total_pairs + p) * d;
-                    for (std::size_t c = 0; c < d; ++c)
-                    {
-                        w[c] = a[c] - b[c];
-                    }
-                }
-                total_pairs += pairs.size();
-                span.end = total_pairs;
-            }
-            spans.push_back(span);
+            cells.push_back(cell_key_pairs(key_buckets[c], model.bucket, options.num_pairs_per_bucket,
+                                           options.max_rel_dist, seeds.pair_sampler));
         }
-
         clock.lap(&stage_timings::sampling);
-
-        bucket_profile row;
-        row.q_bucket = j;
-        row.tau = model.tau;
-        row.n_queries = model.count;
-        row.n_pairs = total_pairs;
-        row.plasticity = detail::nan;
-        if (total_pairs > 0)
-        {
-            const std::vector<std::size_t> shape{total_pairs, d};
-            const auto w = xt::adapt(differences.data(), total_pairs * d, xt::no_ownership(), shape);
-            const pair_moments moments = structured_pair_moments<double>(
-                w, alpha0 + beta0 * model.tau, sigma2, model.semantic.mean, model.semantic.covariance);
-            double bucket_sum = 0.0;
-            for (const auto& span : spans)
-            {
-                double cell_sum = 0.0;
-                for (std::size_t p = span.begin; p < span.end; ++p)
-                {
-                    cell_sum += pair_plasticity_from_moments(moments.mean(p), moments.variance(p));
-                }
-                bucket_sum += cell_sum;
-                const std::size_t count = span.end - span.begin;
-                result.cells.push_back(
-                    {j, span.bucket, count ? cell_sum / static_cast<double>(count) : detail::nan, count});
-            }
-            row.plasticity = bucket_sum / static_cast<double>(total_pairs);
-        }
-        else
-        {
-            for (const auto& span : spans)
-            {
-                result.cells.push_back({j, span.bucket, detail::nan, 0});
-            }
-        }
-        result.profile.push_back(row);
+        const bucket_plasticity_result bucket = detail::query_bucket_plasticity_raw<double>(k.vectors, cells, model);
+        result.cells.insert(result.cells.end(), bucket.cells.begin(), bucket.cells.end());
+        result.profile.push_back({model.bucket, model.tau, model.n_queries, bucket.plasticity, bucket.n_pairs});
         clock.lap(&stage_timings::kernel);
     }
-
-    // 14. Aggregates.
-    const double max_position = *std::max_element(q.position.begin(), q.position.end());
-    const double context = max_position + 1.0;
-    metrics.ap_overall = detail::weighted_plasticity(result.profile, [](const bucket_profile&) { return true; });
-    metrics.ap_first20 =
-        detail::weighted_plasticity(result.profile, [&](const bucket_profile& r) { return r.tau < 0.2 * context; });
-    metrics.ap_last20 =
-        detail::weighted_plasticity(result.profile, [&](const bucket_profile& r) { return r.tau >= 0.8 * context; });
-    metrics.ap_drop = metrics.ap_first20 - metrics.ap_last20;
+    // §2.14 and the metrics row.
+    const plasticity_aggregates_result aggregates = detail::aggregates_of(result.profile, q.t);
+    result.metrics = detail::head_metrics_of(q, k, position, first, noise, aggregates);
     clock.lap(&stage_timings::kernel);
     return result;
+}
+
+/// analyze_head on head_tokens (viewed, not copied).
+template <class TQ, class TK>
+head_result analyze_head(const head_tokens<TQ>& queries, const head_tokens<TK>& keys, const head_id& id,
+                         const head_options& options = {}, stage_timings* timings = nullptr)
+{
+    return analyze_head(as_view(queries), as_view(keys), id, options, timings);
 }
 }  // namespace attention_plasticity
 

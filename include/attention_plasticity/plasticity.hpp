@@ -1,10 +1,14 @@
 #ifndef ATTENTION_PLASTICITY_PLASTICITY_HPP
 #define ATTENTION_PLASTICITY_PLASTICITY_HPP
 
-// The batched attention-plasticity kernel (seed 000): for key differences w (rows of W),
-// a query mean mu and covariance Sigma,
+// The batched attention-plasticity kernel (docs/method.md §4, §2.13): for key differences w
+// (rows of W), a query mean mu and covariance Sigma,
 //   m = W mu,  v = rowsum((W Sigma) o W),  p = Phi(m / sqrt v),  PP = 4 p (1 - p).
 // v comes from GEMMs over blocks of rows, so the N x N matrix W Sigma W^T is never formed.
+//
+// Precision: T is the arithmetic type of the GEMM; T = void (the default) means the value type
+// of the differences W (double when W holds integers). Every sum accumulates in double, and
+// the inputs are read in their own types before any conversion to T.
 
 #include <algorithm>
 #include <cmath>
@@ -19,13 +23,14 @@
 
 #include "detail/blas.hpp"
 #include "detail/errors.hpp"
+#include "detail/finite.hpp"
 #include "detail/matrix.hpp"
 #include "normal.hpp"
 
 namespace attention_plasticity
 {
 /// Plasticity of one key pair from the projected mean m = w.mu and variance v = w'Sigma w,
-/// with the degenerate rule of seed 000 §3 for v <= 0: p = 1, 0, 1/2 as m >, <, = 0.
+/// with the degenerate rule of docs/method.md §4 for v <= 0: p = 1, 0, 1/2 as m >, <, = 0.
 inline double pair_plasticity_from_moments(double m, double v) noexcept
 {
     if (v > 0.0)
@@ -35,8 +40,31 @@ inline double pair_plasticity_from_moments(double m, double v) noexcept
     return m == 0.0 ? 1.0 : 0.0;
 }
 
+/// Per-pair projected moments m = W mu and v = diag(W Sigma W^T), in double. When inputs are
+/// so large or small that they had to be rescaled (by exact powers of two) to avoid overflow or
+/// underflow, each pair's (m, v) is scaled so that m / sqrt(v), the only quantity the
+/// plasticity uses, is exact; the values themselves are then not w.mu and w'Sigma w.
+struct pair_moments
+{
+    xt::xtensor<double, 1> mean;
+    xt::xtensor<double, 1> variance;
+};
+
 namespace detail
 {
+    /// The working type of a kernel: T, or for T = void the value type of E (double when
+    /// E holds integers).
+    template <class T, class E>
+    using working_type_t = std::conditional_t<
+        std::is_void<T>::value,
+        std::conditional_t<std::is_floating_point<std::remove_cv_t<expression_value_t<E>>>::value,
+                           std::remove_cv_t<expression_value_t<E>>, double>,
+        T>;
+
+    /// The value type an input is read in before conversion (integers as they are).
+    template <class E>
+    using source_type_t = std::remove_cv_t<expression_value_t<E>>;
+
     // Rows per GEMM block: large enough for BLAS to reach its peak, small enough that the
     // block of W Sigma stays in cache for the row sums that follow.
     constexpr std::size_t kernel_block_rows = 256;
@@ -48,7 +76,7 @@ namespace detail
     };
 
     /// For rows of W (N x k, leading dimension ldw): adds w.mu to mean_out and
-    /// w' Sigma w to var_out (double accumulation). Sigma is k x k, row-major, symmetric.
+    /// w' Sigma w to var_out (double accumulation). Sigma is k x k, row-major.
     template <class T>
     void accumulate_moments(const T* w, std::size_t n, std::size_t k, std::size_t ldw, const T* mu,
                             const T* sigma, std::size_t ld_sigma, double* mean_out, double* var_out,
@@ -117,39 +145,98 @@ namespace detail
             || (max_abs_value < std::ldexp(1.0, limit) && max_abs_value > std::ldexp(1.0, -limit));
     }
 
-    /// One pass over W (rows x cols, leading dimension ld): throws std::domain_error naming
-    /// the first non-finite entry, and tells whether every row is in the safe range on its own
-    /// (z = m / sqrt(v) of a row does not depend on its scale, but v of a small row underflows
-    /// when W is scaled as a whole).
-    template <class T>
-    bool check_rows(const char* function, const char* name, const T* data, std::size_t rows, std::size_t cols,
-                    std::size_t ld)
+    /// One pass over W: throws std::domain_error naming the first non-finite entry by row and
+    /// column, and tells whether every row is in the safe range of T on its own (z = m / sqrt(v)
+    /// of a row does not depend on its scale, but v of a small row underflows when W is scaled
+    /// as a whole).
+    template <class T, class S>
+    bool check_rows(const char* function, const char* name, const matrix_view<S>& w)
     {
         bool safe = true;
-        for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t i = 0; i < w.rows; ++i)
         {
-            const T* row = data + i * ld;
-            T largest = T(0);
-            T poison = T(0);  // x - x is NaN exactly for NaN and +-inf; vectorizes, unlike isfinite
-            for (std::size_t j = 0; j < cols; ++j)
+            const S* row = w.row(i);
+            if constexpr (std::is_floating_point<S>::value)
             {
-                largest = std::max(largest, std::fabs(row[j]));
-                poison += row[j] - row[j];
-            }
-            if (poison != T(0))
-            {
-                for (std::size_t j = 0; j < cols; ++j)
+                S largest = S(0);
+                typename float_bits<S>::type flags = 0;  // one pass: largest |w| and the finite check
+                for (std::size_t j = 0; j < w.cols; ++j)
                 {
-                    if (!std::isfinite(static_cast<double>(row[j])))
-                    {
-                        throw_domain(function, name, " has a non-finite value (", static_cast<double>(row[j]),
-                                     ") at row ", i, ", column ", j);
-                    }
+                    largest = std::max(largest, std::fabs(row[j]));
+                    flags |= non_finite_flag(row[j]);
                 }
+                if (has_non_finite_flag<S>(flags))
+                {
+                    const std::size_t j = first_non_finite(row, w.cols);
+                    throw_non_finite(function, name, row[j], i, j);
+                }
+                safe = safe && in_safe_range<T>(static_cast<double>(largest));
             }
-            safe = safe && in_safe_range<T>(static_cast<double>(largest));
+            else
+            {
+                safe = safe && in_safe_range<T>(max_abs(row, 1, w.cols, w.cols));
+            }
         }
         return safe;
+    }
+
+    /// The one rescaling (and conversion) of the kernel's operands: dst (rows x cols, dense) =
+    /// src (leading dimension ld) with row i multiplied by row_factor(i) (a power of two, so
+    /// exact) in double, then converted to T.
+    template <class T, class S, class Factor>
+    void scale_rows(const S* src, std::size_t rows, std::size_t cols, std::size_t ld, Factor&& row_factor, T* dst)
+    {
+        for (std::size_t i = 0; i < rows; ++i)
+        {
+            const double factor = row_factor(i);
+            for (std::size_t j = 0; j < cols; ++j)
+            {
+                dst[i * cols + j] = static_cast<T>(static_cast<double>(src[i * ld + j]) * factor);
+            }
+        }
+    }
+
+    /// src as a matrix of T: the caller's buffer itself when it already is one and no scaling
+    /// is needed, otherwise a copy through scale_rows.
+    template <class T, class S, class Factor>
+    matrix_view<T> working_matrix(const matrix_view<S>& src, bool scaled, Factor&& row_factor)
+    {
+        matrix_view<T> out;
+        out.rows = src.rows;
+        out.cols = src.cols;
+        if constexpr (std::is_same<S, T>::value)
+        {
+            if (!scaled)
+            {
+                out.data = src.data;
+                out.ld = src.ld;
+                return out;
+            }
+        }
+        out.ld = src.cols;
+        out.storage.resize(src.rows * src.cols);
+        scale_rows(src.data, src.rows, src.cols, src.ld, row_factor, out.storage.data());
+        out.data = out.storage.data();
+        return out;
+    }
+
+    template <class T, class S>
+    vector_view<T> working_vector(const vector_view<S>& src, bool scaled, double factor)
+    {
+        vector_view<T> out;
+        out.size = src.size;
+        if constexpr (std::is_same<S, T>::value)
+        {
+            if (!scaled)
+            {
+                out.data = src.data;
+                return out;
+            }
+        }
+        out.storage.resize(src.size);
+        scale_rows(src.data, 1, src.size, src.size, [factor](std::size_t) { return factor; }, out.storage.data());
+        out.data = out.storage.data();
+        return out;
     }
 
     /// m * factor for the z-recovery of the scaled moments: m = 0 stays 0 (0 * inf would be
@@ -163,238 +250,222 @@ namespace detail
         const double r = m * factor;
         return r != 0.0 ? r : std::copysign(std::numeric_limits<double>::denorm_min(), m);
     }
+
+    /// The positional block of the structured model: mean and variance of component 0.
+    struct positional_block
+    {
+        double mean;
+        double variance;
+    };
+
+    /// The kernel on checked operands read in their own types: W (n x d), the query mean and
+    /// covariance (d x d), or with `position` the structured model (mu, Sigma of components
+    /// 1..d-1; component 0 has the given mean and variance and is uncorrelated with the rest).
+    /// Rescales by powers of two when a magnitude could overflow or underflow in T.
+    template <class T, class SW, class SMu, class SSigma>
+    pair_moments kernel_moments(const matrix_view<SW>& w, bool rows_safe, const vector_view<SMu>& mu,
+                                const matrix_view<SSigma>& sigma, const positional_block* position)
+    {
+        const std::size_t k = sigma.rows;
+        double mu_max = max_abs(mu.data, 1, mu.size, mu.size);
+        double sigma_max = max_abs(sigma.data, k, k, sigma.ld);
+        if (position != nullptr)
+        {
+            mu_max = std::max(mu_max, std::fabs(position->mean));
+            sigma_max = std::max(sigma_max, std::fabs(position->variance));
+        }
+        const bool scaled = !rows_safe || !in_safe_range<T>(mu_max) || !in_safe_range<T>(sigma_max);
+        const double mu_scale = scaled ? power_of_two_scale(mu_max) : 1.0;
+        const double sigma_scale = scaled ? power_of_two_scale(sigma_max) : 1.0;
+        // Each row of W gets its own power of two: z of a row does not depend on its scale.
+        const matrix_view<T> wt = working_matrix<T>(w, scaled, [&](std::size_t i) {
+            return scaled ? power_of_two_scale(max_abs(w.row(i), 1, w.cols, w.cols)) : 1.0;
+        });
+        const vector_view<T> mut = working_vector<T>(mu, scaled, mu_scale);
+        const matrix_view<T> sigmat = working_matrix<T>(sigma, scaled, [sigma_scale](std::size_t) { return sigma_scale; });
+
+        const std::size_t n = w.rows;
+        pair_moments result{xt::zeros<double>({n}), xt::zeros<double>({n})};
+        const T* w_rest = wt.data;
+        if (position != nullptr)
+        {
+            const double scaled_mean = position->mean * mu_scale;
+            const double scaled_variance = position->variance * sigma_scale;
+            for (std::size_t i = 0; i < n; ++i)
+            {
+                const double w0 = static_cast<double>(wt(i, 0));
+                result.mean(i) = w0 * scaled_mean;
+                result.variance(i) = w0 * w0 * scaled_variance;
+            }
+            w_rest = wt.data + 1;
+        }
+        kernel_workspace<T> workspace;
+        accumulate_moments<T>(w_rest, n, k, wt.ld, mut.data, sigmat.data, sigmat.ld, result.mean.data(),
+                              result.variance.data(), workspace);
+        // Undo the scaling as far as z = m/sqrt(v) is concerned: row i of m carried c_i * mu_scale
+        // and v carried c_i^2 * sigma_scale; z is invariant to c_i, so only mu and Sigma scales matter.
+        if (scaled)
+        {
+            const double z_factor = std::sqrt(sigma_scale) / mu_scale;
+            for (std::size_t i = 0; i < n; ++i)
+            {
+                result.mean(i) = rescale_mean(result.mean(i), z_factor);
+            }
+        }
+        return result;
+    }
+
+    /// std::domain_error unless every diagonal entry of the square matrix is >= 0.
+    template <class S>
+    void require_nonnegative_diagonal(const char* function, const char* name, const matrix_view<S>& m)
+    {
+        for (std::size_t i = 0; i < m.rows; ++i)
+        {
+            if (m(i, i) < S(0))
+            {
+                throw_domain(function, name, " has a negative variance (", static_cast<double>(m(i, i)), ") at row ",
+                             i, ", column ", i);
+            }
+        }
+    }
+
+    /// The full-covariance kernel behind pair_moments_full, pair_plasticity and
+    /// head_plasticity, with their function name in every error.
+    template <class T, class EW, class EMu, class ESigma>
+    pair_moments full_moments(const char* fn, const xt::xexpression<EW>& differences, const xt::xexpression<EMu>& mean,
+                              const xt::xexpression<ESigma>& covariance)
+    {
+        static_assert(std::is_floating_point<T>::value, "attention_plasticity: T must be float or double");
+        const auto w = as_matrix<source_type_t<EW>>(differences, fn, "differences");
+        const auto mu = as_vector<source_type_t<EMu>>(mean, fn, "mean");
+        const auto sigma = as_matrix<source_type_t<ESigma>>(covariance, fn, "covariance");
+        const std::size_t d = w.cols;
+        if (d == 0)
+        {
+            throw_invalid(fn, "differences has 0 columns (d = 0)");
+        }
+        if (mu.size != d)
+        {
+            throw_invalid(fn, "mean has ", mu.size, " entries but differences has d = ", d, " columns");
+        }
+        if (sigma.rows != d || sigma.cols != d)
+        {
+            throw_invalid(fn, "covariance must be ", d, " x ", d, " (d = ", d, "), got ", sigma.rows, " x ", sigma.cols);
+        }
+        const bool rows_safe = check_rows<T>(fn, "differences", w);
+        require_finite(fn, "mean", mu);
+        require_finite(fn, "covariance", sigma);
+        require_nonnegative_diagonal(fn, "covariance", sigma);
+
+        bool coupled = false;  // does component 0 correlate with the others?
+        for (std::size_t j = 1; j < d && !coupled; ++j)
+        {
+            coupled = sigma(0, j) != 0 || sigma(j, 0) != 0;
+        }
+        if (coupled)
+        {
+            return kernel_moments<T>(w, rows_safe, mu, sigma, nullptr);
+        }
+        // Uncoupled: the structured form, with no copy of the blocks.
+        const positional_block position{static_cast<double>(mu[0]), static_cast<double>(sigma(0, 0))};
+        vector_view<source_type_t<EMu>> mu_rest;
+        mu_rest.data = mu.data + 1;
+        mu_rest.size = d - 1;
+        matrix_view<source_type_t<ESigma>> sigma_rest;
+        sigma_rest.data = sigma.data + sigma.ld + 1;
+        sigma_rest.rows = sigma_rest.cols = d - 1;
+        sigma_rest.ld = sigma.ld;
+        return kernel_moments<T>(w, rows_safe, mu_rest, sigma_rest, &position);
+    }
 }  // namespace detail
 
-/// Per-pair projected moments m = W mu and v = diag(W Sigma W^T), in double. When inputs are
-/// so large or small that they had to be rescaled (by exact powers of two) to avoid overflow or
-/// underflow, each pair's (m, v) is scaled so that m / sqrt(v), the only quantity the
-/// plasticity uses, is exact; the values themselves are then not w.mu and w'Sigma w.
-struct pair_moments
-{
-    xt::xtensor<double, 1> mean;
-    xt::xtensor<double, 1> variance;
-};
-
-/// Projected moments of the structured query model of SPEC §2.10: the Gaussian with mean
-/// [position_mean, semantic_mean] and covariance blockdiag(position_variance, semantic_cov),
+/// Projected moments of the structured query model of docs/method.md §2.10: the Gaussian with
+/// mean [position_mean, semantic_mean] and covariance blockdiag(position_variance, semantic_cov),
 /// applied to W (N x d) whose column 0 is the positional component. No d x d matrix is built.
-/// T is the arithmetic type of the GEMM (float or double); sums are accumulated in double.
-template <class T, class EW, class EMu, class ESigma>
+/// T: the precision of the GEMM (T = void: the value type of W); sums accumulate in double.
+/// Shapes: std::invalid_argument; non-finite values or negative variances: std::domain_error.
+template <class T = void, class EW, class EMu, class ESigma>
 pair_moments structured_pair_moments(const xt::xexpression<EW>& differences, double position_mean,
                                      double position_variance, const xt::xexpression<EMu>& semantic_mean,
                                      const xt::xexpression<ESigma>& semantic_cov)
 {
-    static_assert(std::is_floating_point<T>::value, "structured_pair_moments: T must be float or double");
+    using value_type = detail::working_type_t<T, EW>;
+    static_assert(std::is_floating_point<value_type>::value, "structured_pair_moments: T must be float or double");
     constexpr const char* fn = "structured_pair_moments";
-    auto w = detail::as_matrix<T>(differences, fn, "differences");
-    auto mu = detail::as_vector<T>(semantic_mean, fn, "semantic_mean");
-    auto sigma = detail::as_matrix<T>(semantic_cov, fn, "semantic_cov");
+    const auto w = detail::as_matrix<detail::source_type_t<EW>>(differences, fn, "differences");
+    const auto mu = detail::as_vector<detail::source_type_t<EMu>>(semantic_mean, fn, "semantic_mean");
+    const auto sigma = detail::as_matrix<detail::source_type_t<ESigma>>(semantic_cov, fn, "semantic_cov");
     if (w.cols == 0)
     {
         detail::throw_invalid(fn, "differences has 0 columns (d = 0)");
     }
     const std::size_t k = w.cols - 1;
-    if (mu.size != k || sigma.rows != k || sigma.cols != k)
+    if (mu.size != k)
     {
-        detail::throw_invalid(fn, "shape mismatch: differences has d = ", w.cols, " columns, so semantic_mean needs ",
-                              k, " entries (got ", mu.size, ") and semantic_cov ", k, " x ", k, " (got ",
-                              sigma.rows, " x ", sigma.cols, ")");
+        detail::throw_invalid(fn, "semantic_mean has ", mu.size, " entries but differences has d = ", w.cols,
+                              " columns (d - 1 = ", k, " semantic components)");
     }
-    if (!std::isfinite(position_mean) || !std::isfinite(position_variance))
+    if (sigma.rows != k || sigma.cols != k)
     {
-        detail::throw_domain(fn, "position_mean and position_variance must be finite, got ", position_mean, " and ",
-                             position_variance);
+        detail::throw_invalid(fn, "semantic_cov must be ", k, " x ", k, " (d - 1 = ", k, "), got ", sigma.rows, " x ",
+                              sigma.cols);
     }
-    const bool rows_safe = detail::check_rows(fn, "differences", w.data, w.rows, w.cols, w.ld);
+    detail::require_finite(fn, "position_mean", position_mean);
+    detail::require_finite(fn, "position_variance", position_variance);
+    if (position_variance < 0.0)
+    {
+        detail::throw_domain(fn, "position_variance must be >= 0, got ", position_variance);
+    }
+    const bool rows_safe = detail::check_rows<value_type>(fn, "differences", w);
     detail::require_finite(fn, "semantic_mean", mu);
     detail::require_finite(fn, "semantic_cov", sigma);
-
-    // Rescale by powers of two when magnitudes could overflow or underflow in T; z = m/sqrt(v)
-    // is then recovered exactly from the scaled moments.
-    const double mu_max = std::max(detail::max_abs(mu.data, 1, mu.size, mu.size), std::fabs(position_mean));
-    const double sigma_max = std::max(detail::max_abs(sigma.data, k, k, sigma.ld), std::fabs(position_variance));
-    bool w_scaled = false;
-    double mu_scale = 1.0;
-    double sigma_scale = 1.0;
-    if (!rows_safe || !detail::in_safe_range<T>(mu_max)
-        || !detail::in_safe_range<T>(sigma_max))
-    {
-        w_scaled = true;
-        mu_scale = detail::power_of_two_scale(mu_max);
-        sigma_scale = detail::power_of_two_scale(sigma_max);
-        // row_scaled: every row of W gets its own power of two (z of a row ignores its scale).
-        auto rescale = [](auto& view, double scale, bool row_scaled) {
-            std::vector<T> copy(view.rows * view.cols);
-            for (std::size_t i = 0; i < view.rows; ++i)
-            {
-                const double s = row_scaled ? detail::power_of_two_scale(detail::max_abs(view.row(i), 1, view.cols, view.cols))
-                                            : scale;
-                for (std::size_t j = 0; j < view.cols; ++j)
-                {
-                    copy[i * view.cols + j] = static_cast<T>(static_cast<double>(view(i, j)) * s);
-                }
-            }
-            view.storage = std::move(copy);
-            view.data = view.storage.data();
-            view.ld = view.cols;
-        };
-        rescale(w, 1.0, true);
-        rescale(sigma, sigma_scale, false);
-        std::vector<T> mu_copy(mu.size);
-        for (std::size_t j = 0; j < mu.size; ++j)
-        {
-            mu_copy[j] = static_cast<T>(static_cast<double>(mu[j]) * mu_scale);
-        }
-        mu.storage = std::move(mu_copy);
-        mu.data = mu.storage.data();
-    }
-
-    const std::size_t n = w.rows;
-    pair_moments result{xt::xtensor<double, 1>::from_shape({n}), xt::xtensor<double, 1>::from_shape({n})};
-    const double scaled_position_mean = position_mean * mu_scale;
-    const double scaled_position_variance = position_variance * sigma_scale;
-    for (std::size_t i = 0; i < n; ++i)
-    {
-        const double w0 = static_cast<double>(w(i, 0));
-        result.mean(i) = w0 * scaled_position_mean;
-        result.variance(i) = w0 * w0 * scaled_position_variance;
-    }
-    detail::kernel_workspace<T> workspace;
-    detail::accumulate_moments<T>(w.data + 1, n, k, w.ld, mu.data, sigma.data, sigma.ld, result.mean.data(),
-                                  result.variance.data(), workspace);
-    // Undo the scaling as far as z = m/sqrt(v) is concerned: row i of m carried c_i * mu_scale and
-    // v carried c_i^2 * sigma_scale; z is invariant to c_i, so only mu and Sigma scales matter.
-    if (w_scaled)
-    {
-        const double z_factor = std::sqrt(sigma_scale) / mu_scale;
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            result.mean(i) = detail::rescale_mean(result.mean(i), z_factor);
-        }
-    }
-    return result;
+    detail::require_nonnegative_diagonal(fn, "semantic_cov", sigma);
+    const detail::positional_block position{position_mean, position_variance};
+    return detail::kernel_moments<value_type>(w, rows_safe, mu, sigma, &position);
 }
 
-/// Projected moments for a full Gaussian (mu, Sigma): m = W mu, v = diag(W Sigma W^T).
-template <class T, class EW, class EMu, class ESigma>
+/// Projected moments for a full Gaussian (mean, covariance): m = W mu, v = diag(W Sigma W^T).
+/// T: the precision of the GEMM (T = void: the value type of W). A covariance whose first
+/// component is uncorrelated with the others takes the structured path (no copy).
+/// Shapes: std::invalid_argument; non-finite values or negative variances: std::domain_error.
+template <class T = void, class EW, class EMu, class ESigma>
 pair_moments pair_moments_full(const xt::xexpression<EW>& differences, const xt::xexpression<EMu>& mean,
                                const xt::xexpression<ESigma>& covariance)
 {
-    constexpr const char* fn = "pair_moments";
-    auto w = detail::as_matrix<T>(differences, fn, "differences");
-    auto mu = detail::as_vector<T>(mean, fn, "mean");
-    auto sigma = detail::as_matrix<T>(covariance, fn, "covariance");
-    if (w.cols == 0)
-    {
-        detail::throw_invalid(fn, "differences has 0 columns (d = 0)");
-    }
-    const std::size_t d = w.cols;
-    if (mu.size != d || sigma.rows != d || sigma.cols != d)
-    {
-        detail::throw_invalid(fn, "shape mismatch: differences is N x ", d, ", mean has ", mu.size,
-                              " entries and covariance is ", sigma.rows, " x ", sigma.cols);
-    }
-    // Full model = structured model with the first coordinate split off.
-    xt::xtensor<T, 1> rest_mean = xt::xtensor<T, 1>::from_shape({d - 1});
-    xt::xtensor<T, 2> rest_cov = xt::xtensor<T, 2>::from_shape({d - 1, d - 1});
-    for (std::size_t i = 1; i < d; ++i)
-    {
-        rest_mean(i - 1) = mu[i];
-        for (std::size_t j = 1; j < d; ++j)
-        {
-            rest_cov(i - 1, j - 1) = sigma(i, j);
-        }
-    }
-    const bool coupled = [&] {
-        for (std::size_t j = 1; j < d; ++j)
-        {
-            if (sigma(0, j) != T(0) || sigma(j, 0) != T(0))
-            {
-                return true;
-            }
-        }
-        return false;
-    }();
-    if (!coupled)
-    {
-        return structured_pair_moments<T>(differences, static_cast<double>(mu[0]), static_cast<double>(sigma(0, 0)),
-                                          rest_mean, rest_cov);
-    }
-    // General covariance: one GEMM over the whole of W.
-    const bool rows_safe = detail::check_rows(fn, "differences", w.data, w.rows, w.cols, w.ld);
-    detail::require_finite(fn, "mean", mu);
-    detail::require_finite(fn, "covariance", sigma);
-    const double mu_max = detail::max_abs(mu.data, 1, d, d);
-    const double sigma_max = detail::max_abs(sigma.data, d, d, sigma.ld);
-    if (!rows_safe || !detail::in_safe_range<T>(mu_max)
-        || !detail::in_safe_range<T>(sigma_max))
-    {
-        // Scale by exact powers of two (each row of W by its own) and recover z, as in the
-        // structured form.
-        const double ms = detail::power_of_two_scale(mu_max);
-        const double ss = detail::power_of_two_scale(sigma_max);
-        xt::xtensor<T, 2> w_scaled = xt::xtensor<T, 2>::from_shape({w.rows, d});
-        xt::xtensor<T, 1> mu_scaled = xt::xtensor<T, 1>::from_shape({d});
-        xt::xtensor<T, 2> sigma_scaled = xt::xtensor<T, 2>::from_shape({d, d});
-        for (std::size_t i = 0; i < w.rows; ++i)
-        {
-            const double ws = detail::power_of_two_scale(detail::max_abs(w.row(i), 1, d, d));
-            for (std::size_t j = 0; j < d; ++j)
-            {
-                w_scaled(i, j) = static_cast<T>(static_cast<double>(w(i, j)) * ws);
-            }
-        }
-        for (std::size_t i = 0; i < d; ++i)
-        {
-            mu_scaled(i) = static_cast<T>(static_cast<double>(mu[i]) * ms);
-            for (std::size_t j = 0; j < d; ++j)
-            {
-                sigma_scaled(i, j) = static_cast<T>(static_cast<double>(sigma(i, j)) * ss);
-            }
-        }
-        pair_moments scaled = pair_moments_full<T>(w_scaled, mu_scaled, sigma_scaled);
-        const double z_factor = std::sqrt(ss) / ms;
-        for (auto& m : scaled.mean)
-        {
-            m = detail::rescale_mean(m, z_factor);
-        }
-        return scaled;
-    }
-    const std::size_t n = w.rows;
-    pair_moments result{xt::zeros<double>({n}), xt::zeros<double>({n})};
-    detail::kernel_workspace<T> workspace;
-    detail::accumulate_moments<T>(w.data, n, d, w.ld, mu.data, sigma.data, sigma.ld, result.mean.data(),
-                                  result.variance.data(), workspace);
-    return result;
+    return detail::full_moments<detail::working_type_t<T, EW>>("pair_moments_full", differences, mean, covariance);
 }
 
-/// PP = 4 p (1 - p) for each pair, p = Phi(m / sqrt v), from moments.
-template <class R = double>
-xt::xtensor<R, 1> plasticity_from_moments(const pair_moments& moments)
+/// PP = 4 p (1 - p) for each pair, p = Phi(m / sqrt v), from moments. R: the result's value
+/// type (R = void: double, the moments' type).
+template <class R = void>
+auto plasticity_from_moments(const pair_moments& moments)
 {
+    using result_type = std::conditional_t<std::is_void<R>::value, double, R>;
     const std::size_t n = moments.mean.size();
     if (moments.variance.size() != n)
     {
-        detail::throw_invalid("plasticity_from_moments", "mean has ", n, " entries but variance has ",
+        detail::throw_invalid("plasticity_from_moments", "moments.mean has ", n, " entries but moments.variance has ",
                               moments.variance.size());
     }
-    xt::xtensor<R, 1> result = xt::xtensor<R, 1>::from_shape({n});
+    xt::xtensor<result_type, 1> result = xt::xtensor<result_type, 1>::from_shape({n});
     for (std::size_t i = 0; i < n; ++i)
     {
-        result(i) = static_cast<R>(pair_plasticity_from_moments(moments.mean(i), moments.variance(i)));
+        result(i) = static_cast<result_type>(pair_plasticity_from_moments(moments.mean(i), moments.variance(i)));
     }
     return result;
 }
 
 /// Per-pair plasticity for key differences W (N x d) under q ~ N(mean, covariance).
-/// T is the GEMM precision (default: W's value type); the result type R defaults to T.
+/// T: the precision of the GEMM (T = void: the value type of W); R: the result's value type
+/// (R = void: T). Errors as pair_moments_full, named after pair_plasticity.
 template <class T = void, class R = void, class EW, class EMu, class ESigma>
 auto pair_plasticity(const xt::xexpression<EW>& differences, const xt::xexpression<EMu>& mean,
                      const xt::xexpression<ESigma>& covariance)
 {
-    using value_type = std::conditional_t<std::is_void<T>::value, detail::expression_value_t<EW>, T>;
+    using value_type = detail::working_type_t<T, EW>;
     using result_type = std::conditional_t<std::is_void<R>::value, value_type, R>;
-    return plasticity_from_moments<result_type>(pair_moments_full<value_type>(differences, mean, covariance));
+    return plasticity_from_moments<result_type>(
+        detail::full_moments<value_type>("pair_plasticity", differences, mean, covariance));
 }
 
 /// Mean of a range of pair plasticities (double accumulation); NaN when empty.
@@ -414,44 +485,76 @@ double mean_plasticity(const xt::xexpression<E>& pair_values)
     return sum / static_cast<double>(e.size());
 }
 
-/// Head-level plasticity (seed 000 §5): the mean of pair_plasticity over all pairs.
+/// Head-level plasticity (docs/method.md §4): the mean of pair_plasticity over all pairs.
+/// T as pair_plasticity; errors named after head_plasticity.
 template <class T = void, class EW, class EMu, class ESigma>
 double head_plasticity(const xt::xexpression<EW>& differences, const xt::xexpression<EMu>& mean,
                        const xt::xexpression<ESigma>& covariance)
 {
-    return mean_plasticity(pair_plasticity<T, double>(differences, mean, covariance));
+    return mean_plasticity(plasticity_from_moments(
+        detail::full_moments<detail::working_type_t<T, EW>>("head_plasticity", differences, mean, covariance)));
 }
 
-/// Key differences K[first] - K[second] for index pairs into the rows of K (n x d).
+/// Key differences K[first] - K[second] for index pairs into the rows of K (n x d). T: the
+/// value type of the result (T = void: the value type of K). An index out of range or
+/// mismatched index lengths: std::invalid_argument; a non-finite key or a difference that
+/// overflows T: std::domain_error.
 template <class T = void, class EK, class EI1, class EI2>
 auto key_differences(const xt::xexpression<EK>& keys, const xt::xexpression<EI1>& first,
                      const xt::xexpression<EI2>& second)
 {
-    using value_type = std::conditional_t<std::is_void<T>::value, detail::expression_value_t<EK>, T>;
+    using value_type = detail::working_type_t<T, EK>;
+    using source_type = detail::source_type_t<EK>;
+    // Differences in the wider of the two types (in T itself when the keys are T).
+    using difference_type = std::common_type_t<
+        std::conditional_t<std::is_floating_point<source_type>::value, source_type, double>, value_type>;
     constexpr const char* fn = "key_differences";
-    auto k = detail::as_matrix<value_type>(keys, fn, "keys");
+    const auto k = detail::as_matrix<source_type>(keys, fn, "keys");
     const auto& a = first.derived_cast();
     const auto& b = second.derived_cast();
-    if (a.dimension() != 1 || b.dimension() != 1 || a.size() != b.size())
+    detail::require_dimension(fn, "first", a, 1);
+    detail::require_dimension(fn, "second", b, 1);
+    if (a.size() != b.size())
     {
-        detail::throw_invalid(fn, "first and second must be 1-D of equal length, got sizes ", a.size(), " and ",
-                              b.size());
+        detail::throw_invalid(fn, "first has ", a.size(), " entries but second has ", b.size());
     }
     const std::size_t n = a.size();
     xt::xtensor<value_type, 2> result = xt::xtensor<value_type, 2>::from_shape({n, k.cols});
+    const auto row_index = [&](const char* name, auto index, std::size_t i) {
+        bool negative = false;
+        if constexpr (std::is_signed<decltype(index)>::value)
+        {
+            negative = index < 0;
+        }
+        if (negative || static_cast<std::size_t>(index) >= k.rows)
+        {
+            detail::throw_invalid(fn, name, "[", i, "] = ", index, " is out of range for ", k.rows,
+                                  " keys (rows of keys)");
+        }
+        return static_cast<std::size_t>(index);
+    };
     for (std::size_t i = 0; i < n; ++i)
     {
-        const auto ia = static_cast<long long>(a(i));
-        const auto ib = static_cast<long long>(b(i));
-        if (ia < 0 || ib < 0 || static_cast<std::size_t>(ia) >= k.rows || static_cast<std::size_t>(ib) >= k.rows)
-        {
-            detail::throw_invalid(fn, "pair ", i, " = (", ia, ", ", ib, ") is out of range for ", k.rows, " keys");
-        }
-        const value_type* ra = k.row(static_cast<std::size_t>(ia));
-        const value_type* rb = k.row(static_cast<std::size_t>(ib));
+        const std::size_t ia = row_index("first", a(i), i);
+        const std::size_t ib = row_index("second", b(i), i);
+        const source_type* ra = k.row(ia);
+        const source_type* rb = k.row(ib);
+        value_type* out = result.data() + i * k.cols;
         for (std::size_t j = 0; j < k.cols; ++j)
         {
-            result(i, j) = ra[j] - rb[j];
+            out[j] = static_cast<value_type>(static_cast<difference_type>(ra[j]) - static_cast<difference_type>(rb[j]));
+        }
+        if (detail::any_non_finite(out, k.cols))
+        {
+            const std::size_t j = detail::first_non_finite(out, k.cols);
+            if (detail::is_non_finite(ra[j]) || detail::is_non_finite(rb[j]))
+            {
+                const std::size_t row = detail::is_non_finite(ra[j]) ? ia : ib;
+                detail::throw_non_finite(fn, "keys", k(row, j), row, j);
+            }
+            detail::throw_domain(fn, "keys[", ia, "] - keys[", ib, "] at column ", j, " (",
+                                 static_cast<double>(ra[j]), " - ", static_cast<double>(rb[j]),
+                                 ") overflows the result type");
         }
     }
     return result;

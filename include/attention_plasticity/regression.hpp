@@ -1,8 +1,11 @@
 #ifndef ATTENTION_PLASTICITY_REGRESSION_HPP
 #define ATTENTION_PLASTICITY_REGRESSION_HPP
 
-// Ordinary least squares of every column of X on one scalar regressor t (SPEC §2.3), and
-// how well a projection of X predicts log2(t + 1) (SPEC §2.4). Double accumulation.
+// The position model of a head's queries: ordinary least squares of every column of X on
+// the position t (docs/method.md §2.3), how well a projection of X predicts log2(t + 1)
+// (§2.4), the fit of the positional component after the rotation and its residual variance
+// (§2.6), and the component weights from the per-component R2 (§2.9). Double accumulation,
+// whatever the input's value type (float inputs are read in place).
 
 #include <algorithm>
 #include <cmath>
@@ -14,18 +17,72 @@
 #include <xtensor/xtensor.hpp>
 
 #include "detail/errors.hpp"
+#include "detail/finite.hpp"
 #include "detail/matrix.hpp"
+#include "detail/rows.hpp"
 
 namespace attention_plasticity
 {
-/// Floor on the total sum of squares in R2 = 1 - SSres / max(SStot, floor).
-constexpr double r2_sstot_floor = 1e-12;
-
-/// R2 of SPEC §2.3: 1 - SSres / max(SStot, 1e-12), capped at 1.
-inline double r_squared(double ss_residual, double ss_total) noexcept
+namespace detail
 {
-    return std::min(1.0, 1.0 - ss_residual / std::max(ss_total, r2_sstot_floor));
-}
+    /// R2 of an OLS fit x ~ a + b t with intercept from the centred sums S_tx, S_tt, S_xx
+    /// (docs/method.md §2.3): 1 - SSres/SStot = S_tx^2 / (S_tt S_xx), evaluated as
+    /// beta S_tx / S_xx, which keeps its relative accuracy when R2 is tiny (1 - SSres/SStot
+    /// loses it to cancellation), capped to [0, 1]. 0 for a constant x (all values equal: it
+    /// carries no information on t) and when t has no variance. No floor on S_xx, so R2 does
+    /// not depend on the scale of the data.
+    inline double ols_r_squared(double s_tx, double s_tt, double s_xx, bool x_constant) noexcept
+    {
+        if (x_constant || !(s_tt > 0.0) || !(s_xx > 0.0))
+        {
+            return 0.0;
+        }
+        const double r2 = (s_tx / s_tt) * (s_tx / s_xx);
+        return std::min(1.0, std::max(0.0, r2));
+    }
+
+    /// Which columns of x hold one value in every row (exact comparison). Stops reading as
+    /// soon as every column has varied, which for real data is after the second row.
+    template <class T>
+    std::vector<char> constant_columns(const matrix_view<T>& x)
+    {
+        std::vector<char> constant(x.cols, 1);
+        if (x.rows < 2)
+        {
+            return constant;
+        }
+        std::vector<std::size_t> open(x.cols);
+        for (std::size_t j = 0; j < x.cols; ++j)
+        {
+            open[j] = j;
+        }
+        const T* first = x.row(0);
+        for (std::size_t i = 1; i < x.rows && !open.empty(); ++i)
+        {
+            const T* row = x.row(i);
+            std::size_t kept = 0;
+            for (std::size_t j : open)
+            {
+                if (row[j] != first[j])
+                {
+                    constant[j] = 0;
+                }
+                else
+                {
+                    open[kept++] = j;
+                }
+            }
+            open.resize(kept);
+        }
+        return constant;
+    }
+
+    /// True when every value of the n values is the same (n <= 1 included).
+    inline bool all_equal(const double* v, std::size_t n) noexcept
+    {
+        return std::all_of(v, v + n, [&](double x) { return x == v[0]; });
+    }
+}  // namespace detail
 
 /// Per-column fit X_d = alpha_d + beta_d t.
 struct linear_fit
@@ -99,19 +156,25 @@ namespace detail
                 sxx[j] += xc * xc;
             }
         }
+        const std::vector<char> constant = constant_columns(x);
         double norm2 = 0.0;
         double r2_sum = 0.0;
         std::size_t r2_count = 0;
         for (std::size_t j = 0; j < d; ++j)
         {
-            if (fit.regressor_varies)
+            if (constant[j] != 0 && n > 0)
+            {
+                // OLS of a constant on t is exactly alpha = the constant, beta = 0.
+                fit.alpha(j) = static_cast<double>(x.row(0)[j]);
+                fit.beta(j) = 0.0;
+                fit.r2(j) = 0.0;
+            }
+            else if (fit.regressor_varies)
             {
                 const double beta = stx[j] / stt;
                 fit.beta(j) = beta;
                 fit.alpha(j) = mean[j] - beta * t_mean;
-                // SSres of centred data: sum (xc - beta tc)^2 = Sxx - beta Stx (>= 0 up to rounding).
-                const double ss_res = std::max(0.0, sxx[j] - beta * stx[j]);
-                fit.r2(j) = r_squared(ss_res, sxx[j]);
+                fit.r2(j) = ols_r_squared(stx[j], stt, sxx[j], constant[j] != 0);
             }
             else
             {
@@ -120,7 +183,7 @@ namespace detail
                 fit.r2(j) = 0.0;
             }
             norm2 += fit.beta(j) * fit.beta(j);
-            if (!std::isnan(fit.r2(j)))
+            if (!detail::is_nan(fit.r2(j)))
             {
                 r2_sum += fit.r2(j);
                 ++r2_count;
@@ -132,14 +195,16 @@ namespace detail
     }
 }  // namespace detail
 
-/// OLS of each column of X (n x d) on t (n): alpha, beta, per-column R2 and their nanmean.
+/// OLS of each column of X (n x d) on t (n): alpha, beta, per-column R2 and their nanmean
+/// (docs/method.md §2.3). R2 = S_tx^2 / (S_tt S_xx) in [0, 1], independent of the scale of
+/// the data. A constant column (all values equal): alpha = the constant, beta = 0, R2 = 0.
 /// When t has no variance: alpha = column mean, beta = 0, R2 = 0.
 template <class ET, class EX>
 linear_fit fit_linear(const xt::xexpression<ET>& t, const xt::xexpression<EX>& x)
 {
     constexpr const char* fn = "fit_linear";
     auto tv = detail::as_vector<double>(t, fn, "t");
-    auto xm = detail::as_matrix<double>(x, fn, "X");
+    auto xm = detail::as_matrix<detail::float_or_double_t<EX>>(x, fn, "X");
     if (tv.size != xm.rows)
     {
         detail::throw_invalid(fn, "t has ", tv.size, " samples but X has ", xm.rows, " rows");
@@ -149,7 +214,7 @@ linear_fit fit_linear(const xt::xexpression<ET>& t, const xt::xexpression<EX>& x
     return detail::fit_linear_raw(tv.data, xm, fn);
 }
 
-/// How well the projection s = X beta / ||beta|| predicts y = log2(t + 1) (SPEC §2.4).
+/// How well the projection s = X beta / ||beta|| predicts y = log2(t + 1) (docs/method.md §2.4).
 struct scalar_predictability
 {
     double r2 = 0.0;
@@ -160,7 +225,9 @@ struct scalar_predictability
 
 namespace detail
 {
-    /// y ~ a + b s by OLS; s has n entries. R2 0 and yhat = mean y when s has no variance.
+    /// y ~ a + b s by OLS; s has n entries. When s has no variance (all values equal) or
+    /// is absent: b = 0, yhat = mean y, R2 = 0. R2 is 0 for a constant y (docs/method.md §2.4,
+    /// the rule of §2.3).
     inline scalar_predictability scalar_fit(const std::vector<double>& y, const std::vector<double>* s)
     {
         const std::size_t n = y.size();
@@ -180,48 +247,41 @@ namespace detail
         }
         result.mae_baseline = baseline / static_cast<double>(n);
         result.mae_projection = result.mae_baseline;
-        double b = 0.0;
-        double a = y_mean;
         double sss = 0.0;
+        double ssy = 0.0;
         double s_mean = 0.0;
-        if (s != nullptr)
+        const bool s_varies = s != nullptr && !all_equal(s->data(), n);
+        if (s_varies)
         {
             for (double v : *s)
             {
                 s_mean += v;
             }
             s_mean /= static_cast<double>(n);
-            double ssy = 0.0;
             for (std::size_t i = 0; i < n; ++i)
             {
                 const double sc = (*s)[i] - s_mean;
                 sss += sc * sc;
                 ssy += sc * (y[i] - y_mean);
             }
-            if (sss > 0.0)
-            {
-                b = ssy / sss;
-                a = y_mean - b * s_mean;
-            }
         }
-        if (s != nullptr && sss > 0.0)
+        if (s_varies && sss > 0.0)
         {
-            double ss_res = 0.0;
+            const double b = ssy / sss;
+            const double a = y_mean - b * s_mean;
             double abs_res = 0.0;
             for (std::size_t i = 0; i < n; ++i)
             {
-                const double residual = y[i] - (a + b * (*s)[i]);
-                ss_res += residual * residual;
-                abs_res += std::fabs(residual);
+                abs_res += std::fabs(y[i] - (a + b * (*s)[i]));
             }
-            result.r2 = r_squared(ss_res, syy);
+            result.r2 = ols_r_squared(ssy, sss, syy, all_equal(y.data(), n));
             result.mae_projection = abs_res / static_cast<double>(n);
         }
         result.mae_ratio = result.mae_baseline > 0.0 ? result.mae_projection / result.mae_baseline : 1.0;
         return result;
     }
 
-    /// y = log2(t + 1) of SPEC §2.4; throws for n = 0 or t <= -1.
+    /// y = log2(t + 1) of docs/method.md §2.4; throws for n = 0 or t <= -1.
     inline std::vector<double> log2_positions(const double* t, std::size_t n, const char* fn)
     {
         if (n == 0)
@@ -250,9 +310,24 @@ namespace detail
         return norm2;
     }
 
+    /// s_i = (x_i . beta) / ||beta|| of one row, given 1 / ||beta|| (docs/method.md §2.4).
     template <class T>
+    double scalar_projection(const T* row, const double* beta, std::size_t d, double inv_norm) noexcept
+    {
+        double dot = 0.0;
+        for (std::size_t j = 0; j < d; ++j)
+        {
+            dot += static_cast<double>(row[j]) * beta[j];
+        }
+        return dot * inv_norm;
+    }
+
+    /// docs/method.md §2.4. after_row(i) is called once for every row i after the row has
+    /// been read, in row order: a caller can transform its own copy of the row while it is in
+    /// cache (the pipeline rotates it).
+    template <class T, class AfterRow>
     scalar_predictability scalar_predictability_raw(const double* t, const matrix_view<T>& x, const double* beta,
-                                                    const char* fn)
+                                                    const char* fn, AfterRow&& after_row)
     {
         const std::size_t n = x.rows;
         const std::size_t d = x.cols;
@@ -260,25 +335,31 @@ namespace detail
         const double norm2 = squared_norm(beta, d);
         if (!(norm2 > 0.0))
         {
+            for (std::size_t i = 0; i < n; ++i)
+            {
+                after_row(i);
+            }
             return scalar_fit(y, nullptr);
         }
         const double inv_norm = 1.0 / std::sqrt(norm2);
         std::vector<double> s(n);
         for (std::size_t i = 0; i < n; ++i)
         {
-            const T* row = x.row(i);
-            double dot = 0.0;
-            for (std::size_t j = 0; j < d; ++j)
-            {
-                dot += static_cast<double>(row[j]) * beta[j];
-            }
-            s[i] = dot * inv_norm;
+            s[i] = scalar_projection(x.row(i), beta, d, inv_norm);
+            after_row(i);
         }
         return scalar_fit(y, &s);
     }
+
+    template <class T>
+    scalar_predictability scalar_predictability_raw(const double* t, const matrix_view<T>& x, const double* beta,
+                                                    const char* fn)
+    {
+        return scalar_predictability_raw(t, x, beta, fn, [](std::size_t) {});
+    }
 }  // namespace detail
 
-/// SPEC §2.4: y = log2(t + 1), s = X beta / ||beta||, OLS y ~ a + b s; R2 and MAEs.
+/// docs/method.md §2.4: y = log2(t + 1), s = X beta / ||beta||, OLS y ~ a + b s; R2 and MAEs.
 /// beta = 0: R2 0 and both MAEs the baseline (ratio 1). Ratio 1 when the baseline is 0.
 template <class ET, class EX, class EB>
 scalar_predictability scalar_position_predictability(const xt::xexpression<ET>& t, const xt::xexpression<EX>& x,
@@ -286,7 +367,7 @@ scalar_predictability scalar_position_predictability(const xt::xexpression<ET>& 
 {
     constexpr const char* fn = "scalar_position_predictability";
     auto tv = detail::as_vector<double>(t, fn, "t");
-    auto xm = detail::as_matrix<double>(x, fn, "X");
+    auto xm = detail::as_matrix<detail::float_or_double_t<EX>>(x, fn, "X");
     auto bv = detail::as_vector<double>(beta, fn, "beta");
     if (tv.size != xm.rows || bv.size != xm.cols)
     {
@@ -297,6 +378,98 @@ scalar_predictability scalar_position_predictability(const xt::xexpression<ET>& 
     detail::require_finite(fn, "X", xm);
     detail::require_finite(fn, "beta", bv);
     return detail::scalar_predictability_raw(tv.data, xm, bv.data, fn);
+}
+
+/// The positional component of the rotated queries (docs/method.md §2.6): OLS of component 0
+/// of X_rot on t, and the variance of its residual.
+struct position_component_fit
+{
+    double alpha = 0.0;               // alpha_rot_0
+    double beta = 0.0;                // beta_rot_0
+    double residual_variance = 0.0;   // sigma2 = var(residual, ddof = 1)
+    xt::xtensor<double, 1> residual;  // x_rot(i, 0) - (alpha + beta t_i), read by §2.7
+};
+
+namespace detail
+{
+    /// docs/method.md §2.6 on column 0 of x (n >= 2; the other columns are not read).
+    template <class T>
+    position_component_fit fit_position_component_raw(const double* t, const matrix_view<T>& x, const char* fn)
+    {
+        const std::size_t n = x.rows;
+        matrix_view<T> column0;  // column 0 only, rows still x.ld apart
+        column0.data = x.data;
+        column0.rows = n;
+        column0.cols = 1;
+        column0.ld = x.ld;
+        const linear_fit fit = fit_linear_raw(t, column0, fn);
+        position_component_fit result;
+        result.alpha = fit.alpha(0);
+        result.beta = fit.beta(0);
+        result.residual = xt::xtensor<double, 1>::from_shape({n});
+        double mean = 0.0;
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            result.residual(i) = static_cast<double>(column0(i, 0)) - (result.alpha + result.beta * t[i]);
+            mean += result.residual(i);
+        }
+        mean /= static_cast<double>(n);
+        double sum_squares = 0.0;
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            sum_squares += (result.residual(i) - mean) * (result.residual(i) - mean);
+        }
+        result.residual_variance = sum_squares / static_cast<double>(n - 1);
+        return result;
+    }
+}  // namespace detail
+
+/// docs/method.md §2.6: alpha_rot_0, beta_rot_0 of component 0 of the rotated queries X_rot
+/// (n x d; only column 0 is read) on their positions t, sigma2 = var(residual, ddof = 1) and the
+/// residual itself. n >= 2.
+template <class ET, class EX>
+position_component_fit fit_position_component(const xt::xexpression<ET>& t, const xt::xexpression<EX>& x_rot)
+{
+    constexpr const char* fn = "fit_position_component";
+    auto tv = detail::as_vector<double>(t, fn, "t");
+    auto xm = detail::as_matrix<detail::float_or_double_t<EX>>(x_rot, fn, "X_rot");
+    if (tv.size != xm.rows)
+    {
+        detail::throw_invalid(fn, "t has ", tv.size, " samples but X_rot has ", xm.rows, " rows");
+    }
+    if (xm.rows < 2)
+    {
+        detail::throw_invalid(fn, "needs at least 2 rows for a ddof=1 variance, got ", xm.rows);
+    }
+    if (xm.cols == 0)
+    {
+        detail::throw_invalid(fn, "X_rot has 0 columns (d = 0)");
+    }
+    detail::require_finite(fn, "t", tv);
+    detail::require_finite(fn, "X_rot", xm.data, xm.rows, 1, xm.ld);  // column 0, the one read
+    return detail::fit_position_component_raw(tv.data, xm, fn);
+}
+
+/// Component weights (docs/method.md §2.9): w_d = max(R2_d, 0) / sum_k max(R2_k, 0), uniform
+/// 1/d when that sum is 0. r2: the per-component R2 of the position regression (§2.3).
+template <class E>
+xt::xtensor<double, 1> component_weights(const xt::xexpression<E>& r2)
+{
+    constexpr const char* fn = "component_weights";
+    const auto r = detail::as_vector<double>(r2, fn, "r2");
+    detail::require_finite(fn, "r2", r);
+    const std::size_t d = r.size;
+    double positive_sum = 0.0;
+    for (std::size_t j = 0; j < d; ++j)
+    {
+        positive_sum += std::max(r[j], 0.0);
+    }
+    xt::xtensor<double, 1> weight = xt::xtensor<double, 1>::from_shape({d});
+    for (std::size_t j = 0; j < d; ++j)
+    {
+        weight(j) = positive_sum > 0.0 ? std::max(r[j], 0.0) / positive_sum : 1.0 / static_cast<double>(d);
+    }
+    return weight;
 }
 }  // namespace attention_plasticity
 

@@ -1,13 +1,15 @@
 #ifndef ATTENTION_PLASTICITY_ROTATION_HPP
 #define ATTENTION_PLASTICITY_ROTATION_HPP
 
-// The Householder reflection of SPEC §2.5 that maps beta_hat = beta / ||beta|| to e1, so
-// that the positional direction becomes component 0. H = I - 2 v v^T is symmetric and
-// orthogonal; X H is applied as X - 2 (X v) v^T in O(nd) without forming H.
+// The Householder reflection of docs/method.md §2.5 that maps beta_hat = beta / ||beta|| to
+// e1, so that the positional direction becomes component 0. H = I - 2 v v^T is symmetric and
+// orthogonal; making it (householder_to_e1) and applying it (householder::apply) are separate
+// calls, and X H is applied as X - 2 (X v) v^T in O(nd) without forming H.
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <type_traits>
 #include <vector>
 
 #include <xtensor/xexpression.hpp>
@@ -18,9 +20,32 @@
 
 namespace attention_plasticity
 {
-/// Thresholds below which the reflection is the identity (SPEC §2.5).
+/// Thresholds below which the reflection is the identity (docs/method.md §2.5).
 constexpr double householder_tolerance = 1e-12;
 
+namespace detail
+{
+    /// row <- row H = row - 2 (row . v) v for a unit v of d entries, in double: the one
+    /// implementation of the reflection, used by householder::apply and by the pipeline's
+    /// passes that rotate rows while they are in cache.
+    template <class T>
+    void reflect_row(T* row, const double* v, std::size_t d) noexcept
+    {
+        double dot = 0.0;
+        for (std::size_t j = 0; j < d; ++j)
+        {
+            dot += static_cast<double>(row[j]) * v[j];
+        }
+        const double scale = 2.0 * dot;
+        for (std::size_t j = 0; j < d; ++j)
+        {
+            row[j] = static_cast<T>(static_cast<double>(row[j]) - scale * v[j]);
+        }
+    }
+}  // namespace detail
+
+/// The reflection H = I - 2 v v^T of docs/method.md §2.5: made by householder_to_e1, applied
+/// to row vectors (X H) by apply / apply_inplace.
 struct householder
 {
     xt::xtensor<double, 1> v;  // unit vector; empty when the map is the identity
@@ -49,34 +74,12 @@ struct householder
         return h;
     }
 
-    /// Rows of an n x d row-major block, in place: x <- x H = x - 2 (x.v) v.
-    template <class T>
-    void apply_rows(T* data, std::size_t rows, std::size_t ld) const
+    /// X H for an n x d expression, O(nd) (docs/method.md §2.5); returns a new tensor of value
+    /// type T (T = void: the value type of X). Arithmetic in double.
+    template <class T = void, class E>
+    auto apply(const xt::xexpression<E>& x) const
     {
-        if (is_identity())
-        {
-            return;
-        }
-        for (std::size_t i = 0; i < rows; ++i)
-        {
-            T* row = data + i * ld;
-            double dot = 0.0;
-            for (std::size_t j = 0; j < dimension; ++j)
-            {
-                dot += static_cast<double>(row[j]) * v(j);
-            }
-            const double scale = 2.0 * dot;
-            for (std::size_t j = 0; j < dimension; ++j)
-            {
-                row[j] = static_cast<T>(static_cast<double>(row[j]) - scale * v(j));
-            }
-        }
-    }
-
-    /// X H for an n x d expression, O(nd); returns a new tensor of value type T.
-    template <class T = double, class E>
-    xt::xtensor<T, 2> apply(const xt::xexpression<E>& x) const
-    {
+        using value_type = std::conditional_t<std::is_void<T>::value, detail::expression_value_t<E>, T>;
         const auto& e = x.derived_cast();
         if (e.dimension() != 2 || e.shape()[1] != dimension)
         {
@@ -84,7 +87,7 @@ struct householder
                                   "-D expression", e.dimension() == 2 ? " with " : "",
                                   e.dimension() == 2 ? e.shape()[1] : 0, e.dimension() == 2 ? " columns" : "");
         }
-        xt::xtensor<T, 2> result = xt::cast<T>(e);
+        xt::xtensor<value_type, 2> result = xt::cast<value_type>(e);
         apply_rows(result.data(), result.shape()[0], dimension);
         return result;
     }
@@ -100,10 +103,25 @@ struct householder
         }
         apply_rows(x.data(), x.shape()[0], dimension);
     }
+
+private:
+    /// Rows of an n x d row-major block, in place: x <- x H = x - 2 (x.v) v.
+    template <class T>
+    void apply_rows(T* data, std::size_t rows, std::size_t ld) const
+    {
+        if (is_identity())
+        {
+            return;
+        }
+        for (std::size_t i = 0; i < rows; ++i)
+        {
+            detail::reflect_row(data + i * ld, v.data(), dimension);
+        }
+    }
 };
 
-/// H with H beta_hat = e1: v = (beta_hat - e1) / ||beta_hat - e1||; the identity when
-/// ||beta|| < 1e-12 or ||beta_hat - e1|| < 1e-12.
+/// H with H beta_hat = e1 (docs/method.md §2.5): v = (beta_hat - e1) / ||beta_hat - e1||; the
+/// identity when ||beta|| < 1e-12 or ||beta_hat - e1|| < 1e-12.
 template <class E>
 householder householder_to_e1(const xt::xexpression<E>& beta)
 {

@@ -1,7 +1,7 @@
 #ifndef ATTENTION_PLASTICITY_SAMPLER_HPP
 #define ATTENTION_PLASTICITY_SAMPLER_HPP
 
-// Key-pair sampler of seed 001: an example with probability proportional to its length,
+// The key-pair sampler (docs/method.md §5): an example with probability proportional to its length,
 // a uniform anchor in it, a neighbour within Delta = max(1, floor(max_rel_dist * L)) of the
 // anchor (never the anchor itself), and a fair coin for the order of the two.
 
@@ -16,12 +16,13 @@
 #include <xtensor/xtensor.hpp>
 
 #include "detail/errors.hpp"
-#include "detail/random.hpp"
+#include "detail/finite.hpp"
+#include "random.hpp"
 
 namespace attention_plasticity
 {
 /// Sampled pairs: pair i is (example(i), first(i), second(i)); first/second are positions
-/// within the example (seed 001 form) or rows of the caller's key table (bucket form).
+/// within the example (the form of docs/method.md §5) or rows of the caller's key table (bucket form).
 struct key_pairs
 {
     xt::xtensor<std::size_t, 1> example;
@@ -44,14 +45,14 @@ namespace detail
 {
     inline void check_max_rel_dist(const char* fn, double max_rel_dist)
     {
-        if (!(max_rel_dist >= 0.0) || !std::isfinite(max_rel_dist))
+        if (!(max_rel_dist >= 0.0) || detail::is_non_finite(max_rel_dist))
         {
             throw_invalid(fn, "max_rel_dist must be finite and >= 0, got ", max_rel_dist);
         }
     }
 
     /// Draws pairs over examples of the given lengths. Examples shorter than 2 cannot hold a
-    /// pair; seed 001 redraws when it picks one, which is the same as drawing from the others
+    /// pair; the sampler (docs/method.md §5) redraws when it picks one, which is the same as drawing from the others
     /// in proportion to their lengths, so they are left out of the categorical up front
     /// (no rejection loop, no risk of spinning).
     template <class Emit>
@@ -181,56 +182,68 @@ struct example_groups
     }
 };
 
-/// Groups the given rows (indices into positions/example_ids) into examples.
-template <class Index>
-example_groups group_examples(const std::vector<Index>& rows, const std::int64_t* positions,
-                              const std::int64_t* example_ids)
+namespace detail
 {
-    example_groups groups;
-    groups.rows.assign(rows.begin(), rows.end());
-    std::stable_sort(groups.rows.begin(), groups.rows.end(), [&](std::size_t a, std::size_t b) {
-        if (example_ids[a] != example_ids[b])
-        {
-            return example_ids[a] < example_ids[b];
-        }
-        return positions[a] < positions[b];
-    });
-    for (std::size_t i = 0; i < groups.rows.size(); ++i)
+    /// Groups the given rows (indices into positions/example_ids) into examples: ids in
+    /// increasing order, each example's rows by position (ties by row).
+    template <class Index>
+    example_groups group_examples(const std::vector<Index>& rows, const std::int64_t* positions,
+                                  const std::int64_t* example_ids)
     {
-        const std::int64_t id = example_ids[groups.rows[i]];
-        if (i == 0 || id != groups.example_id.back())
+        example_groups groups;
+        groups.rows.assign(rows.begin(), rows.end());
+        std::stable_sort(groups.rows.begin(), groups.rows.end(), [&](std::size_t a, std::size_t b) {
+            if (example_ids[a] != example_ids[b])
+            {
+                return example_ids[a] < example_ids[b];
+            }
+            return positions[a] < positions[b];
+        });
+        for (std::size_t i = 0; i < groups.rows.size(); ++i)
         {
-            groups.example_id.push_back(id);
-            groups.offsets.push_back(i);
+            const std::int64_t id = example_ids[groups.rows[i]];
+            if (i == 0 || id != groups.example_id.back())
+            {
+                groups.example_id.push_back(id);
+                groups.offsets.push_back(i);
+            }
         }
+        groups.offsets.push_back(groups.rows.size());
+        return groups;
     }
-    groups.offsets.push_back(groups.rows.size());
-    return groups;
-}
 
-/// Seed 001 over grouped examples; first/second are the caller's row indices, example the
-/// example's index in groups. Throws std::domain_error when no example has 2 keys.
+    /// The sampler over grouped examples; errors name `fn`, the public function called.
+    inline key_pairs sample_grouped_key_pairs(const example_groups& groups, std::size_t num_pairs,
+                                              double max_rel_dist, rng& generator, const char* fn)
+    {
+        std::vector<std::uint64_t> lengths(groups.count());
+        for (std::size_t b = 0; b < groups.count(); ++b)
+        {
+            lengths[b] = groups.length(b);
+        }
+        key_pairs pairs = make_key_pairs(num_pairs);
+        std::size_t n = 0;
+        sample_pairs_over_lengths(lengths, num_pairs, max_rel_dist, generator, fn,
+                                  [&](std::size_t b, std::size_t k1, std::size_t k2) {
+                                      pairs.example(n) = b;
+                                      pairs.first(n) = groups.rows[groups.offsets[b] + k1];
+                                      pairs.second(n) = groups.rows[groups.offsets[b] + k2];
+                                      ++n;
+                                  });
+        return pairs;
+    }
+}  // namespace detail
+
+/// The sampler (docs/method.md §5) over grouped examples; first/second are the caller's row
+/// indices, example the example's index in groups. Throws std::domain_error when no example
+/// has 2 keys.
 inline key_pairs sample_grouped_key_pairs(const example_groups& groups, std::size_t num_pairs, double max_rel_dist,
                                           rng& generator)
 {
-    std::vector<std::uint64_t> lengths(groups.count());
-    for (std::size_t b = 0; b < groups.count(); ++b)
-    {
-        lengths[b] = groups.length(b);
-    }
-    key_pairs pairs = detail::make_key_pairs(num_pairs);
-    std::size_t n = 0;
-    detail::sample_pairs_over_lengths(lengths, num_pairs, max_rel_dist, generator, "sample_bucket_key_pairs",
-                                      [&](std::size_t b, std::size_t k1, std::size_t k2) {
-                                          pairs.example(n) = b;
-                                          pairs.first(n) = groups.rows[groups.offsets[b] + k1];
-                                          pairs.second(n) = groups.rows[groups.offsets[b] + k2];
-                                          ++n;
-                                      });
-    return pairs;
+    return detail::sample_grouped_key_pairs(groups, num_pairs, max_rel_dist, generator, "sample_grouped_key_pairs");
 }
 
-/// The per-bucket form of SPEC §2.12: keys given by position and example id (one bucket's
+/// The per-bucket form of docs/method.md §2.12: keys given by position and example id (one bucket's
 /// keys); returns pairs of row indices into those arrays.
 template <class EP, class EE>
 key_pairs sample_bucket_key_pairs(const xt::xexpression<EP>& positions, const xt::xexpression<EE>& example_ids,
@@ -248,7 +261,8 @@ key_pairs sample_bucket_key_pairs(const xt::xexpression<EP>& positions, const xt
     std::vector<std::int64_t> ids(e.begin(), e.end());
     std::vector<std::size_t> rows(pos.size());
     std::iota(rows.begin(), rows.end(), std::size_t(0));
-    return sample_grouped_key_pairs(group_examples(rows, pos.data(), ids.data()), num_pairs, max_rel_dist, generator);
+    return detail::sample_grouped_key_pairs(detail::group_examples(rows, pos.data(), ids.data()), num_pairs,
+                                            max_rel_dist, generator, fn);
 }
 }  // namespace attention_plasticity
 

@@ -7,12 +7,13 @@ Run from anywhere with the system interpreter that has NumPy, SciPy and mpmath:
     /usr/bin/python3 tests/reference/gen_core_reference.py
 
 The values are computed independently of the C++ code: straightforward NumPy/SciPy
-evaluations of SPEC.md and seeds 000/001 with SciPy, cross-checked here against mpmath at 50
-digits; OLS, means and covariances in exact rational arithmetic (fractions), cross-checked
+evaluations of docs/method.md (§2.3-2.5, §2.10, §4, §5), cross-checked here against mpmath at
+50 digits; OLS, means and covariances in exact rational arithmetic (fractions), cross-checked
 against numpy.polyfit / numpy.cov. The script aborts if any cross-check disagrees beyond the
-stated bound. The random inputs
-are rounded to float32 so that the same inputs, and therefore the same references, serve
-the float and the double instantiations of the tests.
+stated bound. The random inputs are rounded to float32 so that the same inputs, and therefore
+the same references, serve the float and the double instantiations of the tests. The last bit of a few kernel values
+(NumPy matrix products) depends on the OpenBLAS kernels of the machine; the tests compare them
+far above that.
 """
 
 import fractions
@@ -24,6 +25,9 @@ import numpy as np
 import scipy
 import scipy.special
 import scipy.stats
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cpp_literals as cpp  # noqa: E402
 
 mpmath.mp.dps = 50
 
@@ -49,7 +53,7 @@ def rel(a, b):
 
 # ----------------------------------------------------------------------------- kernel
 def pp_scipy(m, v):
-    """Seed 000, one pair, evaluated straightforwardly with SciPy."""
+    """docs/method.md §4 for one pair, evaluated straightforwardly with SciPy."""
     if v > 0:
         z = m / np.sqrt(v)
         tail = scipy.special.ndtr(-abs(z))
@@ -146,7 +150,8 @@ def exact_ols(t, x):
     alpha = xm - beta * tm
     ss_res = sum((b - alpha - beta * a) ** 2 for a, b in zip(tf, xf))
     ss_tot = sum((b - xm) ** 2 for b in xf)
-    r2 = min(F(1), 1 - ss_res / max(ss_tot, F(1e-12)))
+    # docs/method.md §2.3: R2 = 1 - SSres/SStot capped to [0, 1]; 0 for a constant column.
+    r2 = F(0) if ss_tot == 0 else min(F(1), max(F(0), 1 - ss_res / ss_tot))
     return alpha, beta, r2
 
 
@@ -169,20 +174,56 @@ reg_beta_norm = float(mpmath.sqrt(sum(mpmath.mpf(b.numerator) / b.denominator * 
 assert rel(reg_beta_norm, np.linalg.norm(reg_beta)) < 1e-14
 
 
+# A column whose R2 is about 1e-12: OLS with intercept, where 1 - SSres/SStot in double loses
+# about 1e-4 of it to cancellation. Element k (largest |t - mean t|) is adjusted until S_tx
+# is close to the target; the exact R2 of the stored values is what the tests compare with.
+tiny_rng = np.random.default_rng(20261126)  # own stream: the other fixtures stay as they were
+
+
+def tiny_r2_column(t, target_r2, to_float32):
+    n = len(t)
+    x = tiny_rng.standard_normal(n)
+    x = f32(x) if to_float32 else x
+    tf = [F(float(v)) for v in t]
+    tm = sum(tf) / n
+    stt = sum((a - tm) ** 2 for a in tf)
+    k = int(np.argmax(np.abs(t - float(tm))))
+    for _ in range(4):
+        xf = [F(float(v)) for v in x]
+        xm = sum(xf) / n
+        stx = sum((a - tm) * (b - xm) for a, b in zip(tf, xf))
+        sxx = sum((b - xm) ** 2 for b in xf)
+        want = np.sqrt(target_r2 * float(stt) * float(sxx))
+        x[k] = x[k] - (float(stx) - want) / float(tf[k] - tm)
+        x = f32(x) if to_float32 else x
+    _, _, r2 = exact_ols(t, x)
+    assert 0.5e-12 < float(r2) < 2e-12, float(r2)
+    return x, r2
+
+
+tiny_x64, tiny_r2_64 = tiny_r2_column(reg_t, 1e-12, False)
+tiny_x32, tiny_r2_32 = tiny_r2_column(reg_t, 1e-12, True)
+# The old formula in double, for the record: its relative error at this R2.
+_tc = reg_t - reg_t.mean()
+_xc = tiny_x64 - tiny_x64.mean()
+_b = np.dot(_tc, _xc) / np.dot(_tc, _tc)
+tiny_old_rel = rel(1.0 - np.sum((_xc - _b * _tc) ** 2) / np.sum(_xc ** 2), tiny_r2_64)
+
+
 def scalar_reference_numpy(t, x, beta):
-    """SPEC §2.4 in NumPy (cross-check)."""
+    """docs/method.md §2.4 in NumPy (cross-check)."""
     y = np.log2(t + 1.0)
     base = float(np.mean(np.abs(y - y.mean())))
     s = x @ beta / np.linalg.norm(beta)
     b, a0 = np.polyfit(s, y, 1)
     yhat = a0 + b * s
-    r2 = min(1.0, 1.0 - np.sum((y - yhat) ** 2) / max(np.sum((y - y.mean()) ** 2), 1e-12))
+    r2 = 0.0 if np.ptp(y) == 0 else min(1.0, max(0.0, 1.0 - np.sum((y - yhat) ** 2) / np.sum((y - y.mean()) ** 2)))
     proj = float(np.mean(np.abs(y - yhat)))
     return r2, base, proj, proj / base if base > 0 else 1.0
 
 
 def scalar_reference(t, x, beta):
-    """SPEC §2.4 at 50 digits: y = log2(t + 1), s = X beta / ||beta||, OLS y ~ a + b s."""
+    """docs/method.md §2.4 at 50 digits: y = log2(t + 1), s = X beta / ||beta||, OLS y ~ a + b s."""
     mp = mpmath.mpf
     n = len(t)
     y = [mpmath.log(mp(float(v)) + 1, 2) for v in t]
@@ -196,7 +237,7 @@ def scalar_reference(t, x, beta):
     res = [c - a0 - b * a for a, c in zip(s, y)]
     ss_res = mpmath.fsum(r * r for r in res)
     ss_tot = mpmath.fsum((c - ym) ** 2 for c in y)
-    r2 = min(mp(1), 1 - ss_res / max(ss_tot, mp(1e-12)))
+    r2 = mp(0) if ss_tot == 0 else min(mp(1), max(mp(0), 1 - ss_res / ss_tot))
     base = mpmath.fsum(abs(c - ym) for c in y) / n
     proj = mpmath.fsum(abs(r) for r in res) / n
     out = (float(r2), float(base), float(proj), float(proj / base))
@@ -266,28 +307,8 @@ chi2_999 = scipy.stats.chi2.ppf(0.999, np.arange(1, CHI2_MAX_DF + 1))
 
 
 # --------------------------------------------------------------------------- output
-def fmt(x):
-    x = float(x)
-    assert np.isfinite(x), x
-    return repr(x)
-
-
-def array(name, values, ctype="double", per_line=4):
-    values = list(np.asarray(values).ravel())
-    body = []
-    for i in range(0, len(values), per_line):
-        chunk = values[i:i + per_line]
-        if ctype == "double":
-            body.append("    " + ", ".join(fmt(v) for v in chunk) + ",")
-        else:
-            body.append("    " + ", ".join(str(int(v)) for v in chunk) + ",")
-    return "inline constexpr {} {}[] = {{\n{}\n}};\n".format(ctype, name, "\n".join(body))
-
-
-def scalar(name, value, ctype="double"):
-    if ctype == "double":
-        return "inline constexpr double {} = {};\n".format(name, fmt(value))
-    return "inline constexpr {} {} = {};\n".format(ctype, name, int(value))
+array = cpp.array
+scalar = cpp.scalar
 
 
 parts = [
@@ -297,7 +318,7 @@ parts = [
                                 max(kernel_worst, kernel_worst_block), tail_worst),
     "#ifndef AP_TESTS_CORE_REFERENCE_HPP\n#define AP_TESTS_CORE_REFERENCE_HPP\n\n#include <cstddef>\n"
     "#include <cstdint>\n\nnamespace core_ref\n{\n",
-    "// ---- kernel (seed 000): W (N x d), mu, Sigma (SPD) and Sigma_block = blockdiag(Sigma00, Sigma[1:,1:]);\n"
+    "// ---- kernel (docs/method.md §4): W (N x d), mu, Sigma (SPD) and Sigma_block = blockdiag(Sigma00, Sigma[1:,1:]);\n"
     "// float32-exact inputs; m = W mu, v = diag(W Sigma W^T), z = m / sqrt v, PP = 4 p (1 - p) per pair.\n",
     scalar("kernel_n", KN, "std::size_t"), scalar("kernel_d", KD, "std::size_t"),
     array("kernel_w", kernel_w), array("kernel_mu", kernel_mu), array("kernel_sigma", kernel_sigma),
@@ -310,17 +331,21 @@ parts = [
     array("tail_z", tail_z), array("tail_cdf", tail_cdf), array("tail_sf", tail_sf), array("tail_pp", tail_pp),
     "// The same at 50 digits (mpmath.ncdf), correctly rounded.\n",
     array("tail_cdf_mp", tail_cdf_mp), array("tail_sf_mp", tail_sf_mp), array("tail_pp_mp", tail_pp_mp),
-    "\n// ---- regression (SPEC 2.3): t (positions, unsorted), X float32-exact; OLS per column in exact\n"
+    "\n// ---- regression (docs/method.md §2.3): t (positions, unsorted), X float32-exact; OLS per column in exact\n"
     "// rational arithmetic (agrees with numpy.polyfit to 1e-11), correctly rounded.\n",
     scalar("reg_n", RN, "std::size_t"), scalar("reg_d", RD, "std::size_t"),
     array("reg_t", reg_t), array("reg_x", reg_x), array("reg_alpha", reg_alpha), array("reg_beta", reg_beta),
     array("reg_r2", reg_r2), scalar("reg_r2_mean", reg_r2_mean), scalar("reg_beta_norm", reg_beta_norm),
-    "// scalar predictability (SPEC 2.4): {r2, mae_baseline, mae_projection, mae_ratio} for beta = reg_beta\n"
+    "// Columns with R2 ~ 1e-12 over reg_t (double values; float32-exact values), and their exact R2;\n"
+    "// 1 - SSres/SStot evaluated in double misses the double one by {:.1e} relative.\n".format(tiny_old_rel),
+    array("tiny_x64", tiny_x64), scalar("tiny_r2_64", tiny_r2_64),
+    array("tiny_x32", tiny_x32), scalar("tiny_r2_32", tiny_r2_32),
+    "// scalar predictability (docs/method.md §2.4): {r2, mae_baseline, mae_projection, mae_ratio} for beta = reg_beta\n"
     "// (fitted) and beta = sp_beta_random, at 50 digits with mpmath (agrees with NumPy to 1e-10).\n",
     array("sp_beta_random", sp_beta_random), array("sp_fitted", sp_fitted), array("sp_random", sp_random),
-    "\n// ---- rotation (SPEC 2.5): beta and H = I - 2 v v^T, v = (beta_hat - e1) / ||beta_hat - e1||.\n",
+    "\n// ---- rotation (docs/method.md §2.5): beta and H = I - 2 v v^T, v = (beta_hat - e1) / ||beta_hat - e1||.\n",
     array("rot_beta", rot_beta), array("rot_h", rot_h),
-    "\n// ---- query model (SPEC 2.10): X float32-exact; mean and ddof=1 covariance + 1e-12 I in exact rational\n"
+    "\n// ---- query model (docs/method.md §2.10): X float32-exact; mean and ddof=1 covariance + 1e-12 I in exact rational\n"
     "// arithmetic (agrees with numpy.cov to 1e-13 of sqrt(C_ii C_jj)); per bucket j > 0\n"
     "// with >= 2 rows, increasing id: count, tau = mean position, mu/Sigma of components 1..d-1.\n",
     scalar("qm_n", QN, "std::size_t"), scalar("qm_d", QD, "std::size_t"),

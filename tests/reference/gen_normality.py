@@ -13,7 +13,7 @@ tails are cross-checked against mpmath at 50 digits; the script aborts on disagr
 inputs use a fixed NumPy seed and are rounded to float32, so the same inputs and references
 serve the float and the double instantiations of the tests.
 
-The noise-subspace references follow SPEC 2.8 written directly in NumPy/SciPy; one case
+The noise-subspace references follow docs/method.md §2.8 written directly in NumPy/SciPy; one case
 subsamples the KS columns and re-implements the library's documented selection
 (xoshiro256** seeded by SplitMix64, Lemire's bounded integers, partial Fisher-Yates) here in
 pure Python.
@@ -28,6 +28,9 @@ import numpy as np
 import scipy
 import scipy.special
 import scipy.stats
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ap_random  # noqa: E402
 
 mpmath.mp.dps = 50
 
@@ -206,12 +209,12 @@ for z in np.concatenate([np.linspace(-37.0, 8.0, 181), [-38.4, -1e-300, 0.0, 1e-
         sys.exit(f"norm.cdf({z}) = {cdf!r} vs mpmath {mp_cdf}")
     normal_rows.append((z, cdf, logcdf, sf, float(mp_cdf)))
 
-# ------------------------------------------------------------------ noise normality (SPEC 2.8)
+# ------------------------------------------------------------------ noise normality (method §2.8)
 RESOLUTION = np.finfo(np.float64).resolution  # SciPy's "all values equal" threshold
 
 
 def spec_noise(X, ks_columns, p_alpha):
-    """SPEC 2.8 on the columns of X, KS over the given column indices."""
+    """docs/method.md §2.8 on the columns of X, KS over the given column indices."""
     n, m = X.shape
     skews, kurts, pvals = [], [], []
     for j in range(m):
@@ -234,61 +237,9 @@ def spec_noise(X, ks_columns, p_alpha):
             float(np.mean(pvals < p_alpha)), m, len(pvals))
 
 
-MASK64 = (1 << 64) - 1
-
-
-def splitmix64(state):
-    state = (state + 0x9E3779B97F4A7C15) & MASK64
-    z = state
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
-    return state, z ^ (z >> 31)
-
-
-class Xoshiro256ss:
-    def __init__(self, seed):
-        self.s = []
-        state = seed & MASK64
-        for _ in range(4):
-            state, w = splitmix64(state)
-            self.s.append(w)
-
-    @staticmethod
-    def rotl(x, k):
-        return ((x << k) | (x >> (64 - k))) & MASK64
-
-    def next(self):
-        s = self.s
-        result = (self.rotl((s[1] * 5) & MASK64, 7) * 9) & MASK64
-        t = (s[1] << 17) & MASK64
-        s[2] ^= s[0]
-        s[3] ^= s[1]
-        s[1] ^= s[2]
-        s[0] ^= s[3]
-        s[2] ^= t
-        s[3] = self.rotl(s[3], 45)
-        return result
-
-    def below(self, bound):
-        product = self.next() * bound
-        low = product & MASK64
-        if low < bound:
-            threshold = ((1 << 64) - bound) % bound
-            while low < threshold:
-                product = self.next() * bound
-                low = product & MASK64
-        return product >> 64
-
-
 def selected_columns(m, k, seed):
-    if k >= m:
-        return set(range(m))
-    idx = list(range(m))
-    g = Xoshiro256ss(seed)
-    for i in range(k):
-        j = i + g.below(m - i)
-        idx[i], idx[j] = idx[j], idx[i]
-    return set(idx[:k])
+    """The KS columns of docs/method.md §2.8: a partial Fisher-Yates draw (ap_random.py)."""
+    return set(ap_random.sample_without_replacement(m, k, seed))
 
 
 # Row-major n x (1 + m): column 0 is the "signal" component the pipeline leaves out.
@@ -402,7 +353,7 @@ for z, c, lc, s, mc in normal_rows:
     out.append(f"    {{{lit(z)}, {lit(c)}, {lit(lc)}, {lit(s)}, {lit(mc)}}},")
 out.append("};")
 out.append("")
-out.append(f"// ---- SPEC 2.8 in NumPy/SciPy. Row-major {NOISE_N} x {noise_matrix.shape[1]} matrix; a case")
+out.append(f"// ---- docs/method.md §2.8 in NumPy/SciPy. Row-major {NOISE_N} x {noise_matrix.shape[1]} matrix; a case")
 out.append("// uses columns [first_col, first_col + m). Column 6 is constant (zero variance).")
 out.append(f"inline constexpr std::size_t noise_rows = {NOISE_N};")
 out.append(f"inline constexpr std::size_t noise_cols = {noise_matrix.shape[1]};")

@@ -3761,7 +3761,7 @@ inline constexpr normal_row normal_rows[] = {
     {8.3, 1.0, -5.205569744890247e-17, 5.2055697448902465e-17, 1.0},
 };
 
-// ---- SPEC 2.8 in NumPy/SciPy. Row-major 240 x 9 matrix; a case
+// ---- docs/method.md §2.8 in NumPy/SciPy. Row-major 240 x 9 matrix; a case
 // uses columns [first_col, first_col + m). Column 6 is constant (zero variance).
 inline constexpr std::size_t noise_rows = 240;
 inline constexpr std::size_t noise_cols = 9;

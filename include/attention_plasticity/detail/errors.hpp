@@ -1,7 +1,6 @@
 #ifndef ATTENTION_PLASTICITY_DETAIL_ERRORS_HPP
 #define ATTENTION_PLASTICITY_DETAIL_ERRORS_HPP
 
-#include <cmath>
 #include <cstddef>
 #include <sstream>
 #include <stdexcept>
@@ -33,18 +32,13 @@ namespace detail
         throw std::domain_error(message(function, args...));
     }
 
-    // Throws std::domain_error naming the first non-finite element of a contiguous range.
-    template <class It>
-    void require_finite(const char* function, const char* what, It first, It last)
+    /// Throws std::invalid_argument unless e has `dimension` dimensions.
+    template <class E>
+    void require_dimension(const char* function, const char* name, const E& e, std::size_t dimension)
     {
-        std::size_t index = 0;
-        for (; first != last; ++first, ++index)
+        if (e.dimension() != dimension)
         {
-            if (!std::isfinite(static_cast<double>(*first)))
-            {
-                throw_domain(function, what, " has a non-finite value (", static_cast<double>(*first),
-                             ") at flat index ", index);
-            }
+            throw_invalid(function, name, " must be ", dimension, "-D, got ", e.dimension(), " dimensions");
         }
     }
 }  // namespace detail

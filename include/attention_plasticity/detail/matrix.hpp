@@ -14,6 +14,7 @@
 #include <xtensor/xutils.hpp>
 
 #include "errors.hpp"
+#include "finite.hpp"
 
 namespace attention_plasticity
 {
@@ -117,27 +118,18 @@ namespace detail
         return view;
     }
 
+    /// std::domain_error naming the first non-finite value by row and column.
     template <class T>
     void require_finite(const char* function, const char* name, const matrix_view<T>& m)
     {
-        for (std::size_t i = 0; i < m.rows; ++i)
-        {
-            const T* r = m.row(i);
-            for (std::size_t j = 0; j < m.cols; ++j)
-            {
-                if (!std::isfinite(static_cast<double>(r[j])))
-                {
-                    throw_domain(function, name, " has a non-finite value (", static_cast<double>(r[j]),
-                                 ") at row ", i, ", column ", j);
-                }
-            }
-        }
+        require_finite(function, name, m.data, m.rows, m.cols, m.ld);
     }
 
+    /// std::domain_error naming the first non-finite value by its index.
     template <class T>
     void require_finite(const char* function, const char* name, const vector_view<T>& v)
     {
-        require_finite(function, name, v.begin(), v.end());
+        require_finite(function, name, v.data, v.size);
     }
 }  // namespace detail
 }  // namespace attention_plasticity

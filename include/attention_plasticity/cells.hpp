@@ -1,0 +1,276 @@
+#ifndef ATTENTION_PLASTICITY_CELLS_HPP
+#define ATTENTION_PLASTICITY_CELLS_HPP
+
+// The cells of a head (docs/method.md §2.11-2.13): the key buckets grouped into examples,
+// the key buckets eligible for a query bucket, the key pairs of a cell (query bucket j, key
+// bucket c) drawn from the cell's own seeded stream, and the plasticity of every cell of a
+// query bucket with the bucket's AP_j, from one batched kernel call.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include <xtensor/xexpression.hpp>
+#include <xtensor/xtensor.hpp>
+
+#include "detail/errors.hpp"
+#include "detail/matrix.hpp"
+#include "detail/finite.hpp"
+#include "detail/rows.hpp"
+#include "plasticity.hpp"
+#include "query_model.hpp"
+#include "sampler.hpp"
+#include "seeds.hpp"
+
+namespace attention_plasticity
+{
+/// The keys of one key bucket, ready for the eligibility rule and the pair sampler.
+struct key_bucket
+{
+    std::int64_t bucket = 0;
+    std::int64_t max_position = 0;  // the largest position of its keys (docs/method.md §2.11)
+    example_groups examples;        // its keys by example, ordered by position (§2.12)
+};
+
+namespace detail
+{
+    inline std::vector<key_bucket> group_key_buckets_raw(const std::int64_t* positions, const std::int64_t* buckets,
+                                                         const std::int64_t* example_ids, std::size_t n)
+    {
+        std::vector<key_bucket> result;
+        for (const auto& [bucket, rows] : rows_by_bucket(buckets, n))
+        {
+            key_bucket kb;
+            kb.bucket = bucket;
+            kb.max_position = std::numeric_limits<std::int64_t>::min();
+            for (std::size_t r : rows)
+            {
+                kb.max_position = std::max(kb.max_position, positions[r]);
+            }
+            kb.examples = group_examples(rows, positions, example_ids);
+            result.push_back(std::move(kb));
+        }
+        return result;
+    }
+}  // namespace detail
+
+/// The key buckets of a head in increasing id (docs/method.md §2.11-2.12): for each, its
+/// largest key position and its keys grouped into examples (the keys with one example id,
+/// ordered by position; example.rows are rows of the given columns). Positions must be >= 0.
+template <class EP, class EB, class EE>
+std::vector<key_bucket> group_key_buckets(const xt::xexpression<EP>& positions, const xt::xexpression<EB>& buckets,
+                                          const xt::xexpression<EE>& example_ids)
+{
+    constexpr const char* fn = "group_key_buckets";
+    const auto p = detail::as_vector<std::int64_t>(positions, fn, "positions");
+    const auto b = detail::as_vector<std::int64_t>(buckets, fn, "buckets");
+    const auto e = detail::as_vector<std::int64_t>(example_ids, fn, "example_ids");
+    if (b.size != p.size || e.size != p.size)
+    {
+        detail::throw_invalid(fn, "positions, buckets and example_ids must have one entry per key, got ", p.size, ", ",
+                              b.size, " and ", e.size);
+    }
+    for (std::size_t i = 0; i < p.size; ++i)
+    {
+        if (p[i] < 0)
+        {
+            detail::throw_domain(fn, "positions[", i, "] = ", p[i], " is negative");
+        }
+    }
+    return detail::group_key_buckets_raw(p.data, b.data, e.data, p.size);
+}
+
+/// The key buckets eligible for query bucket j with mean position tau_j (docs/method.md
+/// §2.11), as indices into key_buckets (in increasing bucket id, as group_key_buckets returns
+/// them): the buckets c < j; with a sliding window of w > 0 tokens, only those with c = j - 1
+/// or a key position > tau_j - w. sliding_window <= 0 means none.
+inline std::vector<std::size_t> eligible_key_buckets(const std::vector<key_bucket>& key_buckets, std::int64_t q_bucket,
+                                                     double tau, std::int64_t sliding_window)
+{
+    if (detail::is_non_finite(tau))
+    {
+        detail::throw_domain("eligible_key_buckets", "tau must be finite, got ", tau);
+    }
+    std::vector<std::size_t> eligible;
+    for (std::size_t index = 0; index < key_buckets.size(); ++index)
+    {
+        const key_bucket& kb = key_buckets[index];
+        if (kb.bucket >= q_bucket)
+        {
+            break;
+        }
+        if (sliding_window > 0 && kb.bucket != q_bucket - 1
+            && !(static_cast<double>(kb.max_position) > tau - static_cast<double>(sliding_window)))
+        {
+            continue;
+        }
+        eligible.push_back(index);
+    }
+    return eligible;
+}
+
+/// The key pairs of one cell (query bucket j, key bucket c); first/second are rows of the key
+/// table the key bucket was grouped from.
+struct cell_pairs
+{
+    std::int64_t q_bucket = 0;
+    std::int64_t k_bucket = 0;
+    key_pairs pairs;
+};
+
+/// The key pairs of cell (q_bucket, keys.bucket) (docs/method.md §2.12): num_pairs pairs of the
+/// key-pair sampler (§5) over the examples of the key bucket, from rng(cell_pair_seed(
+/// pair_sampler_seed, j, c)) (§2.15); none when no example has 2 keys or num_pairs is 0.
+inline cell_pairs cell_key_pairs(const key_bucket& keys, std::int64_t q_bucket, std::size_t num_pairs,
+                                 double max_rel_dist, std::uint64_t pair_sampler_seed)
+{
+    detail::check_max_rel_dist("cell_key_pairs", max_rel_dist);
+    cell_pairs cell;
+    cell.q_bucket = q_bucket;
+    cell.k_bucket = keys.bucket;
+    if (num_pairs > 0 && keys.examples.can_form_pair())
+    {
+        rng generator(cell_pair_seed(pair_sampler_seed, q_bucket, keys.bucket));
+        cell.pairs =
+            detail::sample_grouped_key_pairs(keys.examples, num_pairs, max_rel_dist, generator, "cell_key_pairs");
+    }
+    else
+    {
+        cell.pairs = detail::make_key_pairs(0);
+    }
+    return cell;
+}
+
+/// The plasticity of one cell (a row of head_bucket_plasticity.csv).
+struct cell_plasticity
+{
+    std::int64_t q_bucket = 0;
+    std::int64_t k_bucket = 0;
+    double plasticity = 0.0;  // mean PP of its pairs; NaN when n_pairs == 0
+    std::size_t n_pairs = 0;
+};
+
+/// The cells of one query bucket and the bucket's plasticity.
+struct bucket_plasticity_result
+{
+    std::vector<cell_plasticity> cells;  // in the order of the cells given
+    double plasticity = std::numeric_limits<double>::quiet_NaN();  // AP_j; NaN without pairs
+    std::size_t n_pairs = 0;
+};
+
+namespace detail
+{
+    /// docs/method.md §2.13-2.14 for one query bucket; the pairs are valid rows of keys_rot.
+    template <class T, class EK>
+    bucket_plasticity_result query_bucket_plasticity_raw(const xt::xexpression<EK>& keys_rot,
+                                                         const std::vector<cell_pairs>& cells,
+                                                         const bucket_query_model& model)
+    {
+        bucket_plasticity_result result;
+        std::size_t total = 0;
+        for (const auto& cell : cells)
+        {
+            total += cell.pairs.size();
+        }
+        result.n_pairs = total;
+        if (total == 0)
+        {
+            for (const auto& cell : cells)
+            {
+                result.cells.push_back({cell.q_bucket, cell.k_bucket, std::numeric_limits<double>::quiet_NaN(), 0});
+            }
+            return result;
+        }
+        // All pairs of the bucket in one kernel call: W = K[first] - K[second], cell by cell.
+        xt::xtensor<std::size_t, 1> first = xt::xtensor<std::size_t, 1>::from_shape({total});
+        xt::xtensor<std::size_t, 1> second = xt::xtensor<std::size_t, 1>::from_shape({total});
+        std::size_t at = 0;
+        for (const auto& cell : cells)
+        {
+            for (std::size_t p = 0; p < cell.pairs.size(); ++p, ++at)
+            {
+                first(at) = cell.pairs.first(p);
+                second(at) = cell.pairs.second(p);
+            }
+        }
+        const auto w = key_differences<T>(keys_rot, first, second);
+        const pair_moments moments = structured_pair_moments<T>(w, model.position_mean, model.position_variance,
+                                                                model.semantic.mean, model.semantic.covariance);
+        double bucket_sum = 0.0;
+        at = 0;
+        for (const auto& cell : cells)
+        {
+            double cell_sum = 0.0;
+            const std::size_t count = cell.pairs.size();
+            for (std::size_t p = 0; p < count; ++p, ++at)
+            {
+                cell_sum += pair_plasticity_from_moments(moments.mean(at), moments.variance(at));
+            }
+            bucket_sum += cell_sum;
+            result.cells.push_back({cell.q_bucket, cell.k_bucket,
+                                    count ? cell_sum / static_cast<double>(count)
+                                          : std::numeric_limits<double>::quiet_NaN(),
+                                    count});
+        }
+        result.plasticity = bucket_sum / static_cast<double>(total);
+        return result;
+    }
+}  // namespace detail
+
+/// Cell and bucket plasticity of one query bucket (docs/method.md §2.13-2.14): for every pair
+/// (k1, k2) of every cell, w = k1 - k2 of the rotated keys keys_rot (n x d), m = w^T mean and
+/// v = w^T cov w of the bucket's query model (§2.10), PP = 4 p (1 - p) with p = Phi(m / sqrt v)
+/// (the degenerate rule of §2.13 when v <= 0), all pairs in one batched kernel call (§4).
+/// A cell's plasticity is the mean PP of its pairs (NaN without pairs); AP_j the mean PP over
+/// all pairs of all the cells. T: the precision of the kernel's products (T = void: the keys'
+/// value type); sums in double.
+template <class T = void, class EK>
+bucket_plasticity_result query_bucket_plasticity(const xt::xexpression<EK>& keys_rot,
+                                                 const std::vector<cell_pairs>& cells,
+                                                 const bucket_query_model& model)
+{
+    using value_type = std::conditional_t<std::is_void<T>::value, detail::expression_value_t<EK>, T>;
+    constexpr const char* fn = "query_bucket_plasticity";
+    const auto keys = detail::as_matrix<value_type>(keys_rot, fn, "keys_rot");
+    if (keys.cols == 0 || model.semantic.mean.size() + 1 != keys.cols
+        || model.semantic.covariance.shape()[0] != keys.cols - 1
+        || model.semantic.covariance.shape()[1] != keys.cols - 1)
+    {
+        detail::throw_invalid(fn, "keys_rot has d = ", keys.cols, " columns but the model's semantic mean has ",
+                              model.semantic.mean.size(), " entries and covariance ",
+                              model.semantic.covariance.shape()[0], " x ", model.semantic.covariance.shape()[1],
+                              " (d - 1 each)");
+    }
+    for (std::size_t c = 0; c < cells.size(); ++c)
+    {
+        const key_pairs& pairs = cells[c].pairs;
+        if (pairs.first.size() != pairs.second.size())
+        {
+            detail::throw_invalid(fn, "cells[", c, "] has ", pairs.first.size(), " first but ", pairs.second.size(),
+                                  " second rows");
+        }
+        for (std::size_t p = 0; p < pairs.size(); ++p)
+        {
+            for (std::size_t row : {pairs.first(p), pairs.second(p)})
+            {
+                if (row >= keys.rows)
+                {
+                    detail::throw_invalid(fn, "cells[", c, "] pair ", p, " uses key row ", row, " but keys_rot has ",
+                                          keys.rows, " rows");
+                }
+                if (detail::any_non_finite(keys.row(row), keys.cols))
+                {
+                    detail::throw_non_finite_row(fn, "keys_rot", keys.row(row), row, keys.cols);
+                }
+            }
+        }
+    }
+    return detail::query_bucket_plasticity_raw<value_type>(keys_rot, cells, model);
+}
+}  // namespace attention_plasticity
+
+#endif
