@@ -208,16 +208,10 @@ struct layout_counts
     std::optional<std::size_t> num_k_heads;
 };
 
-/// The layout counts of <data_root>/metadata.json (none when there is no such file).
-inline layout_counts read_dump_metadata(const std::string& data_root)
+/// The layout counts of a metadata text (JSON; `path` names it in messages).
+inline layout_counts parse_dump_metadata(const std::string& text, const std::string& path)
 {
-    const std::string path = (std::filesystem::path(data_root) / dump_metadata_file).string();
     layout_counts counts;
-    if (inspect_path(path).absent)
-    {
-        return counts;
-    }
-    const std::string text = read_config_file(path, "metadata");
     YAML::Node root;
     try
     {
@@ -235,7 +229,7 @@ inline layout_counts read_dump_metadata(const std::string& data_root)
         {"num_layers", &counts.num_layers}, {"num_q_heads", &counts.num_q_heads}, {"num_k_heads", &counts.num_k_heads}};
     for (const auto& [key, field] : fields)
     {
-        const YAML::Node value = root[key];
+        const YAML::Node value = static_cast<const YAML::Node&>(root)[key];  // const: looks up, never inserts
         if (!value.IsDefined() || value.IsNull())
         {
             continue;
@@ -248,6 +242,17 @@ inline layout_counts read_dump_metadata(const std::string& data_root)
             parse_unsigned("metadata " + path + ": " + key, value.Scalar(), 1, max_layout_count));
     }
     return counts;
+}
+
+/// The layout counts of <data_root>/metadata.json (none when there is no such file).
+inline layout_counts read_dump_metadata(const std::string& data_root)
+{
+    const std::string path = (std::filesystem::path(data_root) / dump_metadata_file).string();
+    if (inspect_path(path).absent)
+    {
+        return {};
+    }
+    return parse_dump_metadata(read_config_file(path, "metadata"), path);
 }
 
 /// A dump's layout: how many layers, query heads and key heads the model has.
