@@ -541,6 +541,14 @@ def folder_ten_million_heads(c):
 
 
 @case
+def folder_ten_thousand_heads_inferred(c):
+    # Inferring the layout from this folder would mean 2 x 10000 query heads, almost all absent.
+    os.makedirs(os.path.join(c.root, "l00h9999q"))
+    return Expect(2, layout=False, messages=["cannot be inferred from a partial head set: the folder names show 9 of "
+                                             "the 20000 query folders"])
+
+
+@case
 def folder_outside_layout_layers(c):
     return Expect(2, messages=["folder 'l01h00q' is outside the layout (num_layers = 1, layers 0)",
                                "use --layers and --heads"], args=["--num-layers", 1])
@@ -746,6 +754,8 @@ config_case("config_bad_real", [], "p_alpha: 'abc' is not a number", "p_alpha: a
 config_case("config_null", [], "threads: missing value", "threads:\n")
 config_case("config_top_level_list", [], "expected a mapping of keys to values", "- 1\n- 2\n")
 config_case("config_twice", [], "seed: given twice", "seed: 1\nseed: 2\n")
+config_case("config_count_above_limit", [], "num_layers: 99999999 must be >= 1 and <= 10000", "num_layers: 99999999\n",
+            layout=False)
 config_case("config_nested_list", [], "seed: expected a single value", "seed: " + "[" * 100 + "]" * 100 + "\n")
 config_case("config_deep_flow_nesting", [], "not valid YAML", "seed: " + "[" * 100000 + "]" * 100000 + "\n")
 config_case("config_deep_block_nesting", [], "not valid YAML", "seed:\n" + "".join(" " * i + "-\n" for i in range(1400)))
