@@ -1,7 +1,11 @@
-// ap_analyze: the attention plasticity of every head of a qk dump (SPEC §1) -> the four
-// CSVs of SPEC §3. Command-line handling only: the reading is in npy_dump.hpp, the options in
-// config.hpp, the output in csv_output.hpp, and the analysis is the library's analyze_head.
+// ap_analyze: the attention plasticity of the heads of a qk dump (docs/method.md §1) -> the
+// four CSVs of docs/method.md §3. The front end only: the options are analyze_config.hpp's,
+// which heads to analyze dump_layout.hpp's, the reading npy_dump.hpp's, the rows
+// csv_rows.hpp's, the writing result_set.hpp's, and the analysis is the library's
+// analyze_head.
 //
+// Order of a run: configuration and the dump's layout (usage errors: exit 2), the output
+// folder (checked and locked before any work: exit 2), the heads, then the result set.
 // Heads run on `threads` workers. A worker loads one query head (and the key head of its GQA
 // group, shared with the other query heads of the group and freed after the last of them),
 // analyzes it and keeps only the formatted rows, so memory stays near `threads` heads' data.
@@ -23,10 +27,12 @@
 
 #include <attention_plasticity/pipeline.hpp>
 
-#include "config.hpp"
-#include "csv_output.hpp"
+#include "analyze_config.hpp"
+#include "csv_rows.hpp"
+#include "dump_layout.hpp"
 #include "npy_dump.hpp"
 #include "progress.hpp"
+#include "result_set.hpp"
 
 // From OpenBLAS; declared here because the system <cblas.h> clashes with xtensor-blas.
 extern "C" void openblas_set_num_threads(int);
@@ -37,13 +43,21 @@ using namespace ap_examples;
 namespace ap = attention_plasticity;
 
 /// Key folders shared by the query heads of a GQA group: loaded by the first query head of
-/// the group that needs them, freed when the last one has released them.
+/// the group that needs them, freed when the last one of the run has released them.
 class key_cache
 {
 public:
     using value = std::shared_ptr<const folder_data>;
+    using key_id = std::pair<std::size_t, std::size_t>;  // (layer, k_head)
 
-    explicit key_cache(std::size_t group_size) : m_group_size(group_size) {}
+    /// `heads`: the query heads of the run (each acquires its group's keys once).
+    explicit key_cache(const std::vector<head_task>& heads)
+    {
+        for (const auto& h : heads)
+        {
+            ++m_users[{h.layer, h.k_head}];
+        }
+    }
 
     value acquire(const std::string& folder, const std::pair<std::size_t, std::size_t>& id)
     {
@@ -57,7 +71,7 @@ public:
             {
                 entry e;
                 e.future = promise.get_future().share();
-                e.remaining = m_group_size;
+                e.remaining = m_users[id];
                 it = m_entries.emplace(id, std::move(e)).first;
                 load = true;
             }
@@ -93,7 +107,7 @@ private:
         std::shared_future<value> future;
         std::size_t remaining = 0;
     };
-    std::size_t m_group_size;
+    std::map<key_id, std::size_t> m_users;
     std::mutex m_mutex;
     std::map<std::pair<std::size_t, std::size_t>, entry> m_entries;
 };
@@ -106,9 +120,11 @@ auto with_tokens_view(const folder_data& folder, F&& f)
 }
 
 /// The analysis of one query head; throws input_error naming the file for bad input.
-head_rows analyze_one(const analyze_config& config, key_cache& cache, std::size_t layer, std::size_t q_head)
+head_rows analyze_one(const analyze_config& config, const dump_scan& scan, key_cache& cache, const head_task& task)
 {
-    const std::size_t k_head = q_head / config.group_size();
+    const std::size_t layer = task.layer;
+    const std::size_t q_head = task.q_head;
+    const std::size_t k_head = task.k_head;
     // Every query head acquires and releases its group's keys exactly once, whatever fails.
     const auto id = std::make_pair(layer, k_head);
     struct releaser
@@ -117,12 +133,18 @@ head_rows analyze_one(const analyze_config& config, key_cache& cache, std::size_
         std::pair<std::size_t, std::size_t> id;
         ~releaser() { cache.release(id); }
     } release_on_exit{cache, id};
-    const key_cache::value k = cache.acquire(folder_name(config.data_root, layer, k_head, 'k'), id);
+    const std::string k_folder = head_folder_path(config.data_root, layer, k_head, 'k');
+    if (!scan.has_key(layer, k_head))
+    {
+        throw input_error(k_folder, "folder not found (the keys of query head " + std::to_string(q_head)
+                                        + "'s GQA group, key head " + std::to_string(k_head) + ")");
+    }
+    const key_cache::value k = cache.acquire(k_folder, id);
     if (k->n < 1)
     {
         throw input_error(k->vector_file, "has no keys (0 rows)");
     }
-    const folder_data q = load_folder(folder_name(config.data_root, layer, q_head, 'q'), true);
+    const folder_data q = load_folder(head_folder_path(config.data_root, layer, q_head, 'q'), true);
     if (q.n < 2)
     {
         throw input_error(q.vector_file, "needs at least 2 queries, has " + std::to_string(q.n)
@@ -158,58 +180,31 @@ head_rows analyze_one(const analyze_config& config, key_cache& cache, std::size_
         throw input_error(q.folder, e.what());
     }
 }
-}  // namespace
 
-int main(int argc, char** argv)
+/// The run's heads, with their rows once analyzed.
+struct run_state
 {
-    analyze_config config;
-    try
-    {
-        const auto parsed = parse_config(argc, argv);
-        if (!parsed)
-        {
-            std::fputs(config_help("ap_analyze").c_str(), stdout);
-            return 0;
-        }
-        config = *parsed;
-    }
-    catch (const usage_error& e)
-    {
-        std::fprintf(stderr, "ap_analyze: %s\n", e.what());
-        return 2;
-    }
-    catch (const std::exception& e)
-    {
-        std::fprintf(stderr, "ap_analyze: %s\n", e.what());
-        return 2;
-    }
+    std::vector<std::optional<head_rows>> results;
+    std::vector<double> seconds;
+};
 
-    // Parallelism is over heads; a multithreaded BLAS underneath would oversubscribe.
-    openblas_set_num_threads(1);
-
-    const std::size_t total = config.layers() * config.q_heads();
-    const std::size_t threads = std::min(config.worker_threads(), std::max<std::size_t>(1, total));
-    std::fprintf(stderr,
-                 "ap_analyze: %zu layers x %zu query heads (%zu key heads) from %s, %zu pairs per cell, "
-                 "%zu thread%s\n",
-                 config.layers(), config.q_heads(), config.k_heads(), config.data_root.c_str(),
-                 config.options.num_pairs_per_bucket, threads, threads == 1 ? "" : "s");
-
-    std::vector<std::optional<head_rows>> results(total);
-    std::vector<double> seconds(total, 0.0);
-    progress_reporter progress(total);
-    key_cache cache(config.group_size());
+void run_heads(const analyze_config& config, const dump_scan& scan, const head_plan& plan, std::size_t threads,
+               progress_reporter& progress, run_state& state)
+{
+    const std::size_t total = plan.heads.size();
+    state.results.assign(total, std::nullopt);
+    state.seconds.assign(total, 0.0);
+    key_cache cache(plan.heads);
     std::atomic<std::size_t> next{0};
     auto worker = [&] {
         for (std::size_t index = next++; index < total; index = next++)
         {
-            const std::size_t layer = index / config.q_heads();
-            const std::size_t q_head = index % config.q_heads();
+            const head_task& task = plan.heads[index];
             const auto start = std::chrono::steady_clock::now();
             std::string error;
             try
             {
-                results[index] = analyze_one(config, cache, layer, q_head);
+                state.results[index] = analyze_one(config, scan, cache, task);
             }
             catch (const input_error& e)
             {
@@ -217,17 +212,17 @@ int main(int argc, char** argv)
             }
             catch (const std::bad_alloc&)
             {
-                error = folder_name(config.data_root, layer, q_head, 'q') + ": out of memory";
+                error = head_folder_path(config.data_root, task.layer, task.q_head, 'q') + ": out of memory";
             }
             catch (const std::exception& e)
             {
-                error = folder_name(config.data_root, layer, q_head, 'q') + ": " + e.what();
+                error = head_folder_path(config.data_root, task.layer, task.q_head, 'q') + ": " + e.what();
             }
-            seconds[index] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            state.seconds[index] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             if (!error.empty())
             {
-                progress.message("error: layer " + std::to_string(layer) + " q_head " + std::to_string(q_head) + ": "
-                                 + error);
+                progress.message("error: layer " + std::to_string(task.layer) + " q_head " + std::to_string(task.q_head)
+                                 + ": " + error);
             }
             progress.head_done(!error.empty());
         }
@@ -243,30 +238,116 @@ int main(int argc, char** argv)
         t.join();
     }
     progress.finish();
+}
 
-    std::vector<const head_rows*> rows;
-    rows.reserve(total);
-    for (const auto& r : results)
-    {
-        rows.push_back(r ? &*r : nullptr);
-    }
-    const std::size_t failed = progress.failed();
+std::string plural(std::uint64_t n, const char* one, const char* many)
+{
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    analyze_config config;
+    std::optional<dump_scan> scan;
+    std::optional<head_plan> plan;
     try
     {
-        write_results(config.output_dir, rows);
+        const auto parsed = parse_analyze_command_line(argc, argv);
+        if (!parsed)
+        {
+            std::fputs(analyze_help("ap_analyze").c_str(), stdout);
+            return 0;
+        }
+        config = *parsed;
+        scan = scan_dump(config.data_root);
+        const dump_layout layout = resolve_layout(*scan, config.layout, read_dump_metadata(config.data_root));
+        plan = plan_heads(*scan, layout, config.selection);
     }
     catch (const std::exception& e)
     {
-        std::fprintf(stderr, "ap_analyze: error: %s\n", e.what());
+        std::fprintf(stderr, "ap_analyze: %s\n", e.what());
+        return 2;
+    }
+
+    // The output folder is checked (and locked) before any work.
+    std::optional<result_set_writer> writer;
+    try
+    {
+        writer.emplace(config.output_dir, result_file_names());
+    }
+    catch (const std::exception& e)
+    {
+        std::fprintf(stderr, "ap_analyze: %s\n", e.what());
+        return 2;
+    }
+    for (const auto& note : writer->notes())
+    {
+        std::fprintf(stderr, "ap_analyze: %s\n", note.c_str());
+    }
+
+    // Parallelism is over heads; a multithreaded BLAS underneath would oversubscribe.
+    openblas_set_num_threads(1);
+
+    const dump_layout& layout = plan->layout;
+    const std::size_t total = plan->heads.size();
+    const std::size_t threads = std::min(config.worker_threads(), total);
+    std::fprintf(stderr,
+                 "ap_analyze: %s x %s (%s; %s) in %s: %s present, %zu to analyze, %zu pairs per cell, %s\n",
+                 plural(layout.num_layers, "layer", "layers").c_str(),
+                 plural(layout.num_q_heads, "query head", "query heads").c_str(),
+                 plural(layout.num_k_heads, "key head", "key heads").c_str(), layout.origin.c_str(),
+                 config.data_root.c_str(), plural(plan->present_heads, "query head", "query heads").c_str(), total,
+                 config.options.num_pairs_per_bucket, plural(threads, "thread", "threads").c_str());
+
+    progress_reporter progress(total);
+    run_state state;
+    run_heads(config, *scan, *plan, threads, progress, state);
+
+    const std::size_t failed = progress.failed();
+    const std::size_t analyzed = total - failed;
+    std::string counts = std::to_string(plan->present_heads) + " of the " + std::to_string(plan->layout_heads)
+                         + " query heads of the layout present";
+    if (total != plan->present_heads)
+    {
+        counts += ", " + std::to_string(total) + " of them selected";
+    }
+    counts += ": " + std::to_string(analyzed) + " analyzed, " + std::to_string(failed) + " failed";
+    if (analyzed == 0)
+    {
+        writer->abandon();
+        std::fprintf(stderr, "ap_analyze: %s; no head was analyzed, so %s\n", counts.c_str(),
+                     writer->has_earlier_set() ? ("the earlier results in " + config.output_dir + " are left as they were").c_str()
+                                               : ("nothing was written to " + config.output_dir).c_str());
+        return 1;
+    }
+    std::vector<const head_rows*> rows;
+    rows.reserve(analyzed);
+    for (const auto& r : state.results)
+    {
+        if (r)
+        {
+            rows.push_back(&*r);
+        }
+    }
+    try
+    {
+        writer->commit(result_files(rows));
+    }
+    catch (const std::exception& e)
+    {
+        std::fprintf(stderr, "ap_analyze: error: %s; %s\n", e.what(),
+                     writer->has_earlier_set() ? ("the earlier results in " + config.output_dir + " are unchanged").c_str()
+                                               : ("no results were written to " + config.output_dir).c_str());
         return 1;
     }
     double head_seconds = 0.0;
-    for (double s : seconds)
+    for (double s : state.seconds)
     {
         head_seconds += s;
     }
-    std::fprintf(stderr, "ap_analyze: %zu of %zu heads analyzed, %zu failed, in %s (%.3f s per head); results in %s\n",
-                 total - failed, total, failed, format_seconds(progress.elapsed()).c_str(),
-                 total ? head_seconds / static_cast<double>(total) : 0.0, config.output_dir.c_str());
+    std::fprintf(stderr, "ap_analyze: %s, in %s (%.3f s per head); results in %s\n", counts.c_str(),
+                 format_seconds(progress.elapsed()).c_str(), head_seconds / static_cast<double>(total),
+                 config.output_dir.c_str());
     return failed > 0 ? 1 : 0;
 }

@@ -1,4 +1,4 @@
-// ap_synth: writes a synthetic qk dump (NPY layout of SPEC §1) from an exact Gaussian query
+// ap_synth: writes a synthetic qk dump (NPY layout of docs/method.md §1) from an exact Gaussian query
 // model, and beside it true_ap.csv with the attention plasticity each head truly has.
 // The model is described in synth_model.hpp.
 
@@ -19,6 +19,9 @@
 #include <xtensor/xtensor.hpp>
 
 #include "cli_util.hpp"
+#include "config.hpp"
+#include "csv_rows.hpp"
+#include "dump_layout.hpp"
 #include "synth_model.hpp"
 
 extern "C" void openblas_set_num_threads(int);
@@ -37,128 +40,95 @@ struct synth_cli
     std::size_t threads = 0;
 };
 
-const char* const usage_text =
+const char* const usage_intro =
     R"(usage: ap_synth [options]
 
-Writes a synthetic qk dump in the NPY layout of SPEC §1 into --out, from an exact Gaussian
-query model (see examples/synth_model.hpp), and beside it (files of the same names are
-overwritten, anything else in --out is left alone):
+Writes a synthetic qk dump in the NPY layout of docs/method.md §1 into --out, from an exact
+Gaussian query model (see examples/synth_model.hpp), and beside it (files of the same names
+are overwritten, anything else in --out is left alone):
   true_ap.csv       layer,q_head,k_head,ap_true,ap_true_first20,ap_true_last20,drift
   true_profile.csv  layer,q_head,k_head,q_bucket,tau,n_queries,ap_true,n_pairs
 
 options (defaults in brackets):
-  --out DIR                    output folder [synth_dump]
-  --num-layers N               layers [4]
-  --num-q-heads N              query heads per layer [8]
-  --num-k-heads N              key heads per layer; divides --num-q-heads [2]
-  --dim D                      head dimension d [64]
-  --tokens N                   tokens per head = examples x sequence length [4096]
-  --examples N                 sequences (example_id values) per head [4]
-  --buckets N                  uniform position buckets [16]
-  --seed N                     seed of everything [0]
-  --sliding-window-layers L    comma-separated layers with a sliding window [none]
-  --sliding-window W           window of those layers, tokens [sequence length / 4]
-  --true-pairs N               0: the true AP is the exact expectation over every pair the
-                               sampler can draw (weighted by its probability); N > 0: the
-                               mean over N pairs per cell drawn with the library's sampler [0]
-  --max-rel-dist X             sampler window fraction, as the analysis [0.05]
-  --min-drift X, --max-drift X range of the positional drift strength [0.3, 150]
-  --vector-dtype float32|float64   dtype of vector.npy [float32]
-  --int-dtype int32|int64      dtype of the integer columns [int64]
-  --threads N                  worker threads [hardware concurrency]
-  --help                       this text
 )";
+
+/// ap_synth's options, read by the table-driven parser of config.hpp as ap_analyze's are.
+const option_table<synth_cli>& synth_options_table()
+{
+    using c = synth_cli;
+    auto model_unsigned = [](std::size_t synth_options::*field, std::uint64_t lo, std::uint64_t hi) {
+        return [field, lo, hi](c& cli, const std::string& label, const std::string& text) {
+            cli.model.*field = static_cast<std::size_t>(parse_unsigned(label, text, lo, hi));
+        };
+    };
+    auto model_real = [](double synth_options::*field, double lo, double hi) {
+        return [field, lo, hi](c& cli, const std::string& label, const std::string& text) {
+            cli.model.*field = parse_real(label, text, lo, hi);
+        };
+    };
+    auto choice = [](bool c::*field, const char* no, const char* yes) {
+        return [field, no, yes](c& cli, const std::string& label, const std::string& text) {
+            if (text != no && text != yes)
+            {
+                throw usage_error(label + ": '" + text + "' is not " + no + " or " + yes);
+            }
+            cli.*field = text == yes;
+        };
+    };
+    static const option_table<synth_cli> table = {
+        {"out", "DIR", "output folder [synth_dump]", set_option::path(&c::out)},
+        {"num_layers", "N", "layers [4]", model_unsigned(&synth_options::num_layers, 1, 100)},
+        {"num_q_heads", "N", "query heads per layer [8]", model_unsigned(&synth_options::num_q_heads, 1, 100)},
+        {"num_k_heads", "N", "key heads per layer; divides --num-q-heads [2]",
+         model_unsigned(&synth_options::num_k_heads, 1, 100)},
+        {"dim", "D", "head dimension d [64]", model_unsigned(&synth_options::dim, 2, 4096)},
+        {"tokens", "N", "tokens per head = examples x sequence length [4096]",
+         model_unsigned(&synth_options::tokens, 4, 100000000)},
+        {"examples", "N", "sequences (example_id values) per head [4]",
+         model_unsigned(&synth_options::examples, 1, 1000000)},
+        {"buckets", "N", "uniform position buckets [16]", model_unsigned(&synth_options::buckets, 2, 1000000)},
+        {"seed", "N", "seed of everything [0]",
+         [](c& cli, const std::string& label, const std::string& text) { cli.model.seed = parse_unsigned(label, text); }},
+        {"sliding_window_layers", "LIST", "layers with a sliding window, e.g. 1,3 or 0-3 [none]",
+         [](c& cli, const std::string& label, const std::string& text) {
+             cli.model.sliding_window_layers.clear();
+             const index_set layers = parse_index_set(label, text, 1000);
+             for (const auto& [first, last] : layers.ranges())
+             {
+                 for (std::uint64_t layer = first; layer <= last; ++layer)
+                 {
+                     cli.model.sliding_window_layers.push_back(static_cast<std::size_t>(layer));
+                 }
+             }
+         },
+         true},
+        {"sliding_window", "W", "window of those layers, tokens [sequence length / 4]",
+         [](c& cli, const std::string& label, const std::string& text) {
+             cli.model.sliding_window = static_cast<std::int64_t>(parse_unsigned(label, text, 1, 1u << 30));
+         }},
+        {"true_pairs", "N",
+         "0: the true AP is the exact expectation over every pair the sampler can draw (weighted by "
+         "its probability); N > 0: the mean over N pairs per cell drawn with the library's sampler [0]",
+         model_unsigned(&synth_options::true_pairs, 0, 100000000)},
+        {"max_rel_dist", "X", "sampler window fraction, as the analysis [0.05]",
+         model_real(&synth_options::max_rel_dist, 0.0, 1.0)},
+        {"min_drift", "X", "positional drift strength of the least positional head [0.3]",
+         model_real(&synth_options::min_drift, 1e-9, 1e9)},
+        {"max_drift", "X", "... and of the most positional one [150]", model_real(&synth_options::max_drift, 1e-9, 1e9)},
+        {"vector_dtype", "float32|float64", "dtype of vector.npy [float32]", choice(&c::float64, "float32", "float64")},
+        {"int_dtype", "int32|int64", "dtype of the integer columns [int64]", choice(&c::int32, "int64", "int32")},
+        {"threads", "N", "worker threads, 0 = hardware concurrency [0]", set_option::unsigned_in(&c::threads, 0, 4096)},
+    };
+    return table;
+}
 
 synth_cli parse_args(int argc, char** argv, bool& help)
 {
     synth_cli cli;
-    help = false;
-    for (int i = 1; i < argc; ++i)
+    help = !parse_command_line(argc, argv, synth_options_table(), cli);
+    if (help)
     {
-        std::string arg = argv[i];
-        if (arg == "--help" || arg == "-h")
-        {
-            help = true;
-            return cli;
-        }
-        if (arg.rfind("--", 0) != 0)
-        {
-            throw usage_error("unexpected argument '" + arg + "'");
-        }
-        std::string value;
-        const auto eq = arg.find('=');
-        if (eq != std::string::npos)
-        {
-            value = arg.substr(eq + 1);
-            arg = arg.substr(0, eq);
-        }
-        else
-        {
-            if (i + 1 >= argc)
-            {
-                throw usage_error(arg + ": missing value");
-            }
-            value = argv[++i];
-        }
-        auto& m = cli.model;
-        if (arg == "--out")
-        {
-            if (value.empty())
-            {
-                throw usage_error("--out: empty path");
-            }
-            cli.out = value;
-        }
-        else if (arg == "--num-layers") m.num_layers = parse_unsigned(arg, value, 1, 100);
-        else if (arg == "--num-q-heads") m.num_q_heads = parse_unsigned(arg, value, 1, 100);
-        else if (arg == "--num-k-heads") m.num_k_heads = parse_unsigned(arg, value, 1, 100);
-        else if (arg == "--dim") m.dim = parse_unsigned(arg, value, 2, 4096);
-        else if (arg == "--tokens") m.tokens = parse_unsigned(arg, value, 4, 100000000);
-        else if (arg == "--examples") m.examples = parse_unsigned(arg, value, 1, 1000000);
-        else if (arg == "--buckets") m.buckets = parse_unsigned(arg, value, 2, 1000000);
-        else if (arg == "--seed") m.seed = parse_unsigned(arg, value);
-        else if (arg == "--sliding-window") m.sliding_window = static_cast<std::int64_t>(parse_unsigned(arg, value, 1, 1u << 30));
-        else if (arg == "--true-pairs") m.true_pairs = parse_unsigned(arg, value, 0, 100000000);
-        else if (arg == "--max-rel-dist") m.max_rel_dist = parse_real(arg, value, 0.0, 1.0);
-        else if (arg == "--min-drift") m.min_drift = parse_real(arg, value, 1e-9, 1e9);
-        else if (arg == "--max-drift") m.max_drift = parse_real(arg, value, 1e-9, 1e9);
-        else if (arg == "--threads") cli.threads = parse_unsigned(arg, value, 1, 4096);
-        else if (arg == "--sliding-window-layers")
-        {
-            m.sliding_window_layers.clear();
-            std::size_t start = 0;
-            while (start <= value.size() && !trim(value).empty())
-            {
-                const auto comma = value.find(',', start);
-                const std::string piece = value.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-                m.sliding_window_layers.push_back(parse_unsigned(arg, piece, 0, 1000));
-                if (comma == std::string::npos)
-                {
-                    break;
-                }
-                start = comma + 1;
-            }
-        }
-        else if (arg == "--vector-dtype")
-        {
-            if (value != "float32" && value != "float64")
-            {
-                throw usage_error("--vector-dtype: '" + value + "' is not float32 or float64");
-            }
-            cli.float64 = value == "float64";
-        }
-        else if (arg == "--int-dtype")
-        {
-            if (value != "int32" && value != "int64")
-            {
-                throw usage_error("--int-dtype: '" + value + "' is not int32 or int64");
-            }
-            cli.int32 = value == "int32";
-        }
-        else
-        {
-            throw usage_error("unknown option '" + arg + "' (see --help)");
-        }
+        return cli;
     }
     const auto& m = cli.model;
     if (m.num_q_heads % m.num_k_heads != 0)
@@ -268,24 +238,6 @@ xt::xtensor<double, 2> as_stored(const synth_cli& cli, xt::xtensor<double, 2> x)
     return x;
 }
 
-std::string folder_of(std::size_t layer, std::size_t head, char kind)
-{
-    char name[64];
-    std::snprintf(name, sizeof(name), "l%02zuh%02zu%c", layer, head, kind);
-    return name;
-}
-
-std::string fmt(double x)
-{
-    if (std::isnan(x))
-    {
-        return "nan";
-    }
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), "%.17g", x);
-    return buf;
-}
-
 struct group_output
 {
     std::string head_rows;
@@ -305,7 +257,7 @@ group_output run_group(const synth_cli& cli, std::size_t layer, std::size_t k_he
     const key_params kp = make_key_params(o, layer, k_head);
     const xt::xtensor<double, 2> keys =
         as_stored(cli, to_output_frame(make_latent_keys(o, kp, layout, layer, k_head), r));
-    write_folder(cli, root / folder_of(layer, k_head, 'k'), keys, layout, row_order(o, 8, layer, k_head, n), 0);
+    write_folder(cli, root / head_folder_name(layer, k_head, 'k'), keys, layout, row_order(o, 8, layer, k_head, n), 0);
 
     group_output out;
     const std::int64_t window = o.window_for(layer);
@@ -313,17 +265,17 @@ group_output run_group(const synth_cli& cli, std::size_t layer, std::size_t k_he
     {
         const query_params qp = make_query_params(o, layer, q_head);
         const xt::xtensor<double, 2> queries = to_output_frame(make_latent_queries(o, qp, layout, layer, q_head), r);
-        write_folder(cli, root / folder_of(layer, q_head, 'q'), queries, layout,
+        write_folder(cli, root / head_folder_name(layer, q_head, 'q'), queries, layout,
                      row_order(o, 9, layer, q_head, n), window);
         const true_ap_result truth =
             true_ap(o, qp, r, keys, layout, layout, window, stream_seed(o.seed, 10, layer, q_head));
         const std::string id = std::to_string(layer) + "," + std::to_string(q_head) + "," + std::to_string(k_head);
-        out.head_rows += id + "," + fmt(truth.ap) + "," + fmt(truth.ap_first20) + "," + fmt(truth.ap_last20) + ","
-                         + fmt(qp.drift) + "\n";
+        out.head_rows += id + "," + format_number(truth.ap) + "," + format_number(truth.ap_first20) + "," + format_number(truth.ap_last20) + ","
+                         + format_number(qp.drift) + "\n";
         for (const auto& row : truth.profile)
         {
-            out.profile_rows += id + "," + std::to_string(row.q_bucket) + "," + fmt(row.tau) + ","
-                                + std::to_string(row.n_queries) + "," + fmt(row.ap) + "," + std::to_string(row.n_pairs)
+            out.profile_rows += id + "," + std::to_string(row.q_bucket) + "," + format_number(row.tau) + ","
+                                + std::to_string(row.n_queries) + "," + format_number(row.ap) + "," + std::to_string(row.n_pairs)
                                 + "\n";
         }
     }
@@ -355,11 +307,11 @@ int main(int argc, char** argv)
         cli = parse_args(argc, argv, help);
         if (help)
         {
-            std::cout << usage_text;
+            std::cout << usage_intro << options_help(synth_options_table());
             return 0;
         }
     }
-    catch (const usage_error& e)
+    catch (const std::exception& e)
     {
         std::cerr << "ap_synth: " << e.what() << "\n";
         return 2;

@@ -2,8 +2,10 @@
 #define AP_EXAMPLES_CLI_UTIL_HPP
 
 // Strict parsing of option values shared by ap_analyze and ap_synth: the whole text must be
-// the number, in range; otherwise usage_error naming the option.
+// the number (or the list of numbers and ranges), in range; otherwise usage_error naming the
+// option.
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +14,8 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace ap_examples
 {
@@ -94,6 +98,138 @@ inline double parse_real(const std::string& name, const std::string& raw, double
         throw usage_error(name + ": " + text + range);
     }
     return value;
+}
+/// A set of indices written as numbers and inclusive ranges, "0-3,7" (the --layers and
+/// --heads syntax). Kept as sorted, disjoint ranges: "0-4000000000" costs two numbers.
+class index_set
+{
+public:
+    using range = std::pair<std::uint64_t, std::uint64_t>;
+
+    index_set() = default;
+    explicit index_set(std::vector<range> ranges) : m_ranges(normalized(std::move(ranges))) {}
+
+    bool contains(std::uint64_t i) const
+    {
+        for (const auto& [first, last] : m_ranges)
+        {
+            if (i < first)
+            {
+                return false;
+            }
+            if (i <= last)
+            {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    bool empty() const { return m_ranges.empty(); }
+    std::uint64_t largest() const { return m_ranges.empty() ? 0 : m_ranges.back().second; }
+    const std::vector<range>& ranges() const { return m_ranges; }
+
+    /// How many indices (saturating at the largest std::uint64_t).
+    std::uint64_t count() const
+    {
+        constexpr std::uint64_t most = std::numeric_limits<std::uint64_t>::max();
+        std::uint64_t total = 0;
+        for (const auto& [first, last] : m_ranges)
+        {
+            const std::uint64_t span = last - first;  // the range holds span + 1 indices
+            if (span == most || total > most - span - 1)
+            {
+                return most;
+            }
+            total += span + 1;
+        }
+        return total;
+    }
+
+    /// Canonical text: "0-3,7".
+    std::string text() const
+    {
+        std::string s;
+        for (const auto& [first, last] : m_ranges)
+        {
+            s += (s.empty() ? "" : ",") + std::to_string(first);
+            if (last != first)
+            {
+                s += (last == first + 1 ? "," : "-") + std::to_string(last);
+            }
+        }
+        return s;
+    }
+
+private:
+    static std::vector<range> normalized(std::vector<range> ranges)
+    {
+        std::sort(ranges.begin(), ranges.end());
+        std::vector<range> merged;
+        for (const auto& r : ranges)
+        {
+            if (!merged.empty() && (r.first <= merged.back().second
+                                    || (merged.back().second != std::numeric_limits<std::uint64_t>::max()
+                                        && r.first == merged.back().second + 1)))
+            {
+                merged.back().second = std::max(merged.back().second, r.second);
+            }
+            else
+            {
+                merged.push_back(r);
+            }
+        }
+        return merged;
+    }
+
+    std::vector<range> m_ranges;
+};
+
+/// Parses "0-3,7" (spaces allowed around items); every index <= max_index.
+inline index_set parse_index_set(const std::string& name, const std::string& raw, std::uint64_t max_index)
+{
+    if (trim(raw).empty())
+    {
+        throw usage_error(name + ": missing value (expected indices such as 0-3,7)");
+    }
+    std::vector<index_set::range> ranges;
+    std::size_t start = 0;
+    while (true)
+    {
+        const std::size_t comma = raw.find(',', start);
+        const std::string item = trim(raw.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+        if (item.empty())
+        {
+            throw usage_error(name + ": '" + raw + "' has an empty item (expected indices such as 0-3,7)");
+        }
+        const std::size_t dash = item.find('-');
+        if (dash == 0)
+        {
+            throw usage_error(name + ": '" + item + "' is not a non-negative index");
+        }
+        if (dash == std::string::npos)
+        {
+            const std::uint64_t i = parse_unsigned(name, item, 0, max_index);
+            ranges.emplace_back(i, i);
+        }
+        else
+        {
+            const std::uint64_t first = parse_unsigned(name, item.substr(0, dash), 0, max_index);
+            const std::uint64_t last = parse_unsigned(name, item.substr(dash + 1), 0, max_index);
+            if (last < first)
+            {
+                throw usage_error(name + ": '" + item + "' is a descending range (write " + std::to_string(last) + "-"
+                                  + std::to_string(first) + ")");
+            }
+            ranges.emplace_back(first, last);
+        }
+        if (comma == std::string::npos)
+        {
+            break;
+        }
+        start = comma + 1;
+    }
+    return index_set(std::move(ranges));
 }
 }  // namespace ap_examples
 

@@ -1,284 +1,208 @@
 #ifndef AP_EXAMPLES_CONFIG_HPP
 #define AP_EXAMPLES_CONFIG_HPP
 
-// Configuration of ap_analyze: a YAML file (--config FILE) whose keys may each be given as a
-// flag too (data_root -> --data-root); flags override the file. Defaults as SPEC §2.
-// Unknown keys or flags and bad values are usage errors naming the key.
+// The table-driven option parser of every front end: a program describes its options once
+// (key, value name, help, setter) and gets from that table its command line (--name VALUE
+// and --name=VALUE, key data_root <-> flag --data-root), an optional YAML file (--config
+// FILE, the same keys; flags override it) and its --help text. A setter parses the text of
+// the value and throws usage_error naming the option as the user wrote it. The Python
+// module can set options by key through the same table.
+//
+// Everything read is bounded: a configuration file is a regular file of at most 1 MiB, with
+// a flat mapping of keys to scalars (or, for list options, a list of scalars).
 
-#include <cstddef>
+#include <algorithm>
+#include <cerrno>
 #include <cstdint>
-#include <filesystem>
+#include <fstream>
 #include <functional>
-#include <optional>
-#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
 
-#include <attention_plasticity/pipeline.hpp>
-
 #include "cli_util.hpp"
+#include "fs_util.hpp"
 
 namespace ap_examples
 {
-struct analyze_config
+/// One option: key `name` in a --config file, flag --name-with-dashes on the command line.
+template <class Config>
+struct option_spec
 {
-    std::string data_root;
-    std::optional<std::size_t> num_layers;   // inferred from data_root when not given
-    std::optional<std::size_t> num_q_heads;
-    std::optional<std::size_t> num_k_heads;
-    attention_plasticity::head_options options;  // the SPEC §2 parameters, SPEC defaults
-    std::string output_dir = ".";
-    std::size_t threads = 0;  // 0: std::thread::hardware_concurrency()
-
-    std::size_t layers() const { return *num_layers; }
-    std::size_t q_heads() const { return *num_q_heads; }
-    std::size_t k_heads() const { return *num_k_heads; }
-    std::size_t group_size() const { return q_heads() / k_heads(); }
-    std::size_t worker_threads() const
-    {
-        return threads > 0 ? threads : std::max<std::size_t>(1, std::thread::hardware_concurrency());
-    }
+    const char* name;
+    const char* metavar;
+    const char* help;
+    /// Sets the option from the text of its value; `label` names it as the user wrote it.
+    std::function<void(Config&, const std::string& label, const std::string& text)> set;
+    /// A YAML list is accepted too; its items are joined with ',' ("0-3,7" == [0-3, 7]).
+    bool takes_list = false;
 };
 
-namespace detail
+template <class Config>
+using option_table = std::vector<option_spec<Config>>;
+
+/// The largest configuration file accepted.
+inline constexpr std::uintmax_t max_config_bytes = 1u << 20;
+
+/// "data_root" -> "--data-root".
+inline std::string flag_of(const std::string& key)
 {
-    struct config_key
-    {
-        const char* name;
-        const char* value;
-        const char* help;
-        std::function<void(analyze_config&, const std::string& label, const std::string& text)> set;
-    };
-
-    inline std::string non_empty(const std::string& label, const std::string& text)
-    {
-        if (trim(text).empty())
-        {
-            throw usage_error(label + ": empty value (expected a path)");
-        }
-        return text;
-    }
-
-    inline const std::vector<config_key>& config_keys()
-    {
-        static const std::vector<config_key> keys = {
-            {"data_root", "DIR", "root of the dump: l{LL}h{HH}{q|k}/*.npy (required)",
-             [](analyze_config& c, const std::string& l, const std::string& t) { c.data_root = non_empty(l, t); }},
-            {"num_layers", "N", "layers to analyze, 0..N-1 [inferred from the data_root folders]",
-             [](analyze_config& c, const std::string& l, const std::string& t) {
-                 c.num_layers = parse_unsigned(l, t, 1, 100000);
-             }},
-            {"num_q_heads", "N", "query heads per layer [inferred]",
-             [](analyze_config& c, const std::string& l, const std::string& t) {
-                 c.num_q_heads = parse_unsigned(l, t, 1, 100000);
-             }},
-            {"num_k_heads", "N", "key heads per layer; divides num_q_heads (GQA) [inferred]",
-             [](analyze_config& c, const std::string& l, const std::string& t) {
-                 c.num_k_heads = parse_unsigned(l, t, 1, 100000);
-             }},
-            {"max_tokens_per_head", "N", "subsample queries (keys) above this many [50000]",
-             [](analyze_config& c, const std::string& l, const std::string& t) {
-                 c.options.max_tokens_per_head = parse_unsigned(l, t, 2, static_cast<std::uint64_t>(1) << 40);
-             }},
-            {"normality_max_dims", "N", "noise components with a KS test [64]",
-             [](analyze_config& c, const std::string& l, const std::string& t) {
-                 c.options.normality_max_dims = parse_unsigned(l, t, 1, static_cast<std::uint64_t>(1) << 40);
-             }},
-            {"p_alpha", "X", "KS significance level, in [0, 1] [0.01]",
-             [](analyze_config& c, const std::string& l, const std::string& t) { c.options.p_alpha = parse_real(l, t, 0.0, 1.0); }},
-            {"seed", "N", "seed of subsampling, KS component choice and pair sampling [0]",
-             [](analyze_config& c, const std::string& l, const std::string& t) { c.options.seed = parse_unsigned(l, t); }},
-            {"num_pairs_per_bucket", "N", "key pairs per (query bucket, key bucket) cell [256]",
-             [](analyze_config& c, const std::string& l, const std::string& t) {
-                 c.options.num_pairs_per_bucket = parse_unsigned(l, t, 1, static_cast<std::uint64_t>(1) << 32);
-             }},
-            {"max_rel_dist", "X", "pair window as a fraction of the example length, in [0, 1] [0.05]",
-             [](analyze_config& c, const std::string& l, const std::string& t) {
-                 c.options.max_rel_dist = parse_real(l, t, 0.0, 1.0);
-             }},
-            {"output_dir", "DIR", "where the four CSVs are written (created if needed) [.]",
-             [](analyze_config& c, const std::string& l, const std::string& t) { c.output_dir = non_empty(l, t); }},
-            {"threads", "N", "worker threads, 0 = hardware concurrency [0]",
-             [](analyze_config& c, const std::string& l, const std::string& t) {
-                 c.threads = parse_unsigned(l, t, 0, 4096);
-             }},
-        };
-        return keys;
-    }
-
-    inline std::string flag_of(const std::string& key)
-    {
-        std::string flag = "--" + key;
-        for (char& ch : flag)
-        {
-            if (ch == '_')
-            {
-                ch = '-';
-            }
-        }
-        return flag;
-    }
-
-    inline const config_key* find_key(const std::string& name)
-    {
-        for (const auto& key : config_keys())
-        {
-            if (name == key.name)
-            {
-                return &key;
-            }
-        }
-        return nullptr;
-    }
-
-    inline const config_key* find_flag(const std::string& flag)
-    {
-        for (const auto& key : config_keys())
-        {
-            if (flag == flag_of(key.name))
-            {
-                return &key;
-            }
-        }
-        return nullptr;
-    }
-
-    inline void load_yaml(analyze_config& config, const std::string& path)
-    {
-        std::error_code ec;
-        if (!std::filesystem::is_regular_file(path, ec))
-        {
-            throw usage_error("--config " + path + ": file not found");
-        }
-        YAML::Node root;
-        try
-        {
-            root = YAML::LoadFile(path);
-        }
-        catch (const YAML::Exception& e)
-        {
-            throw usage_error(path + ": not valid YAML: " + e.what());
-        }
-        if (root.IsNull())
-        {
-            return;  // an empty file sets nothing
-        }
-        if (!root.IsMap())
-        {
-            throw usage_error(path + ": expected a mapping of keys to values at the top level");
-        }
-        for (const auto& entry : root)
-        {
-            if (!entry.first.IsScalar())
-            {
-                throw usage_error(path + ": a key is not a plain name");
-            }
-            const std::string name = entry.first.Scalar();
-            const config_key* key = find_key(name);
-            const std::string label = path + ": " + name;
-            if (key == nullptr)
-            {
-                throw usage_error(path + ": unknown key '" + name + "' (see --help)");
-            }
-            if (entry.second.IsNull())
-            {
-                throw usage_error(label + ": missing value");
-            }
-            if (!entry.second.IsScalar())
-            {
-                throw usage_error(label + ": expected a single value, not a list or mapping");
-            }
-            key->set(config, label, entry.second.Scalar());
-        }
-    }
-
-    /// num_layers / num_q_heads / num_k_heads from the folder names of data_root.
-    inline void infer_shape(analyze_config& config)
-    {
-        namespace fs = std::filesystem;
-        std::error_code ec;
-        if (!fs::is_directory(config.data_root, ec))
-        {
-            throw usage_error("data_root: folder '" + config.data_root + "' not found");
-        }
-        if (config.num_layers && config.num_q_heads && config.num_k_heads)
-        {
-            return;
-        }
-        const std::regex pattern("l([0-9]{2,})h([0-9]{2,})([qk])");
-        std::size_t layers = 0, q_heads = 0, k_heads = 0;
-        for (const auto& entry : fs::directory_iterator(config.data_root, ec))
-        {
-            std::smatch m;
-            const std::string name = entry.path().filename().string();
-            if (!std::regex_match(name, m, pattern) || !entry.is_directory(ec))
-            {
-                continue;
-            }
-            const std::size_t layer = std::stoul(m[1].str());
-            const std::size_t head = std::stoul(m[2].str());
-            layers = std::max(layers, layer + 1);
-            (m[3].str() == "q" ? q_heads : k_heads) = std::max(m[3].str() == "q" ? q_heads : k_heads, head + 1);
-        }
-        if (layers == 0 || q_heads == 0 || k_heads == 0)
-        {
-            throw usage_error("data_root: no l{LL}h{HH}q and l{LL}h{HH}k folders in '" + config.data_root
-                              + "' to infer the number of layers and heads from; give --num-layers, "
-                                "--num-q-heads and --num-k-heads");
-        }
-        if (!config.num_layers)
-        {
-            config.num_layers = layers;
-        }
-        if (!config.num_q_heads)
-        {
-            config.num_q_heads = q_heads;
-        }
-        if (!config.num_k_heads)
-        {
-            config.num_k_heads = k_heads;
-        }
-    }
-}  // namespace detail
-
-inline std::string config_help(const char* program)
-{
-    std::ostringstream out;
-    out << "usage: " << program << " [--config FILE] [options]\n\n"
-        << "Measures the attention plasticity of every head of a qk dump (SPEC §1) and writes\n"
-        << "head_metrics.csv, head_bucket_plasticity.csv, head_profile.csv and\n"
-        << "head_component_weights.csv into output_dir (SPEC §3).\n\n"
-        << "  --config FILE                YAML file with any of the keys below; flags override it\n";
-    for (const auto& key : detail::config_keys())
-    {
-        std::string left = "  " + detail::flag_of(key.name) + " " + key.value;
-        left.resize(std::max<std::size_t>(left.size() + 1, 31), ' ');
-        out << left << key.help << "   (key: " << key.name << ")\n";
-    }
-    out << "  --help                       this text\n\n"
-        << "Exit status: 0 all heads analyzed, 1 some head failed (reported on stderr as\n"
-        << "'error: layer L q_head H: FILE: reason'; its rows are left out) or the output could\n"
-        << "not be written, 2 a usage or configuration error. Relative paths (also in the\n"
-        << "--config file) are taken from the current directory.\n";
-    return out.str();
+    std::string flag = "--" + key;
+    std::replace(flag.begin() + 2, flag.end(), '_', '-');
+    return flag;
 }
 
-/// Parses the command line (and the --config file). Returns nullopt for --help.
-inline std::optional<analyze_config> parse_config(int argc, char** argv)
+template <class Config>
+const option_spec<Config>* find_option(const option_table<Config>& table, const std::string& key)
+{
+    for (const auto& option : table)
+    {
+        if (key == option.name)
+        {
+            return &option;
+        }
+    }
+    return nullptr;
+}
+
+template <class Config>
+const option_spec<Config>* find_flag(const option_table<Config>& table, const std::string& flag)
+{
+    for (const auto& option : table)
+    {
+        if (flag == flag_of(option.name))
+        {
+            return &option;
+        }
+    }
+    return nullptr;
+}
+
+/// The text of a configuration file (a regular file of at most max_config_bytes);
+/// usage_error naming the file and the problem otherwise.
+inline std::string read_config_file(const std::string& path, const std::string& label)
+{
+    const path_info info = inspect_path(path, "file");
+    if (!info.exists)
+    {
+        throw usage_error(label + " " + path + ": " + info.problem);
+    }
+    if (!info.is_regular)
+    {
+        throw usage_error(label + " " + path + ": is " + info.kind + ", not a configuration file");
+    }
+    if (info.size > max_config_bytes)
+    {
+        throw usage_error(label + " " + path + ": " + std::to_string(info.size)
+                          + " bytes; a configuration file may have at most " + std::to_string(max_config_bytes));
+    }
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+    {
+        throw usage_error(label + " " + path + ": cannot open: " + errno_text(errno));
+    }
+    std::string text;
+    text.resize(static_cast<std::size_t>(info.size));
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    if (static_cast<std::uintmax_t>(in.gcount()) != info.size)
+    {
+        throw usage_error(label + " " + path + ": read error");
+    }
+    return text;
+}
+
+/// Applies a YAML document (a mapping of keys to scalars) to `config`; `source` names it in
+/// messages ("my.yaml"). Unknown keys, repeated keys, lists and mappings where a scalar is
+/// expected are usage errors.
+template <class Config>
+void apply_yaml(Config& config, const option_table<Config>& table, const std::string& text, const std::string& source)
+{
+    YAML::Node root;
+    try
+    {
+        root = YAML::Load(text);
+    }
+    catch (const YAML::Exception& e)
+    {
+        throw usage_error(source + ": not valid YAML: " + e.what());
+    }
+    if (!root.IsDefined() || root.IsNull())
+    {
+        return;  // an empty file sets nothing
+    }
+    if (!root.IsMap())
+    {
+        throw usage_error(source + ": expected a mapping of keys to values at the top level");
+    }
+    std::set<std::string> seen;
+    for (const auto& entry : root)
+    {
+        if (!entry.first.IsScalar())
+        {
+            throw usage_error(source + ": a key is not a plain name");
+        }
+        const std::string name = entry.first.Scalar();
+        const option_spec<Config>* option = find_option(table, name);
+        const std::string label = source + ": " + name;
+        if (option == nullptr)
+        {
+            throw usage_error(source + ": unknown key '" + name + "' (see --help)");
+        }
+        if (!seen.insert(name).second)
+        {
+            throw usage_error(label + ": given twice");
+        }
+        const YAML::Node& value = entry.second;
+        if (value.IsNull())
+        {
+            throw usage_error(label + ": missing value");
+        }
+        if (value.IsSequence() && option->takes_list)
+        {
+            std::string joined;
+            for (const auto& item : value)
+            {
+                if (!item.IsScalar())
+                {
+                    throw usage_error(label + ": expected a list of numbers or ranges");
+                }
+                joined += (joined.empty() ? "" : ",") + item.Scalar();
+            }
+            if (joined.empty())
+            {
+                throw usage_error(label + ": empty list");
+            }
+            option->set(config, label, joined);
+            continue;
+        }
+        if (!value.IsScalar())
+        {
+            throw usage_error(label + (option->takes_list ? ": expected a value or a list of values"
+                                                          : ": expected a single value, not a list or mapping"));
+        }
+        option->set(config, label, value.Scalar());
+    }
+}
+
+/// Parses the command line into `config`: --config FILE (when `with_config_file`) is applied
+/// first, then the flags in order (a later flag overrides an earlier one). Returns false
+/// when --help was asked for. Throws usage_error.
+template <class Config>
+bool parse_command_line(int argc, const char* const* argv, const option_table<Config>& table, Config& config,
+                        bool with_config_file = true)
 {
     std::string config_file;
-    std::vector<std::pair<const detail::config_key*, std::pair<std::string, std::string>>> flags;
+    std::vector<std::pair<const option_spec<Config>*, std::pair<std::string, std::string>>> flags;
     for (int i = 1; i < argc; ++i)
     {
         std::string arg = argv[i];
         if (arg == "--help" || arg == "-h")
         {
-            return std::nullopt;
+            return false;
         }
         if (arg.rfind("--", 0) != 0)
         {
@@ -293,21 +217,16 @@ inline std::optional<analyze_config> parse_config(int argc, char** argv)
             arg = arg.substr(0, eq);
             has_value = true;
         }
-        const detail::config_key* key = arg == "--config" ? nullptr : detail::find_flag(arg);
-        if (arg != "--config" && key == nullptr)
+        const bool is_config = with_config_file && arg == "--config";
+        const option_spec<Config>* option = is_config ? nullptr : find_flag(table, arg);
+        if (!is_config && option == nullptr)
         {
             std::string hint;
-            if (arg.find('_') != std::string::npos)
+            std::string dashed = arg;
+            std::replace(dashed.begin() + 2, dashed.end(), '_', '-');
+            if (dashed != arg && (find_flag(table, dashed) != nullptr || (with_config_file && dashed == "--config")))
             {
-                std::string dashed = arg;
-                for (std::size_t k = 2; k < dashed.size(); ++k)
-                {
-                    dashed[k] = dashed[k] == '_' ? '-' : dashed[k];
-                }
-                if (detail::find_flag(dashed) != nullptr)
-                {
-                    hint = " (did you mean " + dashed + "?)";
-                }
+                hint = " (did you mean " + dashed + "?)";
             }
             throw usage_error("unknown option '" + arg + "'" + hint + " (see --help)");
         }
@@ -319,7 +238,7 @@ inline std::optional<analyze_config> parse_config(int argc, char** argv)
             }
             value = argv[++i];
         }
-        if (key == nullptr)
+        if (is_config)
         {
             if (trim(value).empty())
             {
@@ -329,30 +248,67 @@ inline std::optional<analyze_config> parse_config(int argc, char** argv)
         }
         else
         {
-            flags.push_back({key, {arg, value}});
+            flags.push_back({option, {arg, value}});
         }
     }
-    analyze_config config;
     if (!config_file.empty())
     {
-        detail::load_yaml(config, config_file);
+        apply_yaml(config, table, read_config_file(config_file, "--config"), config_file);
     }
-    for (const auto& [key, flag] : flags)
+    for (const auto& [option, flag] : flags)
     {
-        key->set(config, flag.first, flag.second);
+        option->set(config, flag.first, flag.second);
     }
-    if (config.data_root.empty())
-    {
-        throw usage_error("data_root is required (--data-root DIR or 'data_root:' in the --config file)");
-    }
-    detail::infer_shape(config);
-    if (config.q_heads() % config.k_heads() != 0)
-    {
-        throw usage_error("num_q_heads (" + std::to_string(config.q_heads()) + ") must be a multiple of num_k_heads ("
-                          + std::to_string(config.k_heads()) + ")");
-    }
-    return config;
+    return true;
 }
+
+/// The option lines of --help: "  --flag VALUE   help   (key: name)".
+template <class Config>
+std::string options_help(const option_table<Config>& table, bool with_config_file = true)
+{
+    std::ostringstream out;
+    if (with_config_file)
+    {
+        out << "  --config FILE                YAML file with any of the keys below; flags override it\n";
+    }
+    for (const auto& option : table)
+    {
+        std::string left = "  " + flag_of(option.name) + " " + option.metavar;
+        left.resize(std::max<std::size_t>(left.size() + 1, 31), ' ');
+        out << left << option.help;
+        if (with_config_file)
+        {
+            out << "   (key: " << option.name << ")";
+        }
+        out << "\n";
+    }
+    out << "  --help                       this text\n";
+    return out.str();
+}
+
+/// The usual setters.
+namespace set_option
+{
+    template <class Config, class Field>
+    auto unsigned_in(Field Config::*field, std::uint64_t min_value, std::uint64_t max_value)
+    {
+        return [field, min_value, max_value](Config& c, const std::string& label, const std::string& text) {
+            c.*field = static_cast<Field>(parse_unsigned(label, text, min_value, max_value));
+        };
+    }
+
+    template <class Config>
+    auto path(std::string Config::*field)
+    {
+        return [field](Config& c, const std::string& label, const std::string& text) {
+            if (trim(text).empty())
+            {
+                throw usage_error(label + ": empty value (expected a path)");
+            }
+            c.*field = text;
+        };
+    }
+}  // namespace set_option
 }  // namespace ap_examples
 
 #endif

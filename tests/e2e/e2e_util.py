@@ -93,3 +93,60 @@ def close(a, b, rel=0.0, abs_tol=0.0):
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)
     return abs(a - b) <= max(rel * max(abs(a), abs(b)), abs_tol)
+
+
+# ---- result sets (examples/result_set.hpp): OUT/<csv> -> .ap_results/current/<csv>
+
+CSVS = ("head_metrics.csv", "head_bucket_plasticity.csv", "head_profile.csv", "head_component_weights.csv")
+STATE = ".ap_results"
+
+
+def read_set(out):
+    """{csv name: bytes or None when absent}, read through the output folder's names."""
+    result = {}
+    for name in CSVS:
+        try:
+            with open(os.path.join(out, name), "rb") as f:
+                result[name] = f.read()
+        except OSError:
+            result[name] = None
+    return result
+
+
+def leftovers(out):
+    """Entries of OUT/.ap_results other than the lock, `current` and the set it names."""
+    state = os.path.join(out, STATE)
+    if not os.path.isdir(state):
+        return []
+    current = os.readlink(os.path.join(state, "current")) if os.path.islink(os.path.join(state, "current")) else None
+    return sorted(e for e in os.listdir(state) if e not in ("lock", "current", current))
+
+
+def rows_where(files, keep):
+    """The CSV bytes with only the rows whose (layer, q_head) satisfies keep (header kept)."""
+    result = {}
+    for name, data in files.items():
+        lines = data.decode().splitlines(True)
+        result[name] = ("".join([lines[0]] + [ln for ln in lines[1:]
+                                              if keep(int(ln.split(",")[0]), int(ln.split(",")[1]))])).encode()
+    return result
+
+
+def copy_tree(src, dst):
+    if os.path.exists(dst):
+        shutil.rmtree(dst)
+    shutil.copytree(src, dst, symlinks=True)
+
+
+def without_dac_override():
+    """A command prefix that runs a program without the power to ignore file permissions:
+    [] for a normal user, setpriv dropping CAP_DAC_OVERRIDE/CAP_DAC_READ_SEARCH from the
+    bounding set for root (root keeps its uid, loses the override); None if impossible."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return None
+    prefix = [setpriv, "--bounding-set=-dac_override,-dac_read_search"]
+    probe = subprocess.run(prefix + ["true"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return prefix if probe.returncode == 0 else None

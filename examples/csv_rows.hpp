@@ -1,25 +1,21 @@
-#ifndef AP_EXAMPLES_CSV_OUTPUT_HPP
-#define AP_EXAMPLES_CSV_OUTPUT_HPP
+#ifndef AP_EXAMPLES_CSV_ROWS_HPP
+#define AP_EXAMPLES_CSV_ROWS_HPP
 
-// The four CSVs of SPEC §3. Rows of one head are formatted as soon as the head is done (in
-// the worker), and the files are written once at the end, rows in (layer, q_head) order, so
-// the bytes do not depend on the number of threads. Floats with 17 significant digits
-// ("%.17g", round-trips a double), NaN as "nan". Each file is written whole: to a temporary
-// file in output_dir, renamed over the target once all four are complete.
+// The four CSVs of docs/method.md §3: their names and headers, and the rows of one head.
+// Rows of a head are formatted as soon as the head is done (in the worker); the files are
+// assembled from the heads' rows in (layer, q_head) order, so the bytes depend neither on the
+// number of threads nor on which process analyzed which head (a merge of shards assembles
+// the same bytes). Numbers: format_number() below, the one formatting of every program.
 
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include <unistd.h>
-
 #include <attention_plasticity/pipeline.hpp>
+
+#include "result_set.hpp"
 
 namespace ap_examples
 {
@@ -36,7 +32,8 @@ inline const char* const bucket_csv = "head_bucket_plasticity.csv";
 inline const char* const profile_csv = "head_profile.csv";
 inline const char* const component_csv = "head_component_weights.csv";
 
-/// "%.17g"; NaN (of either sign) as "nan", infinities as "inf" / "-inf".
+/// "%.17g" (round-trips a double); NaN (of either sign) as "nan", infinities as "inf" and
+/// "-inf". Every number a program writes in a CSV goes through here.
 inline void append_double(std::string& out, double x)
 {
     if (std::isnan(x))
@@ -100,77 +97,58 @@ inline head_rows format_head(const attention_plasticity::head_result& r)
     return rows;
 }
 
-/// Writes the four CSVs into output_dir (created if needed) with the rows of the given heads
-/// in the given order (nullptr entries: failed heads, no rows). Throws std::runtime_error
-/// naming the file on failure; then no target file has been replaced by a partial one.
-inline void write_results(const std::string& output_dir, const std::vector<const head_rows*>& heads)
+inline std::string format_number(double x)
 {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    fs::create_directories(output_dir, ec);
-    if (ec && !fs::is_directory(output_dir))
+    std::string s;
+    append_double(s, x);
+    return s;
+}
+
+/// One CSV of a result set: file name, header, and which rows of a head it holds.
+struct csv_table
+{
+    const char* file;
+    const char* header;
+    std::string head_rows::*rows;
+};
+
+inline const std::vector<csv_table>& result_tables()
+{
+    static const std::vector<csv_table> tables = {{metrics_csv, metrics_header, &head_rows::metrics},
+                                                  {bucket_csv, bucket_header, &head_rows::buckets},
+                                                  {profile_csv, profile_header, &head_rows::profile},
+                                                  {component_csv, component_header, &head_rows::components}};
+    return tables;
+}
+
+inline std::vector<std::string> result_file_names()
+{
+    std::vector<std::string> names;
+    for (const auto& table : result_tables())
     {
-        throw std::runtime_error(output_dir + ": cannot create the output folder: " + ec.message());
+        names.emplace_back(table.file);
     }
-    struct file_spec
+    return names;
+}
+
+/// The files of a result set from the rows of its heads, in the order given (the caller
+/// sorts by (layer, q_head)). The views point into `heads`, which must outlive the result.
+inline std::vector<result_file> result_files(const std::vector<const head_rows*>& heads)
+{
+    std::vector<result_file> files;
+    for (const auto& table : result_tables())
     {
-        const char* name;
-        const char* header;
-        std::string head_rows::*member;
-    };
-    const file_spec files[] = {{metrics_csv, metrics_header, &head_rows::metrics},
-                               {bucket_csv, bucket_header, &head_rows::buckets},
-                               {profile_csv, profile_header, &head_rows::profile},
-                               {component_csv, component_header, &head_rows::components}};
-    std::vector<fs::path> temps;
-    auto cleanup = [&] {
-        for (const auto& t : temps)
+        result_file file;
+        file.name = table.file;
+        file.pieces.emplace_back(table.header);
+        file.pieces.emplace_back("\n");
+        for (const head_rows* h : heads)
         {
-            std::error_code ignored;
-            fs::remove(t, ignored);
+            file.pieces.emplace_back(h->*(table.rows));
         }
-    };
-    try
-    {
-        for (const auto& f : files)
-        {
-            const fs::path tmp = fs::path(output_dir) / ("." + std::string(f.name) + ".tmp." + std::to_string(::getpid()));
-            temps.push_back(tmp);
-            std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-            if (!out)
-            {
-                throw std::runtime_error(tmp.string() + ": cannot create: " + std::strerror(errno));
-            }
-            out << f.header << '\n';
-            for (const head_rows* h : heads)
-            {
-                if (h != nullptr)
-                {
-                    out << h->*(f.member);
-                }
-            }
-            out.flush();
-            out.close();
-            if (!out)
-            {
-                throw std::runtime_error(tmp.string() + ": write failed");
-            }
-        }
-        for (std::size_t i = 0; i < temps.size(); ++i)
-        {
-            const fs::path target = fs::path(output_dir) / files[i].name;
-            fs::rename(temps[i], target, ec);
-            if (ec)
-            {
-                throw std::runtime_error(target.string() + ": cannot replace: " + ec.message());
-            }
-        }
+        files.push_back(std::move(file));
     }
-    catch (...)
-    {
-        cleanup();
-        throw;
-    }
+    return files;
 }
 }  // namespace ap_examples
 

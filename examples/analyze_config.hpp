@@ -1,0 +1,147 @@
+#ifndef AP_EXAMPLES_ANALYZE_CONFIG_HPP
+#define AP_EXAMPLES_ANALYZE_CONFIG_HPP
+
+// The options of ap_analyze (and of the Python module's analyze_dump): one table, read from
+// the command line and a YAML --config file by config.hpp. Defaults as docs/method.md §2.
+// Every count is bounded here, before anything is sized by it.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <attention_plasticity/pipeline.hpp>
+
+#include "cli_util.hpp"
+#include "config.hpp"
+#include "dump_layout.hpp"
+
+namespace ap_examples
+{
+struct analyze_config
+{
+    std::string data_root;
+    layout_counts layout;      // unset counts come from metadata.json or the folder names
+    head_selection selection;  // --layers / --heads
+    attention_plasticity::head_options options;  // the parameters of docs/method.md §2, its defaults
+    std::string output_dir = ".";
+    std::size_t threads = 0;  // 0: std::thread::hardware_concurrency()
+
+    std::size_t worker_threads() const
+    {
+        return threads > 0 ? threads : std::max<std::size_t>(1, std::thread::hardware_concurrency());
+    }
+};
+
+/// The largest thread count accepted.
+inline constexpr std::size_t max_threads = 4096;
+
+inline const option_table<analyze_config>& analyze_options()
+{
+    using c = analyze_config;
+    constexpr std::uint64_t max_count = max_layout_count;
+    auto count = [](std::optional<std::size_t> layout_counts::*field) {
+        return [field](c& config, const std::string& label, const std::string& text) {
+            config.layout.*field = static_cast<std::size_t>(parse_unsigned(label, text, 1, max_count));
+        };
+    };
+    static const option_table<analyze_config> table = {
+        {"data_root", "DIR", "root of the dump: l{LL}h{HH}{q|k}/*.npy (required)", set_option::path(&c::data_root)},
+        {"num_layers", "N", "layers of the model [metadata.json, else the highest layer present + 1]",
+         count(&layout_counts::num_layers)},
+        {"num_q_heads", "N", "query heads per layer [metadata.json, else inferred from a complete dump]",
+         count(&layout_counts::num_q_heads)},
+        {"num_k_heads", "N", "key heads per layer; divides num_q_heads (GQA) [as num_q_heads]",
+         count(&layout_counts::num_k_heads)},
+        {"layers", "LIST", "layers to analyze, e.g. 0-3,7 [all]",
+         [](c& config, const std::string& label, const std::string& text) {
+             config.selection.layers = parse_index_set(label, text, max_count - 1);
+             config.selection.layers_label = label;
+         },
+         true},
+        {"heads", "LIST", "query heads to analyze, e.g. 0-3,7 [all]",
+         [](c& config, const std::string& label, const std::string& text) {
+             config.selection.q_heads = parse_index_set(label, text, max_count - 1);
+             config.selection.heads_label = label;
+         },
+         true},
+        {"max_tokens_per_head", "N", "subsample queries (keys) above this many [50000]",
+         [](c& config, const std::string& label, const std::string& text) {
+             config.options.max_tokens_per_head =
+                 static_cast<std::size_t>(parse_unsigned(label, text, 2, std::uint64_t{1} << 40));
+         }},
+        {"normality_max_dims", "N", "noise components with a KS test [64]",
+         [](c& config, const std::string& label, const std::string& text) {
+             config.options.normality_max_dims =
+                 static_cast<std::size_t>(parse_unsigned(label, text, 1, std::uint64_t{1} << 40));
+         }},
+        {"p_alpha", "X", "KS significance level, in [0, 1] [0.01]",
+         [](c& config, const std::string& label, const std::string& text) {
+             config.options.p_alpha = parse_real(label, text, 0.0, 1.0);
+         }},
+        {"seed", "N", "seed of subsampling, KS component choice and pair sampling [0]",
+         [](c& config, const std::string& label, const std::string& text) {
+             config.options.seed = parse_unsigned(label, text);
+         }},
+        {"num_pairs_per_bucket", "N", "key pairs per (query bucket, key bucket) cell [256]",
+         [](c& config, const std::string& label, const std::string& text) {
+             config.options.num_pairs_per_bucket =
+                 static_cast<std::size_t>(parse_unsigned(label, text, 1, std::uint64_t{1} << 32));
+         }},
+        {"max_rel_dist", "X", "pair window as a fraction of the example length, in [0, 1] [0.05]",
+         [](c& config, const std::string& label, const std::string& text) {
+             config.options.max_rel_dist = parse_real(label, text, 0.0, 1.0);
+         }},
+        {"output_dir", "DIR", "where the four CSVs are written (created if needed) [.]", set_option::path(&c::output_dir)},
+        {"threads", "N", "worker threads, 0 = hardware concurrency [0]", set_option::unsigned_in(&c::threads, 0, max_threads)},
+    };
+    return table;
+}
+
+inline std::string analyze_help(const char* program)
+{
+    std::ostringstream out;
+    out << "usage: " << program << " --data-root DIR --output-dir DIR [--config FILE] [options]\n\n"
+        << "Measures the attention plasticity of the heads of a qk dump (docs/method.md §1) and\n"
+        << "writes head_metrics.csv, head_bucket_plasticity.csv, head_profile.csv and\n"
+        << "head_component_weights.csv into output_dir (docs/method.md §3), as one set: a reader\n"
+        << "sees the whole earlier set or the whole new one.\n\n"
+        << "Heads that were not captured (no query folder) are not errors. The layout (num_layers,\n"
+        << "num_q_heads, num_k_heads) comes from the options, from data_root/" << dump_metadata_file << ", or\n"
+        << "from the folder names when every head is present.\n\n"
+        << options_help(analyze_options()) << "\n"
+        << "Exit status: 0 every present head analyzed, 1 some head failed (reported on stderr as\n"
+        << "'error: layer L q_head H: FILE: reason'; its rows are left out) or the results could\n"
+        << "not be written, 2 a usage or configuration error (nothing analyzed). A run in which no\n"
+        << "head succeeded leaves earlier results alone. Relative paths (also in the --config\n"
+        << "file) are taken from the current directory.\n";
+    return out.str();
+}
+
+/// The configuration of a command line; nullopt for --help. Reads only the --config file;
+/// the dump is looked at by dump_layout.hpp. Throws usage_error.
+inline std::optional<analyze_config> parse_analyze_command_line(int argc, const char* const* argv)
+{
+    analyze_config config;
+    if (!parse_command_line(argc, argv, analyze_options(), config))
+    {
+        return std::nullopt;
+    }
+    if (config.data_root.empty())
+    {
+        throw usage_error("data_root is required (--data-root DIR or 'data_root:' in the --config file)");
+    }
+    const auto& counts = config.layout;
+    if (counts.num_q_heads && counts.num_k_heads && *counts.num_q_heads % *counts.num_k_heads != 0)
+    {
+        throw usage_error("num_q_heads (" + std::to_string(*counts.num_q_heads) + ") must be a multiple of num_k_heads ("
+                          + std::to_string(*counts.num_k_heads) + ")");
+    }
+    return config;
+}
+}  // namespace ap_examples
+
+#endif

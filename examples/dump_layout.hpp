@@ -1,0 +1,461 @@
+#ifndef AP_EXAMPLES_DUMP_LAYOUT_HPP
+#define AP_EXAMPLES_DUMP_LAYOUT_HPP
+
+// Which heads a dump holds and which of them to analyze (docs/method.md §1).
+//
+// A dump is a folder with one sub-folder per captured (layer, head, kind): l{LL}h{HH}q for
+// queries, l{LL}h{HH}k for keys (two-digit, zero-padded numbers; l100h07q past 99). A
+// capture may sample heads: query head h of a layer is analyzed when its query folder is
+// present, with the keys of head h / (num_q_heads / num_k_heads) (its GQA group). Heads that
+// were not captured are not errors.
+//
+// The layout (num_layers, num_q_heads, num_k_heads) comes from the flags or the --config
+// file, or from the dump's own metadata file <data_root>/metadata.json (see
+// dump_metadata_file), and must agree where both give it. The GQA group size is never
+// guessed from a partial head set: the head counts are inferred from the folder names only
+// when every folder of the inferred grid is present. num_layers alone may be inferred from
+// the highest layer present (it only bounds --layers and counts the layout in the summary).
+//
+// Everything read from folder names is bounded (max_layout_count) before it is used, and
+// nothing is allocated per head of the layout: only per folder present.
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "cli_util.hpp"
+#include "config.hpp"
+#include "fs_util.hpp"
+
+namespace ap_examples
+{
+/// Layers, query heads and key heads are each at most this many (indices below it).
+inline constexpr std::size_t max_layout_count = 10000;
+
+/// The dump's optional metadata: a JSON (or YAML) mapping with any of num_layers,
+/// num_q_heads and num_k_heads (other keys are the capture's own and are ignored).
+inline constexpr const char* dump_metadata_file = "metadata.json";
+
+/// "l00h01q": the folder of (layer, head, kind) in a dump. kind is 'q' or 'k'.
+inline std::string head_folder_name(std::size_t layer, std::size_t head, char kind)
+{
+    char name[64];
+    std::snprintf(name, sizeof(name), "l%02zuh%02zu%c", layer, head, kind);
+    return name;
+}
+
+inline std::string head_folder_path(const std::string& data_root, std::size_t layer, std::size_t head, char kind)
+{
+    return (std::filesystem::path(data_root) / head_folder_name(layer, head, kind)).string();
+}
+
+/// What a directory entry's name says: not a head folder, a head folder, or a name that
+/// looks like one but cannot be used (`problem` says why).
+struct parsed_folder_name
+{
+    bool is_head_folder = false;
+    std::size_t layer = 0;
+    std::size_t head = 0;
+    char kind = 'q';
+    std::string problem;
+};
+
+/// Parses l<digits>h<digits>{q|k}; numbers above max_layout_count - 1 and names that are
+/// not in the dump's format (l0h0q, l000h00q) are problems, never numbers that overflow.
+inline parsed_folder_name parse_head_folder_name(const std::string& name)
+{
+    parsed_folder_name out;
+    std::size_t pos = 0;
+    auto number = [&](const char* what, std::size_t& value) {
+        const std::size_t start = pos;
+        while (pos < name.size() && name[pos] >= '0' && name[pos] <= '9')
+        {
+            ++pos;
+        }
+        const std::string digits = name.substr(start, pos - start);
+        if (digits.empty())
+        {
+            return false;
+        }
+        value = 0;
+        for (const char c : digits)
+        {
+            value = value * 10 + static_cast<std::size_t>(c - '0');
+            if (value >= max_layout_count)
+            {
+                if (out.problem.empty())
+                {
+                    out.problem = std::string(what) + " number "
+                                  + (digits.size() > 24 ? digits.substr(0, 24) + "..." : digits)
+                                  + " is above the limit " + std::to_string(max_layout_count - 1);
+                }
+                break;
+            }
+        }
+        return true;
+    };
+    if (name.empty() || name[0] != 'l')
+    {
+        return out;
+    }
+    pos = 1;
+    if (!number("layer", out.layer) || pos >= name.size() || name[pos] != 'h')
+    {
+        return out;
+    }
+    ++pos;
+    if (!number("head", out.head))
+    {
+        return out;
+    }
+    if (pos + 1 != name.size() || (name[pos] != 'q' && name[pos] != 'k'))
+    {
+        out.problem.clear();
+        return out;
+    }
+    out.kind = name[pos];
+    out.is_head_folder = true;
+    if (out.problem.empty() && name != head_folder_name(out.layer, out.head, out.kind))
+    {
+        out.problem = "not in the dump's format (expected '" + head_folder_name(out.layer, out.head, out.kind)
+                      + "': numbers two-digit, zero-padded, without further leading zeros)";
+    }
+    return out;
+}
+
+/// The head folders present in a dump (sorted by layer, then head).
+struct dump_scan
+{
+    std::string data_root;
+    std::vector<std::pair<std::size_t, std::size_t>> query;  // (layer, head)
+    std::vector<std::pair<std::size_t, std::size_t>> key;
+
+    bool has_query(std::size_t layer, std::size_t head) const
+    {
+        return std::binary_search(query.begin(), query.end(), std::make_pair(layer, head));
+    }
+    bool has_key(std::size_t layer, std::size_t head) const
+    {
+        return std::binary_search(key.begin(), key.end(), std::make_pair(layer, head));
+    }
+};
+
+/// Lists data_root. Throws usage_error for a data_root that cannot be listed and for names
+/// of head folders that cannot be used (the first one, sorted, and how many there are).
+inline dump_scan scan_dump(const std::string& data_root)
+{
+    namespace fs = std::filesystem;
+    const path_info info = inspect_path(data_root, "folder");
+    if (!info.exists)
+    {
+        throw usage_error("data_root: '" + data_root + "': " + info.problem);
+    }
+    if (!info.is_directory)
+    {
+        throw usage_error("data_root: '" + data_root + "' is " + info.kind + ", not a folder");
+    }
+    dump_scan scan;
+    scan.data_root = data_root;
+    std::vector<std::string> problems;
+    std::error_code ec;
+    fs::directory_iterator it(data_root, ec);
+    const fs::directory_iterator end;
+    for (; !ec && it != end; it.increment(ec))
+    {
+        const std::string name = it->path().filename().string();
+        const parsed_folder_name parsed = parse_head_folder_name(name);
+        if (!parsed.is_head_folder)
+        {
+            continue;
+        }
+        if (!parsed.problem.empty())
+        {
+            problems.push_back((fs::path(data_root) / name).string() + ": " + parsed.problem);
+            continue;
+        }
+        (parsed.kind == 'q' ? scan.query : scan.key).emplace_back(parsed.layer, parsed.head);
+    }
+    if (ec)
+    {
+        const std::string reason = ec == std::errc::permission_denied ? "permission denied" : ec.message();
+        throw usage_error("data_root: cannot list '" + data_root + "': " + reason);
+    }
+    if (!problems.empty())
+    {
+        std::sort(problems.begin(), problems.end());
+        throw usage_error("data_root: " + problems.front()
+                          + (problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) + " more such folders)"
+                                                 : std::string()));
+    }
+    std::sort(scan.query.begin(), scan.query.end());
+    std::sort(scan.key.begin(), scan.key.end());
+    return scan;
+}
+
+/// The three counts of a layout, each known or not.
+struct layout_counts
+{
+    std::optional<std::size_t> num_layers;
+    std::optional<std::size_t> num_q_heads;
+    std::optional<std::size_t> num_k_heads;
+};
+
+/// The layout counts of a metadata text (JSON; `path` names it in messages).
+inline layout_counts parse_dump_metadata(const std::string& text, const std::string& path)
+{
+    layout_counts counts;
+    YAML::Node root;
+    try
+    {
+        root = YAML::Load(text);
+    }
+    catch (const YAML::Exception& e)
+    {
+        throw usage_error("metadata " + path + ": not valid JSON: " + e.what());
+    }
+    if (!root.IsMap())
+    {
+        throw usage_error("metadata " + path + ": expected a JSON object ({\"num_layers\": ..., ...})");
+    }
+    const std::pair<const char*, std::optional<std::size_t>*> fields[] = {
+        {"num_layers", &counts.num_layers}, {"num_q_heads", &counts.num_q_heads}, {"num_k_heads", &counts.num_k_heads}};
+    for (const auto& [key, field] : fields)
+    {
+        const YAML::Node value = static_cast<const YAML::Node&>(root)[key];  // const: looks up, never inserts
+        if (!value.IsDefined() || value.IsNull())
+        {
+            continue;
+        }
+        if (!value.IsScalar())
+        {
+            throw usage_error("metadata " + path + ": " + key + ": expected a number");
+        }
+        *field = static_cast<std::size_t>(
+            parse_unsigned("metadata " + path + ": " + key, value.Scalar(), 1, max_layout_count));
+    }
+    return counts;
+}
+
+/// The layout counts of <data_root>/metadata.json (none when there is no such file).
+inline layout_counts read_dump_metadata(const std::string& data_root)
+{
+    const std::string path = (std::filesystem::path(data_root) / dump_metadata_file).string();
+    if (inspect_path(path).absent)
+    {
+        return {};
+    }
+    return parse_dump_metadata(read_config_file(path, "metadata"), path);
+}
+
+/// A dump's layout: how many layers, query heads and key heads the model has.
+struct dump_layout
+{
+    std::size_t num_layers = 0;
+    std::size_t num_q_heads = 0;
+    std::size_t num_k_heads = 0;
+    std::string origin;  // where the counts come from, for the run's first line
+
+    std::size_t group_size() const { return num_q_heads / num_k_heads; }
+    std::size_t k_head_of(std::size_t q_head) const { return q_head / group_size(); }
+};
+
+namespace detail
+{
+    inline std::string index_range_text(std::size_t count)
+    {
+        return count == 1 ? "0" : "0-" + std::to_string(count - 1);
+    }
+}  // namespace detail
+
+/// The layout from the counts given (flags or --config), the dump's metadata and, where
+/// allowed, the folder names. Throws usage_error when they disagree, when the head counts
+/// would have to be guessed from a partial head set, when num_q_heads is not a multiple of
+/// num_k_heads, and when a folder lies outside the layout.
+inline dump_layout resolve_layout(const dump_scan& scan, const layout_counts& given, const layout_counts& metadata)
+{
+    const std::string meta_path = (std::filesystem::path(scan.data_root) / dump_metadata_file).string();
+    if (scan.query.empty())
+    {
+        throw usage_error("data_root: no query folders (l{LL}h{HH}q) in '" + scan.data_root + "'");
+    }
+    std::size_t seen_layers = 0, seen_q = 0, seen_k = 0;
+    for (const auto& [layer, head] : scan.query)
+    {
+        seen_layers = std::max(seen_layers, layer + 1);
+        seen_q = std::max(seen_q, head + 1);
+    }
+    for (const auto& [layer, head] : scan.key)
+    {
+        seen_layers = std::max(seen_layers, layer + 1);
+        seen_k = std::max(seen_k, head + 1);
+    }
+    dump_layout layout;
+    std::vector<std::pair<std::string, std::string>> origins;  // (key, where its value comes from)
+    bool heads_inferred = false;
+    auto pick = [&](const char* key, const std::optional<std::size_t>& flag, const std::optional<std::size_t>& meta,
+                    std::size_t seen, std::size_t& out) {
+        if (flag && meta && *flag != *meta)
+        {
+            throw usage_error(std::string(key) + ": " + flag_of(key) + " (or the --config file) says "
+                              + std::to_string(*flag) + " but " + meta_path + " says " + std::to_string(*meta)
+                              + "; correct or remove one of them");
+        }
+        if (flag || meta)
+        {
+            out = flag ? *flag : *meta;
+            origins.emplace_back(key, flag ? "given" : "from " + std::string(dump_metadata_file));
+            return false;
+        }
+        out = seen;
+        origins.emplace_back(key, "from the folder names");
+        return true;
+    };
+    pick("num_layers", given.num_layers, metadata.num_layers, seen_layers, layout.num_layers);
+    heads_inferred |= pick("num_q_heads", given.num_q_heads, metadata.num_q_heads, seen_q, layout.num_q_heads);
+    heads_inferred |= pick("num_k_heads", given.num_k_heads, metadata.num_k_heads, seen_k, layout.num_k_heads);
+    if (layout.num_k_heads == 0)
+    {
+        throw usage_error("data_root: no key folders (l{LL}h{HH}k) in '" + scan.data_root
+                          + "' to infer num_k_heads from; give --num-k-heads");
+    }
+
+    // Folders outside the layout: the counts are wrong (or the dump is).
+    auto outside = [&](const std::vector<std::pair<std::size_t, std::size_t>>& folders, std::size_t heads, char kind) {
+        for (const auto& [layer, head] : folders)
+        {
+            if (layer >= layout.num_layers || head >= heads)
+            {
+                const bool by_layer = layer >= layout.num_layers;
+                throw usage_error(
+                    "data_root: folder '" + head_folder_name(layer, head, kind) + "' is outside the layout ("
+                    + (by_layer ? "num_layers = " + std::to_string(layout.num_layers)
+                                : std::string(kind == 'q' ? "num_q_heads" : "num_k_heads") + " = " + std::to_string(heads))
+                    + ", " + (by_layer ? "layers " : "heads ")
+                    + detail::index_range_text(by_layer ? layout.num_layers : heads)
+                    + "); to analyze some layers or heads only, use --layers and --heads");
+            }
+        }
+    };
+    outside(scan.query, layout.num_q_heads, 'q');
+    outside(scan.key, layout.num_k_heads, 'k');
+    if (layout.num_q_heads % layout.num_k_heads != 0)
+    {
+        throw usage_error("num_q_heads (" + std::to_string(layout.num_q_heads) + ") must be a multiple of num_k_heads ("
+                          + std::to_string(layout.num_k_heads) + ")");
+    }
+    if (heads_inferred)
+    {
+        // Every folder lies inside the layout (checked above), so counting them is enough.
+        const std::uint64_t want_q = static_cast<std::uint64_t>(layout.num_layers) * layout.num_q_heads;
+        const std::uint64_t want_k = static_cast<std::uint64_t>(layout.num_layers) * layout.num_k_heads;
+        if (scan.query.size() != want_q || scan.key.size() != want_k)
+        {
+            throw usage_error(
+                "data_root: the head counts cannot be inferred from a partial head set: the folder names show "
+                + std::to_string(scan.query.size()) + " of the " + std::to_string(want_q) + " query folders and "
+                + std::to_string(scan.key.size()) + " of the " + std::to_string(want_k) + " key folders of a "
+                + std::to_string(layout.num_layers) + "-layer grid with " + std::to_string(layout.num_q_heads)
+                + " query and " + std::to_string(layout.num_k_heads)
+                + " key heads; give --num-q-heads and --num-k-heads (or num_q_heads and num_k_heads in the --config "
+                  "file or in " + meta_path + ")");
+        }
+    }
+    const bool one_origin = std::all_of(origins.begin(), origins.end(),
+                                        [&](const auto& o) { return o.second == origins.front().second; });
+    for (std::size_t i = 0; i < origins.size(); ++i)
+    {
+        const std::string& source = origins[i].second;
+        layout.origin += one_origin ? (i ? "" : "layout " + (source == "given" ? "as given" : source))
+                                    : (i ? ", " : "") + origins[i].first + " " + source;
+    }
+    return layout;
+}
+
+/// Which layers and query heads to analyze (unset: all of the layout).
+struct head_selection
+{
+    std::optional<index_set> layers;
+    std::optional<index_set> q_heads;
+    std::string layers_label = "--layers";
+    std::string heads_label = "--heads";
+};
+
+/// One query head to analyze, with the key head of its GQA group.
+struct head_task
+{
+    std::size_t layer = 0;
+    std::size_t q_head = 0;
+    std::size_t k_head = 0;
+};
+
+/// The heads of a run: the present query heads of the layout that the selection keeps, in
+/// (layer, q_head) order. A later sharding step splits `heads`; nothing else depends on
+/// which subset it holds.
+struct head_plan
+{
+    dump_layout layout;
+    std::vector<head_task> heads;
+    std::uint64_t layout_heads = 0;    // num_layers x num_q_heads
+    std::uint64_t selected_heads = 0;  // of those, selected by --layers / --heads
+    std::size_t present_heads = 0;     // query folders of the layout present (any selection)
+};
+
+/// The plan of a run. Throws usage_error for a selection outside the layout or one that
+/// matches no head that is present.
+inline head_plan plan_heads(const dump_scan& scan, const dump_layout& layout, const head_selection& selection)
+{
+    auto check = [](const std::optional<index_set>& set, std::size_t count, const std::string& label, const char* what) {
+        if (set && set->largest() >= count)
+        {
+            throw usage_error(label + ": " + what + " " + std::to_string(set->largest()) + " is outside the layout ("
+                              + std::to_string(count) + " " + what + "s: " + detail::index_range_text(count) + ")");
+        }
+    };
+    check(selection.layers, layout.num_layers, selection.layers_label, "layer");
+    check(selection.q_heads, layout.num_q_heads, selection.heads_label, "query head");
+    head_plan plan;
+    plan.layout = layout;
+    plan.layout_heads = static_cast<std::uint64_t>(layout.num_layers) * layout.num_q_heads;
+    plan.selected_heads = (selection.layers ? selection.layers->count() : layout.num_layers)
+                          * (selection.q_heads ? selection.q_heads->count() : layout.num_q_heads);
+    plan.present_heads = scan.query.size();
+    for (const auto& [layer, q_head] : scan.query)
+    {
+        if ((!selection.layers || selection.layers->contains(layer))
+            && (!selection.q_heads || selection.q_heads->contains(q_head)))
+        {
+            plan.heads.push_back({layer, q_head, layout.k_head_of(q_head)});
+        }
+    }
+    if (plan.heads.empty())
+    {
+        std::vector<index_set::range> layers;
+        for (const auto& folder : scan.query)
+        {
+            layers.emplace_back(folder.first, folder.first);
+        }
+        std::string what;
+        if (selection.layers)
+        {
+            what += " " + selection.layers_label + " " + selection.layers->text();
+        }
+        if (selection.q_heads)
+        {
+            what += " " + selection.heads_label + " " + selection.q_heads->text();
+        }
+        throw usage_error("the selection" + what + " matches no query head present in '" + scan.data_root
+                          + "' (query folders are present in layers " + index_set(layers).text() + ")");
+    }
+    return plan;
+}
+}  // namespace ap_examples
+
+#endif

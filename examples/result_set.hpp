@@ -1,0 +1,693 @@
+#ifndef AP_EXAMPLES_RESULT_SET_HPP
+#define AP_EXAMPLES_RESULT_SET_HPP
+
+// Writing the files of a run as one set: a reader of the output folder sees either the whole
+// earlier set or the whole new one, never a mix, whatever happens to the run (a full disk,
+// kill -9 at any point, a second run into the same folder). Layout of the output folder:
+//
+//   OUT/head_metrics.csv -> .ap_results/current/head_metrics.csv   symbolic links, made once
+//   OUT/.ap_results/current -> set-<run>                          replaced by one rename(2)
+//   OUT/.ap_results/set-<run>/head_metrics.csv ...                a complete set, never changed
+//   OUT/.ap_results/lock                                          flock: one run at a time
+//
+// A run (1) checks the output folder before any work: creates it if needed, takes the lock
+// (a second run into the same folder stops with an error naming the first), checks that the
+// result names in it are its own (absent, its links, or regular files of an earlier version),
+// removes leftovers of runs whose process is gone, and creates its temporary set folder
+// (which proves the folder writable); (2) writes every file of the set into that folder
+// (fsync'd), and (3) makes it current with one atomic rename of the `current` link, then
+// deletes the earlier set. Files other than the result names in OUT are never touched.
+//
+// <run> names the process: pid, start time (clock ticks since boot), boot id and host. A
+// leftover (tmp-, set-, link-, name-, legacy- <run>) is removed only when that process is gone:
+// same host and another boot, or no such pid, or a pid with another start time.
+//
+// Nothing here knows about CSVs: a set is a list of named files (the sharding merge writes
+// its set with the same writer). POSIX; the run identity and liveness use Linux's /proc.
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "fs_util.hpp"
+
+namespace ap_examples
+{
+/// The output folder cannot be used (before any work) or a set cannot be written.
+class output_error : public std::runtime_error
+{
+public:
+    using std::runtime_error::runtime_error;
+};
+
+/// One file of a set: its name in the output folder and its bytes, in pieces.
+struct result_file
+{
+    std::string name;
+    std::vector<std::string_view> pieces;
+};
+
+/// Who wrote a leftover: enough to tell whether that process still runs.
+struct process_identity
+{
+    long pid = 0;
+    unsigned long long start_ticks = 0;  // field 22 of /proc/<pid>/stat
+    std::string boot_id;                 // first 8 characters of /proc/sys/kernel/random/boot_id
+    std::string host;
+
+    /// "<pid>-<start>-<boot>-<host>".
+    std::string token() const
+    {
+        return std::to_string(pid) + "-" + std::to_string(start_ticks) + "-" + boot_id + "-" + host;
+    }
+};
+
+namespace detail
+{
+    inline std::string read_small_file(const std::string& path)
+    {
+        std::ifstream in(path, std::ios::binary);
+        std::string text(4096, '\0');
+        in.read(text.data(), static_cast<std::streamsize>(text.size()));
+        text.resize(static_cast<std::size_t>(in.gcount()));
+        return text;
+    }
+
+    /// Start time of a process in clock ticks since boot; nullopt when there is no such process.
+    inline std::optional<unsigned long long> process_start_ticks(long pid)
+    {
+        const std::string stat = read_small_file("/proc/" + std::to_string(pid) + "/stat");
+        const std::size_t paren = stat.rfind(')');  // the command name may hold spaces and ')'
+        if (paren == std::string::npos)
+        {
+            return std::nullopt;
+        }
+        std::size_t pos = paren + 1;
+        for (int field = 3; field <= 22; ++field)
+        {
+            while (pos < stat.size() && stat[pos] == ' ')
+            {
+                ++pos;
+            }
+            const std::size_t end = stat.find(' ', pos);
+            if (field == 22)
+            {
+                try
+                {
+                    return std::stoull(stat.substr(pos, end == std::string::npos ? std::string::npos : end - pos));
+                }
+                catch (const std::exception&)
+                {
+                    return std::nullopt;
+                }
+            }
+            if (end == std::string::npos)
+            {
+                return std::nullopt;
+            }
+            pos = end;
+        }
+        return std::nullopt;
+    }
+
+    inline std::string host_name()
+    {
+        char buffer[256] = {};
+        if (::gethostname(buffer, sizeof(buffer) - 1) != 0 || buffer[0] == '\0')
+        {
+            return "localhost";
+        }
+        std::string host = buffer;
+        for (char& c : host)
+        {
+            const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-';
+            c = plain ? c : '_';
+        }
+        return host;
+    }
+
+    inline std::string boot_id()
+    {
+        std::string id = read_small_file("/proc/sys/kernel/random/boot_id");
+        std::string out;
+        for (const char c : id)
+        {
+            if (out.size() == 8)
+            {
+                break;
+            }
+            if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))
+            {
+                out += c;
+            }
+        }
+        return out.empty() ? "noboot" : out;
+    }
+}  // namespace detail
+
+inline const process_identity& this_process()
+{
+    static const process_identity self = [] {
+        process_identity p;
+        p.pid = static_cast<long>(::getpid());
+        p.start_ticks = detail::process_start_ticks(p.pid).value_or(0);
+        p.boot_id = detail::boot_id();
+        p.host = detail::host_name();
+        return p;
+    }();
+    return self;
+}
+
+/// Parses a token written by process_identity::token().
+inline std::optional<process_identity> parse_process_token(const std::string& token)
+{
+    process_identity p;
+    std::size_t pos = 0;
+    std::string fields[3];
+    for (auto& field : fields)
+    {
+        const std::size_t dash = token.find('-', pos);
+        if (dash == std::string::npos || dash == pos)
+        {
+            return std::nullopt;
+        }
+        field = token.substr(pos, dash - pos);
+        pos = dash + 1;
+    }
+    if (pos >= token.size() || fields[0].size() > 12 || fields[1].size() > 20)
+    {
+        return std::nullopt;
+    }
+    for (std::size_t i = 0; i < 2; ++i)
+    {
+        if (fields[i].find_first_not_of("0123456789") != std::string::npos)
+        {
+            return std::nullopt;
+        }
+    }
+    p.pid = std::stol(fields[0]);
+    p.start_ticks = std::stoull(fields[1]);
+    p.boot_id = fields[2];
+    p.host = token.substr(pos);
+    return p;
+}
+
+/// Whether the process that wrote a leftover is gone for sure (never true for another host).
+inline bool process_is_gone(const process_identity& p)
+{
+    const process_identity& self = this_process();
+    if (p.host != self.host)
+    {
+        return false;
+    }
+    if (p.boot_id != self.boot_id)
+    {
+        return true;
+    }
+    if (p.pid <= 0)
+    {
+        return true;
+    }
+    if (::kill(static_cast<pid_t>(p.pid), 0) != 0 && errno == ESRCH)
+    {
+        return true;
+    }
+    const auto start = detail::process_start_ticks(p.pid);
+    return start && *start != p.start_ticks;
+}
+
+namespace detail
+{
+    inline void fsync_path(const std::string& path)
+    {
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd >= 0)
+        {
+            (void)::fsync(fd);  // best effort for folders (some file systems refuse it)
+            ::close(fd);
+        }
+    }
+
+    inline std::string link_text(const std::string& path)
+    {
+        char buffer[4096];
+        const ssize_t n = ::readlink(path.c_str(), buffer, sizeof(buffer) - 1);
+        return n < 0 ? std::string() : std::string(buffer, static_cast<std::size_t>(n));
+    }
+
+    /// Writes `pieces` to a new file `path` and fsyncs it; throws output_error naming it.
+    inline void write_new_file(const std::string& path, const std::vector<std::string_view>& pieces)
+    {
+        const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0)
+        {
+            throw output_error(path + ": cannot create: " + errno_text(errno));
+        }
+        auto fail = [&](const char* what) {
+            const int err = errno;
+            ::close(fd);
+            throw output_error(path + ": " + what + ": " + errno_text(err));
+        };
+        // writev: one system call for many pieces; a short write resumes where it stopped.
+        std::vector<struct iovec> vectors;
+        for (const std::string_view piece : pieces)
+        {
+            if (!piece.empty())
+            {
+                vectors.push_back({const_cast<char*>(piece.data()), piece.size()});
+            }
+        }
+        std::size_t next = 0;
+        while (next < vectors.size())
+        {
+            const int count = static_cast<int>(std::min<std::size_t>(vectors.size() - next, IOV_MAX));
+            const ssize_t n = ::writev(fd, vectors.data() + next, count);
+            if (n < 0)
+            {
+                if (errno == EINTR)
+                {
+                    continue;
+                }
+                fail("write failed");
+            }
+            auto written = static_cast<std::size_t>(n);
+            while (next < vectors.size() && written >= vectors[next].iov_len)
+            {
+                written -= vectors[next].iov_len;
+                ++next;
+            }
+            if (written > 0)
+            {
+                vectors[next].iov_base = static_cast<char*>(vectors[next].iov_base) + written;
+                vectors[next].iov_len -= written;
+            }
+        }
+        if (::fsync(fd) != 0)
+        {
+            fail("write failed (fsync)");
+        }
+        if (::close(fd) != 0)
+        {
+            throw output_error(path + ": write failed (close): " + errno_text(errno));
+        }
+    }
+
+    /// Replaces `target` by a symbolic link to `text`, atomically (link beside it, rename).
+    inline void replace_with_link(const std::string& text, const std::string& temp, const std::string& target)
+    {
+        ::unlink(temp.c_str());
+        if (::symlink(text.c_str(), temp.c_str()) != 0)
+        {
+            throw output_error(temp + ": cannot create a symbolic link: " + errno_text(errno));
+        }
+        if (::rename(temp.c_str(), target.c_str()) != 0)
+        {
+            const int err = errno;
+            ::unlink(temp.c_str());
+            throw output_error(target + ": cannot replace: " + errno_text(err));
+        }
+    }
+}  // namespace detail
+
+/// The writer of one run's result set into one output folder; see the top of this file.
+class result_set_writer
+{
+public:
+    static constexpr const char* state_folder = ".ap_results";
+
+    /// Checks and prepares `output_dir` for a set of files named `names` (step 1 above).
+    /// Throws output_error before any work is done when the folder cannot be used.
+    result_set_writer(std::string output_dir, std::vector<std::string> names)
+        : m_out(std::move(output_dir)), m_names(std::move(names))
+    {
+        try
+        {
+            prepare();
+        }
+        catch (...)
+        {
+            release();
+            throw;
+        }
+    }
+
+    result_set_writer(const result_set_writer&) = delete;
+    result_set_writer& operator=(const result_set_writer&) = delete;
+
+    ~result_set_writer() { release(); }
+
+    /// Whether the folder already holds a set (of this version or an earlier one).
+    bool has_earlier_set() const { return m_had_current || !m_legacy.empty(); }
+
+    /// Messages about the folder worth showing (leftovers left alone, locking unavailable).
+    const std::vector<std::string>& notes() const { return m_notes; }
+
+    /// Writes `files` (their names must be the constructor's, each once) and makes them the
+    /// current set. Throws output_error; then the earlier set is still the current one.
+    void commit(const std::vector<result_file>& files)
+    {
+        if (!m_have_temp)
+        {
+            throw output_error("output_dir '" + m_out + "': the set was already written or abandoned");
+        }
+        const std::string token = this_process().token();
+        const std::string set_path = in_state(m_set_name);
+        bool renamed = false;
+        try
+        {
+            for (const auto& file : files)
+            {
+                detail::write_new_file((std::filesystem::path(m_temp) / file.name).string(), file.pieces);
+            }
+            detail::fsync_path(m_temp);
+            if (::rename(m_temp.c_str(), set_path.c_str()) != 0)
+            {
+                throw output_error(set_path + ": cannot rename the new set into place: " + errno_text(errno));
+            }
+            renamed = true;
+            detail::fsync_path(m_state);
+            const std::string current = in_state("current");
+            if (!m_legacy.empty() && !m_had_current)
+            {
+                adopt_legacy_files(token, current);
+            }
+            link_names(token);
+            // The one step that changes what a reader sees: `current` now names the new set.
+            detail::replace_with_link(m_set_name, in_state("link-" + token), current);
+            detail::fsync_path(m_state);
+        }
+        catch (...)
+        {
+            std::error_code ignored;
+            std::filesystem::remove_all(renamed ? set_path : m_temp, ignored);
+            m_have_temp = false;
+            throw;
+        }
+        m_have_temp = false;
+        // The earlier set is no longer reachable: delete it (a reader holding one of its
+        // files open keeps reading it).
+        if (is_set_name(m_previous) && m_previous != m_set_name)
+        {
+            std::error_code ignored;
+            std::filesystem::remove_all(in_state(m_previous), ignored);
+        }
+    }
+
+    /// Drops the temporary set; the earlier set stays current. Safe to call twice.
+    void abandon() noexcept
+    {
+        if (m_have_temp)
+        {
+            std::error_code ignored;
+            std::filesystem::remove_all(m_temp, ignored);
+            m_have_temp = false;
+        }
+    }
+
+private:
+    void prepare()
+    {
+        prepare_folder();
+        m_state = (std::filesystem::path(m_out) / state_folder).string();
+        make_state_folder();
+        take_lock();
+        check_names();
+        remove_leftovers();
+        const std::string token = this_process().token();
+        m_temp = in_state("tmp-" + token);
+        m_set_name = "set-" + token;
+        if (::mkdir(m_temp.c_str(), 0755) != 0)
+        {
+            throw output_error("output_dir '" + m_out + "': cannot write into it: " + errno_text(errno));
+        }
+        m_have_temp = true;
+        const std::string probe = in_state("link-" + token);
+        ::unlink(probe.c_str());
+        if (::symlink("probe", probe.c_str()) != 0)
+        {
+            const int err = errno;
+            throw output_error("output_dir '" + m_out + "': cannot create symbolic links there (" + errno_text(err)
+                               + "); the results are replaced as a set through one; use a folder on another file "
+                                 "system");
+        }
+        ::unlink(probe.c_str());
+    }
+
+    /// Drops the temporary set and the lock.
+    void release() noexcept
+    {
+        abandon();
+        if (m_lock_fd >= 0)
+        {
+            ::close(m_lock_fd);
+            m_lock_fd = -1;
+        }
+    }
+
+    /// A set name of ours that `current` may name: "set-..." or "legacy-...", no '/'.
+    static bool is_set_name(const std::string& name)
+    {
+        return (name.rfind("set-", 0) == 0 || name.rfind("legacy-", 0) == 0) && name.find('/') == std::string::npos;
+    }
+
+    std::string in_state(const std::string& name) const { return (std::filesystem::path(m_state) / name).string(); }
+    std::string in_out(const std::string& name) const { return (std::filesystem::path(m_out) / name).string(); }
+    std::string link_text_of(const std::string& name) const
+    {
+        return std::string(state_folder) + "/current/" + name;
+    }
+
+    void prepare_folder()
+    {
+        const path_info info = inspect_path(m_out, "folder");
+        if (!info.exists && !info.absent)
+        {
+            throw output_error("output_dir '" + m_out + "': " + info.problem);
+        }
+        if (info.exists && !info.is_directory)
+        {
+            throw output_error("output_dir '" + m_out + "' is " + info.kind + ", not a folder");
+        }
+        if (!info.exists)
+        {
+            std::error_code ec;
+            std::filesystem::create_directories(m_out, ec);
+            if (ec)
+            {
+                throw output_error("output_dir '" + m_out + "': cannot create the folder: " + ec.message());
+            }
+        }
+        if (::faccessat(AT_FDCWD, m_out.c_str(), W_OK | X_OK, AT_EACCESS) != 0)
+        {
+            const int err = errno;
+            throw output_error("output_dir '" + m_out + "': not writable ("
+                               + (err == EACCES ? std::string("permission denied") : errno_text(err)) + ")");
+        }
+    }
+
+    void make_state_folder()
+    {
+        if (::mkdir(m_state.c_str(), 0755) != 0 && errno != EEXIST)
+        {
+            throw output_error("output_dir '" + m_out + "': cannot write into it: cannot create " + m_state + ": "
+                               + errno_text(errno));
+        }
+        struct stat st;
+        if (::lstat(m_state.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+        {
+            throw output_error(m_state + ": is not a folder; this program keeps its result sets there (move it away)");
+        }
+    }
+
+    void take_lock()
+    {
+        const std::string path = in_state("lock");
+        m_lock_fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (m_lock_fd < 0)
+        {
+            throw output_error("output_dir '" + m_out + "': cannot write into it: cannot create " + path + ": "
+                               + errno_text(errno));
+        }
+        if (::flock(m_lock_fd, LOCK_EX | LOCK_NB) != 0)
+        {
+            const int err = errno;
+            if (err == EWOULDBLOCK)
+            {
+                std::string owner = detail::read_small_file(path);
+                while (!owner.empty() && (owner.back() == '\n' || owner.back() == '\0'))
+                {
+                    owner.pop_back();
+                }
+                throw output_error("output_dir '" + m_out + "' is in use by another run ("
+                                   + (owner.empty() ? std::string("unknown process") : owner)
+                                   + "); wait for it to finish or choose another --output-dir");
+            }
+            m_notes.push_back("note: cannot lock " + path + " (" + errno_text(err)
+                              + "); make sure no other run writes into '" + m_out + "'");
+            return;
+        }
+        const process_identity& self = this_process();
+        const std::string owner = "pid " + std::to_string(self.pid) + " on " + self.host + "\n";
+        if (::ftruncate(m_lock_fd, 0) == 0)
+        {
+            (void)!::pwrite(m_lock_fd, owner.data(), owner.size(), 0);  // diagnostics only
+        }
+    }
+
+    void check_names()
+    {
+        for (const auto& name : m_names)
+        {
+            const std::string path = in_out(name);
+            struct stat st;
+            if (::lstat(path.c_str(), &st) != 0)
+            {
+                continue;  // absent: linked at the first commit
+            }
+            if (S_ISLNK(st.st_mode) && detail::link_text(path) == link_text_of(name))
+            {
+                continue;
+            }
+            if (S_ISREG(st.st_mode))
+            {
+                m_legacy.push_back(name);  // written by an earlier version: adopted at commit
+                continue;
+            }
+            throw output_error(path + ": exists and is not a result file of this program ("
+                               + (S_ISLNK(st.st_mode) ? "a symbolic link to '" + detail::link_text(path) + "'"
+                                                      : detail::kind_of(st.st_mode))
+                               + "); move it away or choose another --output-dir");
+        }
+        const std::string current = in_state("current");
+        struct stat st;
+        if (::lstat(current.c_str(), &st) == 0)
+        {
+            if (!S_ISLNK(st.st_mode))
+            {
+                throw output_error(current + ": is not a symbolic link; move it away");
+            }
+            m_had_current = true;
+            m_previous = detail::link_text(current);
+        }
+    }
+
+    void remove_leftovers()
+    {
+        std::error_code ec;
+        for (std::filesystem::directory_iterator it(m_state, ec), end; !ec && it != end; it.increment(ec))
+        {
+            const std::string name = it->path().filename().string();
+            if (name == "lock" || name == "current" || name == m_previous)
+            {
+                continue;
+            }
+            const std::size_t dash = name.find('-');
+            const std::string kind = name.substr(0, dash == std::string::npos ? 0 : dash);
+            if (kind != "tmp" && kind != "set" && kind != "link" && kind != "legacy" && kind != "name")
+            {
+                continue;  // not ours
+            }
+            const auto owner = parse_process_token(name.substr(dash + 1));
+            if (!owner)
+            {
+                continue;
+            }
+            if (process_is_gone(*owner))
+            {
+                std::error_code ignored;
+                std::filesystem::remove_all(it->path(), ignored);
+            }
+            else if (owner->host != this_process().host)
+            {
+                m_notes.push_back("note: " + it->path().string() + " was left by a run on host " + owner->host
+                                  + " and is left alone (remove it if no run there writes into this folder)");
+            }
+        }
+    }
+
+    /// Result files of an earlier version (regular files): become the current set as they
+    /// are (hard links, or copies), so that linking the names changes no byte a reader sees.
+    void adopt_legacy_files(const std::string& token, const std::string& current)
+    {
+        const std::string legacy_name = "legacy-" + token;
+        const std::string legacy = in_state(legacy_name);
+        if (::mkdir(legacy.c_str(), 0755) != 0)
+        {
+            throw output_error(legacy + ": cannot create: " + errno_text(errno));
+        }
+        for (const auto& name : m_legacy)
+        {
+            const std::string from = in_out(name);
+            const std::string to = (std::filesystem::path(legacy) / name).string();
+            if (::link(from.c_str(), to.c_str()) != 0)
+            {
+                std::error_code ec;
+                std::filesystem::copy_file(from, to, ec);
+                if (ec)
+                {
+                    throw output_error(to + ": cannot keep the earlier " + name + ": " + ec.message());
+                }
+            }
+        }
+        detail::fsync_path(legacy);
+        detail::replace_with_link(legacy_name, in_state("link-" + token), current);
+        detail::fsync_path(m_state);
+        m_previous = legacy_name;
+    }
+
+    /// Makes every result name of the output folder our link (each change atomic; what a
+    /// reader sees through it is still the earlier set).
+    void link_names(const std::string& token)
+    {
+        bool changed = false;
+        for (const auto& name : m_names)
+        {
+            const std::string path = in_out(name);
+            struct stat st;
+            if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode) && detail::link_text(path) == link_text_of(name))
+            {
+                continue;
+            }
+            detail::replace_with_link(link_text_of(name), in_state("name-" + token), path);
+            changed = true;
+        }
+        if (changed)
+        {
+            detail::fsync_path(m_out);
+        }
+    }
+
+    std::string m_out;
+    std::vector<std::string> m_names;
+    std::string m_state;
+    std::string m_temp;
+    std::string m_set_name;
+    std::string m_previous;             // the set `current` named before this run
+    std::vector<std::string> m_legacy;  // result names that are regular files
+    std::vector<std::string> m_notes;
+    bool m_had_current = false;
+    bool m_have_temp = false;
+    int m_lock_fd = -1;
+};
+}  // namespace ap_examples
+
+#endif

@@ -1,0 +1,236 @@
+// Unit tests of the front end's pieces that decide something on their own: index lists,
+// folder names, the layout rules, head selection, option tables, and the run identity of
+// result sets. (What the programs do with them is tested end to end by tests/e2e/*.py.)
+
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include "analyze_config.hpp"
+#include "cli_util.hpp"
+#include "config.hpp"
+#include "dump_layout.hpp"
+#include "result_set.hpp"
+
+using namespace ap_examples;
+using Catch::Matchers::Contains;
+
+TEST_CASE("parse_index_set: numbers and ranges, merged and canonical", "[frontend]")
+{
+    const index_set s = parse_index_set("--layers", " 7, 0-3 ,2-4,9", 9999);
+    CHECK(s.text() == "0-4,7,9");
+    CHECK(s.count() == 7);
+    CHECK(s.largest() == 9);
+    CHECK(s.contains(0));
+    CHECK(s.contains(4));
+    CHECK_FALSE(s.contains(5));
+    CHECK_FALSE(s.contains(8));
+    CHECK(parse_index_set("--heads", "1,2,3", 9999).text() == "1-3");
+    CHECK(parse_index_set("--heads", "5,6", 9999).text() == "5,6");
+    CHECK(parse_index_set("--heads", "0-9999", 9999).count() == 10000);
+}
+
+TEST_CASE("parse_index_set: errors name the option and the item", "[frontend]")
+{
+    CHECK_THROWS_WITH(parse_index_set("--layers", "", 9999), Contains("--layers: missing value"));
+    CHECK_THROWS_WITH(parse_index_set("--layers", "1,,2", 9999), Contains("'1,,2' has an empty item"));
+    CHECK_THROWS_WITH(parse_index_set("--layers", "3-1", 9999), Contains("'3-1' is a descending range (write 1-3)"));
+    CHECK_THROWS_WITH(parse_index_set("--layers", "-1", 9999), Contains("'-1' is not a non-negative index"));
+    CHECK_THROWS_WITH(parse_index_set("--layers", "x", 9999), Contains("'x' is not a non-negative integer"));
+    CHECK_THROWS_WITH(parse_index_set("--layers", "10000", 9999), Contains("10000 must be >= 0 and <= 9999"));
+    CHECK_THROWS_WITH(parse_index_set("--layers", "0-99999999999999999999", 9999),
+                      Contains("'99999999999999999999' is out of range"));
+    CHECK_THROWS_AS(parse_index_set("--layers", "1-2-3", 9999), usage_error);
+}
+
+TEST_CASE("head folder names: format, bounds, and names that are not head folders", "[frontend]")
+{
+    CHECK(head_folder_name(0, 1, 'q') == "l00h01q");
+    CHECK(head_folder_name(100, 7, 'k') == "l100h07k");
+    auto ok = [](const std::string& name, std::size_t layer, std::size_t head, char kind) {
+        const parsed_folder_name p = parse_head_folder_name(name);
+        return p.is_head_folder && p.problem.empty() && p.layer == layer && p.head == head && p.kind == kind;
+    };
+    CHECK(ok("l00h00q", 0, 0, 'q'));
+    CHECK(ok("l35h31k", 35, 31, 'k'));
+    CHECK(ok("l100h07q", 100, 7, 'q'));
+    CHECK(ok("l9999h9999k", 9999, 9999, 'k'));
+    for (const char* name : {"l00h00", "l00h00x", "x00h00q", "l00h00qq", "lh00q", "l00hq", "l00h00q.bak", "", "l"})
+    {
+        INFO(name);
+        CHECK_FALSE(parse_head_folder_name(name).is_head_folder);
+    }
+    auto problem = [](const std::string& name) {
+        const parsed_folder_name p = parse_head_folder_name(name);
+        REQUIRE(p.is_head_folder);
+        return p.problem;
+    };
+    CHECK_THAT(problem("l000h00q"), Contains("not in the dump's format (expected 'l00h00q'"));
+    CHECK_THAT(problem("l0h0k"), Contains("expected 'l00h00k'"));
+    CHECK_THAT(problem("l4000000000h00q"), Contains("layer number 4000000000 is above the limit 9999"));
+    CHECK_THAT(problem("l00h10000q"), Contains("head number 10000 is above the limit 9999"));
+    CHECK_THAT(problem("l99999999999999999999999999999h00q"),
+               Contains("layer number 999999999999999999999999... is above the limit"));
+}
+
+namespace
+{
+dump_scan grid(std::size_t layers, std::size_t q_heads, std::size_t k_heads)
+{
+    dump_scan scan;
+    scan.data_root = "DUMP";
+    for (std::size_t l = 0; l < layers; ++l)
+    {
+        for (std::size_t h = 0; h < q_heads; ++h)
+        {
+            scan.query.emplace_back(l, h);
+        }
+        for (std::size_t h = 0; h < k_heads; ++h)
+        {
+            scan.key.emplace_back(l, h);
+        }
+    }
+    return scan;
+}
+
+layout_counts counts(std::optional<std::size_t> l, std::optional<std::size_t> q, std::optional<std::size_t> k)
+{
+    layout_counts c;
+    c.num_layers = l;
+    c.num_q_heads = q;
+    c.num_k_heads = k;
+    return c;
+}
+}  // namespace
+
+TEST_CASE("resolve_layout: inferred only from a complete grid", "[frontend]")
+{
+    const dump_layout full = resolve_layout(grid(3, 8, 2), {}, {});
+    CHECK(full.num_layers == 3);
+    CHECK(full.num_q_heads == 8);
+    CHECK(full.num_k_heads == 2);
+    CHECK(full.group_size() == 4);
+    CHECK(full.k_head_of(5) == 1);
+    CHECK(full.origin == "layout from the folder names");
+
+    dump_scan partial = grid(3, 8, 2);
+    partial.query.erase(partial.query.begin() + 5);  // one query head not captured
+    CHECK_THROWS_WITH(resolve_layout(partial, {}, {}),
+                      Contains("cannot be inferred from a partial head set: the folder names show 23 of the 24 query "
+                               "folders"));
+    // The highest query head captured is 27 of 32: never "28 heads".
+    dump_scan sampled;
+    sampled.data_root = "DUMP";
+    sampled.query = {{0, 3}, {0, 27}};
+    sampled.key = {{0, 0}, {0, 6}};
+    CHECK_THROWS_WITH(resolve_layout(sampled, {}, {}), Contains("give --num-q-heads and --num-k-heads"));
+    const dump_layout given = resolve_layout(sampled, counts(std::nullopt, 32, 8), {});
+    CHECK(given.k_head_of(27) == 6);
+    CHECK(given.num_layers == 1);
+    CHECK(given.origin == "num_layers from the folder names, num_q_heads given, num_k_heads given");
+    const dump_layout meta = resolve_layout(sampled, {}, counts(4, 32, 8));
+    CHECK(meta.num_layers == 4);
+    CHECK(meta.origin == "layout from metadata.json");
+    CHECK(resolve_layout(sampled, counts(std::nullopt, 32, std::nullopt), counts(std::nullopt, 32, 8)).num_k_heads == 8);
+}
+
+TEST_CASE("resolve_layout: contradictions, folders outside the layout, GQA divisibility", "[frontend]")
+{
+    CHECK_THROWS_WITH(resolve_layout(grid(1, 4, 2), counts(std::nullopt, 4, 2), counts(std::nullopt, 8, 2)),
+                      Contains("num_q_heads: --num-q-heads (or the --config file) says 4 but DUMP/metadata.json says 8"));
+    CHECK_THROWS_WITH(resolve_layout(grid(2, 4, 2), counts(1, 4, 2), {}),
+                      Contains("folder 'l01h00q' is outside the layout (num_layers = 1, layers 0)"));
+    CHECK_THROWS_WITH(resolve_layout(grid(1, 4, 2), counts(1, 3, 1), {}),
+                      Contains("folder 'l00h03q' is outside the layout (num_q_heads = 3, heads 0-2)"));
+    CHECK_THROWS_WITH(resolve_layout(grid(1, 4, 2), counts(1, 4, 3), {}),
+                      Contains("num_q_heads (4) must be a multiple of num_k_heads (3)"));
+    dump_scan no_keys = grid(1, 4, 0);
+    CHECK_THROWS_WITH(resolve_layout(no_keys, {}, {}), Contains("no key folders"));
+    CHECK_THROWS_WITH(resolve_layout(grid(1, 0, 2), {}, {}), Contains("no query folders"));
+}
+
+TEST_CASE("plan_heads: present heads, selection, key heads", "[frontend]")
+{
+    dump_scan scan = grid(2, 4, 2);
+    scan.query.erase(scan.query.begin() + 1);  // (0, 1) not captured
+    const dump_layout layout = resolve_layout(scan, counts(std::nullopt, 4, 2), {});
+    head_selection all;
+    const head_plan plan = plan_heads(scan, layout, all);
+    REQUIRE(plan.heads.size() == 7);
+    CHECK(plan.layout_heads == 8);
+    CHECK(plan.present_heads == 7);
+    CHECK(plan.heads[1].layer == 0);
+    CHECK(plan.heads[1].q_head == 2);
+    CHECK(plan.heads[1].k_head == 1);
+    head_selection some;
+    some.layers = parse_index_set("--layers", "1", 9999);
+    some.q_heads = parse_index_set("--heads", "1-3", 9999);
+    const head_plan selected = plan_heads(scan, layout, some);
+    REQUIRE(selected.heads.size() == 3);
+    CHECK(selected.selected_heads == 3);
+    CHECK(selected.heads[0].q_head == 1);
+    head_selection outside;
+    outside.layers = parse_index_set("--layers", "0,2", 9999);
+    CHECK_THROWS_WITH(plan_heads(scan, layout, outside), Contains("--layers: layer 2 is outside the layout (2 layers: 0-1)"));
+    head_selection absent;
+    absent.layers = parse_index_set("--layers", "0", 9999);
+    absent.q_heads = parse_index_set("--heads", "1", 9999);
+    CHECK_THROWS_WITH(plan_heads(scan, layout, absent),
+                      Contains("the selection --layers 0 --heads 1 matches no query head present in 'DUMP' (query folders "
+                               "are present in layers 0,1)"));
+}
+
+TEST_CASE("option table: flags and YAML set the same keys; errors name the option as written", "[frontend]")
+{
+    CHECK(flag_of("num_pairs_per_bucket") == "--num-pairs-per-bucket");
+    const char* argv[] = {"ap_analyze", "--data-root", "D", "--seed=7", "--layers", "0-1", "--seed", "9"};
+    const auto config = parse_analyze_command_line(8, argv);
+    REQUIRE(config);
+    CHECK(config->data_root == "D");
+    CHECK(config->options.seed == 9);  // a later flag overrides an earlier one
+    CHECK(config->selection.layers->text() == "0-1");
+    analyze_config c;
+    apply_yaml(c, analyze_options(), "heads: [0-1, 5]\nseed: 3\n", "f.yaml");
+    CHECK(c.selection.q_heads->text() == "0-1,5");
+    CHECK(c.selection.heads_label == "f.yaml: heads");
+    CHECK(c.options.seed == 3);
+    CHECK_THROWS_WITH(apply_yaml(c, analyze_options(), "seed: 1\nseed: 2\n", "f.yaml"), Contains("f.yaml: seed: given twice"));
+    CHECK_THROWS_WITH(apply_yaml(c, analyze_options(), "seed: [1]\n", "f.yaml"),
+                      Contains("f.yaml: seed: expected a single value"));
+    CHECK_THROWS_WITH(apply_yaml(c, analyze_options(), "heads: []\n", "f.yaml"), Contains("f.yaml: heads: empty list"));
+    const char* bad[] = {"ap_analyze", "--data-root", "D", "--num_q_heads", "4"};
+    CHECK_THROWS_WITH(parse_analyze_command_line(5, bad), Contains("did you mean --num-q-heads?"));
+    const char* help[] = {"ap_analyze", "--seed", "1", "--help"};
+    CHECK_FALSE(parse_analyze_command_line(4, help));
+}
+
+TEST_CASE("result sets: the run identity tells a gone process from a live one", "[frontend]")
+{
+    const process_identity& self = this_process();
+    const auto parsed = parse_process_token(self.token());
+    REQUIRE(parsed);
+    CHECK(parsed->pid == self.pid);
+    CHECK(parsed->start_ticks == self.start_ticks);
+    CHECK(parsed->host == self.host);
+    CHECK_FALSE(process_is_gone(self));
+    process_identity other = self;
+    other.start_ticks += 1;  // the pid now belongs to another process
+    CHECK(process_is_gone(other));
+    other = self;
+    other.boot_id = "00000000";
+    CHECK(process_is_gone(other));
+    other = self;
+    other.pid = 4194304 + 17;  // above Linux's largest pid
+    CHECK(process_is_gone(other));
+    other = self;
+    other.host = "some-other-host";
+    other.pid = 4194304 + 17;
+    CHECK_FALSE(process_is_gone(other));  // never decided for another host
+    CHECK_FALSE(parse_process_token("12-34-abcd"));
+    CHECK_FALSE(parse_process_token("x-34-abcd-host"));
+    CHECK_FALSE(parse_process_token("1234567890123-34-abcd-host"));
+    const auto dashed = parse_process_token("12-34-abcd-node-7.cluster");
+    REQUIRE(dashed);
+    CHECK(dashed->host == "node-7.cluster");
+}

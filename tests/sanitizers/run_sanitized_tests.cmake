@@ -1,0 +1,41 @@
+# cmake -DBUILD_DIR=<sanitizer build> -P run_sanitized_tests.cmake
+# Runs the tests of the sanitizer build that exercise the code: the unit tests and the
+# end-to-end tests, without the Python plot tests and the install test (no C++ of ours runs
+# there), the statistical accuracy, demo and random-kill runs (long, and exercising no code
+# the other tests do not), and the strace test (LeakSanitizer cannot run under ptrace).
+# Sanitizer reports go to files under BUILD_DIR/sanitizer-reports: the test fails when any
+# appears, even if the program's exit status was what a test expected.
+set(reports ${BUILD_DIR}/sanitizer-reports)
+file(REMOVE_RECURSE ${reports})
+file(MAKE_DIRECTORY ${reports})
+set(ENV{ASAN_OPTIONS} "detect_leaks=1:halt_on_error=1:exitcode=86:log_path=${reports}/asan")
+set(ENV{UBSAN_OPTIONS} "halt_on_error=1:print_stacktrace=1:exitcode=87:log_path=${reports}/ubsan")
+set(ENV{LSAN_OPTIONS} "exitcode=88")
+# Findings in code outside the front end, reported to its owners: each test named here is
+# left out (and listed in the output) until the fix lands, then removed from this list.
+#  - UBSan, include/attention_plasticity/plasticity.hpp:263, structured_pair_moments: `w.data + 1`
+#    on the null data pointer of a 0-row W ("applying non-zero offset 8 to null pointer").
+set(known_findings "structured_pair_moments: d = 1 \\(no semantic components\\) and n = 0")
+foreach(finding ${known_findings})
+  message(WARNING "NOT RUN under the sanitizers (a known finding in the library, see run_sanitized_tests.cmake): ${finding}")
+endforeach()
+string(REPLACE ";" "|" known "${known_findings}")
+set(excluded "^(python_|install_consumer$|e2e_synthetic_accuracy$|e2e_demo$|e2e_kill_random$|e2e_kill_every_step$)")
+if(known)
+  set(excluded "${excluded}|^(${known})$")
+endif()
+execute_process(
+  COMMAND ${CMAKE_CTEST_COMMAND} --test-dir ${BUILD_DIR} --output-on-failure -E "${excluded}"
+  RESULT_VARIABLE status)
+file(GLOB found ${reports}/*)
+foreach(report ${found})
+  file(READ ${report} text)
+  message("${report}:\n${text}")
+endforeach()
+list(LENGTH found count)
+if(count GREATER 0)
+  message(FATAL_ERROR "sanitizer tests: ${count} sanitizer report(s), shown above")
+endif()
+if(NOT status EQUAL 0)
+  message(FATAL_ERROR "sanitizer tests: some test failed (see above)")
+endif()

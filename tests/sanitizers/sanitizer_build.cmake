@@ -1,0 +1,26 @@
+# cmake -DSOURCE_DIR=.. -DBUILD_DIR=.. -DCXX=clang++ -DFUZZ=ON|OFF -DGENERATOR=.. -DPYTHON=.. -P sanitizer_build.cmake
+# Configures and builds the project with ASan + UBSan (every report fatal) into BUILD_DIR:
+# the unit tests (library and front end), the two programs and (FUZZ) the libFuzzer targets. -O2 with assertions on.
+set(flags "-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -gline-tables-only")
+set(targets ap_tests ap_frontend_tests ap_analyze ap_synth readme_example)
+if(FUZZ)
+  list(APPEND targets fuzz_npy fuzz_config fuzz_cmdline)
+endif()
+execute_process(
+  COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${BUILD_DIR} -G ${GENERATOR}
+          -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O2
+          -DCMAKE_CXX_COMPILER=${CXX} "-DCMAKE_CXX_FLAGS=${flags}"
+          "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined"
+          -DAP_BUILD_TESTS=ON -DAP_BUILD_EXAMPLES=ON -DAP_BUILD_BENCHMARKS=OFF -DAP_BUILD_FUZZERS=${FUZZ}
+          -DAP_SANITIZER_TESTS=OFF -DAP_TEST_PYTHON=${PYTHON}
+  RESULT_VARIABLE status)
+if(NOT status EQUAL 0)
+  message(FATAL_ERROR "sanitizer build: configuring ${BUILD_DIR} with ${CXX} failed")
+endif()
+if(NOT FUZZ)
+  message(STATUS "sanitizer build: ${CXX} is not clang, so the libFuzzer targets are not built")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${BUILD_DIR} -j2 --target ${targets} RESULT_VARIABLE status)
+if(NOT status EQUAL 0)
+  message(FATAL_ERROR "sanitizer build: building ${targets} failed")
+endif()
