@@ -5,14 +5,18 @@
 // kurtosis of scipy.stats.skew / kurtosis (bias=False), accumulated in double whatever the
 // input's value type (docs/method.md §2.7, §7).
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
 #include <xtensor/xexpression.hpp>
 
 #include "detail/errors.hpp"
+#include "detail/scaling.hpp"
 #include "detail/strided.hpp"
 
 namespace attention_plasticity
@@ -31,98 +35,145 @@ struct moments_result
 
 namespace detail
 {
-    // Two-pass moments of a contiguous double range (finite values, n >= 1).
+    /// Pairwise summation of M sums at once, as NumPy sums: blocks of 128 terms, each summed in
+    /// 8 interleaved partial sums (independent chains that vectorize) combined as a tree, and
+    /// the block sums combined pairwise (a binary counter): rounding error O((16 + log2(n / 128))
+    /// eps) instead of the O(n eps) of one running sum. term(i, t) writes the M terms of i.
+    template <std::size_t M, class Term>
+    std::array<double, M> pairwise_sum(std::size_t n, Term&& term)
+    {
+        constexpr std::size_t block = 128;
+        constexpr std::size_t lanes = 8;
+        std::array<double, M> level[64];  // level[k]: the sum of 2^k blocks, when bit k of `blocks` is set
+        std::uint64_t blocks = 0;
+        for (std::size_t start = 0; start < n; start += block)
+        {
+            const std::size_t length = std::min(block, n - start);
+            double lane[lanes][M] = {};
+            std::size_t i = 0;
+            for (; i + lanes <= length; i += lanes)
+            {
+                for (std::size_t k = 0; k < lanes; ++k)
+                {
+                    double t[M];
+                    term(start + i + k, t);
+                    for (std::size_t m = 0; m < M; ++m)
+                    {
+                        lane[k][m] += t[m];
+                    }
+                }
+            }
+            std::array<double, M> sum;
+            for (std::size_t m = 0; m < M; ++m)
+            {
+                sum[m] = ((lane[0][m] + lane[1][m]) + (lane[2][m] + lane[3][m]))
+                       + ((lane[4][m] + lane[5][m]) + (lane[6][m] + lane[7][m]));
+            }
+            for (; i < length; ++i)
+            {
+                double t[M];
+                term(start + i, t);
+                for (std::size_t m = 0; m < M; ++m)
+                {
+                    sum[m] += t[m];
+                }
+            }
+            std::size_t k = 0;
+            for (; (blocks >> k) & 1u; ++k)
+            {
+                for (std::size_t m = 0; m < M; ++m)
+                {
+                    sum[m] = level[k][m] + sum[m];
+                }
+            }
+            level[k] = sum;
+            ++blocks;
+        }
+        std::array<double, M> total{};
+        for (std::size_t k = 0; k < 64; ++k)
+        {
+            if ((blocks >> k) & 1u)
+            {
+                for (std::size_t m = 0; m < M; ++m)
+                {
+                    total[m] += level[k][m];
+                }
+            }
+        }
+        return total;
+    }
+
+    /// Central moments of a finite sample, formed on exactly rescaled values so that nothing
+    /// overflows or underflows for any finite data (skewness and kurtosis are scale-free):
+    /// values are taken as x 2^value_exponent (only when |x| approaches DBL_MAX or the subnormal
+    /// range), deviations as
+    /// d = (x 2^value_exponent - scaled_mean) 2^deviation_exponent, near 1. Sums are pairwise.
     struct central_sums
     {
-        double mean;
-        double m2;  // 1/n central moments
+        double mean;             // of x
+        double m2;               // 1/n central moments of the scaled deviations d
         double m3;
         double m4;
+        double scaled_mean;      // mean 2^value_exponent = scaled_mean + scaled_mean_low, to twice the
+        double scaled_mean_low;  // precision of a double: deviations are (x - scaled_mean) - scaled_mean_low
+        int value_exponent;
+        int deviation_exponent;
     };
 
+    /// Two passes for the mean: the second sums the residuals from the first, which are exact
+    /// near the mean, and keeps their mean as a low-order part (a double mean is off by up to
+    /// half an ulp of itself, which would cost m3 ~ 3 ulp(mean) m2 of an offset sample; the
+    /// correction also makes constant data exactly zero variance). One pass for the powers of
+    /// the deviations. x: n >= 1 finite values.
     inline central_sums central_moments(const double* x, std::size_t n) noexcept
     {
         const double nd = static_cast<double>(n);
-        double s = 0.0;
-        for (std::size_t i = 0; i < n; ++i)
+        double lowest = x[0], highest = x[0];
+        for (std::size_t i = 1; i < n; ++i)
         {
-            s += x[i];
+            lowest = std::min(lowest, x[i]);
+            highest = std::max(highest, x[i]);
         }
-        double mean = s / nd;
-        // One correction step: makes the mean exact for constant data, so that zero
-        // variance is detected reliably.
-        double c = 0.0;
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            c += x[i] - mean;
-        }
-        mean += c / nd;
-        double s2 = 0.0, s3 = 0.0, s4 = 0.0;
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            const double d = x[i] - mean;
+        central_sums c;
+        const double largest = std::max(std::fabs(lowest), std::fabs(highest));
+        // Values near 1 when sums of n of them could overflow, or their mean lose digits to
+        // the subnormal range; as they are otherwise.
+        c.value_exponent = largest > 0x1.0p960 || largest < 0x1.0p-960 ? power_of_two_exponent(largest) : 0;
+        const power_of_two value_scale(c.value_exponent);
+        const double mean = pairwise_sum<1>(n, [&](std::size_t i, double* t) { t[0] = value_scale(x[i]); })[0] / nd;
+        const double low =
+            pairwise_sum<1>(n, [&](std::size_t i, double* t) { t[0] = value_scale(x[i]) - mean; })[0] / nd;
+        c.scaled_mean = mean;
+        c.scaled_mean_low = low;
+        c.mean = std::ldexp(mean + low, -c.value_exponent);
+        c.deviation_exponent =
+            power_of_two_exponent(std::max(value_scale(highest) - mean, mean - value_scale(lowest)));
+        const power_of_two deviation_scale(c.deviation_exponent);
+        const std::array<double, 3> powers = pairwise_sum<3>(n, [&](std::size_t i, double* t) {
+            const double d = deviation_scale((value_scale(x[i]) - mean) - low);
             const double d2 = d * d;
-            s2 += d2;
-            s3 += d2 * d;
-            s4 += d2 * d2;
-        }
-        return {mean, s2 / nd, s3 / nd, s4 / nd};
+            t[0] = d2;
+            t[1] = d2 * d;
+            t[2] = d2 * d2;
+        });
+        c.m2 = powers[0] / nd;
+        c.m3 = powers[1] / nd;
+        c.m4 = powers[2] / nd;
+        return c;
     }
 
-    // central_moments of K columns at once, each with exactly the operations and order of
-    // central_moments (identical results): K independent accumulation chains instead of
-    // one latency-bound chain per column.
-    template <std::size_t K>
-    void central_moments_k(const double* const* x, std::size_t n, central_sums* out) noexcept
+    /// The ddof=1 standard deviation of the scaled deviations (of x: times 2^-(value_exponent +
+    /// deviation_exponent)).
+    inline double scaled_std_ddof1(const central_sums& c, std::size_t n) noexcept
     {
-        const double nd = static_cast<double>(n);
-        double s[K] = {};
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            for (std::size_t k = 0; k < K; ++k)
-            {
-                s[k] += x[k][i];
-            }
-        }
-        double mean[K];
-        for (std::size_t k = 0; k < K; ++k)
-        {
-            mean[k] = s[k] / nd;
-        }
-        double c[K] = {};
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            for (std::size_t k = 0; k < K; ++k)
-            {
-                c[k] += x[k][i] - mean[k];
-            }
-        }
-        for (std::size_t k = 0; k < K; ++k)
-        {
-            mean[k] += c[k] / nd;
-        }
-        double s2[K] = {}, s3[K] = {}, s4[K] = {};
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            for (std::size_t k = 0; k < K; ++k)
-            {
-                const double d = x[k][i] - mean[k];
-                const double d2 = d * d;
-                s2[k] += d2;
-                s3[k] += d2 * d;
-                s4[k] += d2 * d2;
-            }
-        }
-        for (std::size_t k = 0; k < K; ++k)
-        {
-            out[k] = {mean[k], s2[k] / nd, s3[k] / nd, s4[k] / nd};
-        }
+        return std::sqrt(c.m2 * static_cast<double>(n) / static_cast<double>(n - 1));
     }
 
     // SciPy's "all values equal" rule of skew / kurtosis.
     inline bool is_zero_variance(const central_sums& c) noexcept
     {
-        const double r = 1e-15 * c.mean;  // np.finfo(float64).resolution
+        // m2 of x <= (1e-15 mean)^2 (1e-15: np.finfo(float64).resolution), in the units of d.
+        const double r = power_of_two(c.deviation_exponent)(1e-15 * (c.scaled_mean + c.scaled_mean_low));
         return c.m2 <= r * r;
     }
 
@@ -160,7 +211,7 @@ namespace detail
     {
         moments_result r;
         r.mean = c.mean;
-        r.std_ddof1 = n > 1 ? std::sqrt(c.m2 * static_cast<double>(n) / static_cast<double>(n - 1))
+        r.std_ddof1 = n > 1 ? std::ldexp(scaled_std_ddof1(c, n), -(c.value_exponent + c.deviation_exponent))
                             : std::numeric_limits<double>::quiet_NaN();
         r.skewness = skewness_from(c, n);
         r.excess_kurtosis = excess_kurtosis_from(c, n);

@@ -17,6 +17,7 @@
 
 #include "detail/errors.hpp"
 #include "detail/finite.hpp"
+#include "detail/scaling.hpp"
 #include "detail/strided.hpp"
 #include "kolmogorov.hpp"
 #include "ks_test.hpp"
@@ -53,14 +54,25 @@ namespace detail
         return n < 2 || is_zero_variance(c) || c.m2 <= 0.0;
     }
 
-    // x <- (x - mean) / std(ddof=1), divisor 1 under zero variance (docs/method.md §2.8).
+    // x <- (x - mean) / std(ddof=1), divisor 1 under zero variance (docs/method.md §2.8),
+    // through the scaled deviations of central_sums (the same values where nothing overflows).
     inline void standardize_in_place(double* x, std::size_t n, const central_sums& c) noexcept
     {
-        const double sd = zero_std(c, n) ? 1.0
-                                         : std::sqrt(c.m2 * static_cast<double>(n) / static_cast<double>(n - 1));
+        const power_of_two value_scale(c.value_exponent);
+        if (zero_std(c, n))
+        {
+            const power_of_two back(-c.value_exponent);
+            for (std::size_t i = 0; i < n; ++i)
+            {
+                x[i] = back((value_scale(x[i]) - c.scaled_mean) - c.scaled_mean_low);
+            }
+            return;
+        }
+        const power_of_two deviation_scale(c.deviation_exponent);
+        const double sd = scaled_std_ddof1(c, n);
         for (std::size_t i = 0; i < n; ++i)
         {
-            x[i] = (x[i] - c.mean) / sd;
+            x[i] = deviation_scale((value_scale(x[i]) - c.scaled_mean) - c.scaled_mean_low) / sd;
         }
     }
 
@@ -158,41 +170,17 @@ namespace detail
         }
     }
 
-    /// Central sums of m contiguous columns of n values, four columns at a time (independent
-    /// accumulation chains; the same values as one column at a time).
-    inline std::vector<central_sums> column_central_sums(const double* columns, std::size_t n, std::size_t m)
-    {
-        std::vector<central_sums> sums(m);
-        constexpr std::size_t group = 4;
-        std::size_t j = 0;
-        for (; j + group <= m; j += group)
-        {
-            const double* cols[group];
-            for (std::size_t k = 0; k < group; ++k)
-            {
-                cols[k] = columns + (j + k) * n;
-            }
-            central_moments_k<group>(cols, n, sums.data() + j);
-        }
-        for (; j < m; ++j)
-        {
-            sums[j] = central_moments(columns + j * n, n);
-        }
-        return sums;
-    }
-
     /// docs/method.md §2.8 on m contiguous columns of n >= 2 finite values (the tested ones
     /// are standardized in place).
     inline noise_normality_result noise_normality_of(double* columns, std::size_t n, std::size_t m,
                                                      const std::vector<char>& tested, double p_alpha,
                                                      ks_workspace& ws)
     {
-        const std::vector<central_sums> sums = column_central_sums(columns, n, m);
         std::vector<double> abs_skew(m), abs_kurt(m), pvals;
         for (std::size_t j = 0; j < m; ++j)
         {
             // Skewness and kurtosis are scale-free: take them from the raw column.
-            const central_sums& c = sums[j];
+            const central_sums c = central_moments(columns + j * n, n);
             const bool zero = zero_std(c, n);
             abs_skew[j] = zero ? 0.0 : std::fabs(skewness_from(c, n));
             abs_kurt[j] = zero ? 0.0 : std::fabs(excess_kurtosis_from(c, n));
