@@ -151,16 +151,8 @@ TEST_CASE("noise_normality at extreme magnitudes equals the unscaled summary", "
     for (int e : {-1060, -1000, 330, 515, 1000})
     {
         CAPTURE(e);
-        xt::xtensor<double, 2> Y = X;
-        for (auto& v : Y)
-        {
-            v = std::ldexp(v, e);
-        }
-        xt::xtensor<double, 2> back = Y;
-        for (auto& v : back)
-        {
-            v = std::ldexp(v, -e);
-        }
+        const xt::xtensor<double, 2> Y = ap_test::ldexp_all(X, e);
+        const xt::xtensor<double, 2> back = ap_test::ldexp_all(Y, -e);
         const auto r = ap::noise_normality(Y, 4, 0.05, 7);
         const auto rb = ap::noise_normality(back, 4, 0.05, 7);
         CHECK(r.median_abs_skewness == rb.median_abs_skewness);

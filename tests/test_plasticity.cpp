@@ -37,20 +37,11 @@ using ap_test::sci;
 using ap_test::box_muller;
 using ap_test::matrix_of;
 using ap_test::vector_of;
+using ap_test::rel_err;
 
 namespace
 {
-constexpr double inf = std::numeric_limits<double>::infinity();
 constexpr double nan_d = std::numeric_limits<double>::quiet_NaN();
-
-double rel_err(double value, double reference)
-{
-    if (value == reference)
-    {
-        return 0.0;
-    }
-    return std::fabs(value - reference) / std::max(std::fabs(reference), std::numeric_limits<double>::min());
-}
 
 // Tolerance on PP against the per-pair double-precision reference. Double: the brief's 1e-12.
 // Float: the GEMM W Sigma runs in float (rounding ~ d * 2^-24 relative on v), so ~1e-5.
@@ -751,14 +742,7 @@ TEMPLATE_TEST_CASE("pair_plasticity is exact for subnormal and near-DBL_MAX oper
     using T = TestType;
     const std::size_t n = core_ref::kernel_n;
     const std::size_t d = core_ref::kernel_d;
-    const auto scaled = [](const auto& x, int e) {
-        auto y = x;
-        for (auto& v : y)
-        {
-            v = std::ldexp(v, e);
-        }
-        return y;
-    };
+    const auto scaled = [](const auto& x, int e) { return ap_test::ldexp_all(x, e); };
     std::size_t combos = 0;
     for (const auto& c : kernel_cases)
     {
@@ -819,19 +803,11 @@ TEST_CASE("pair_plasticity<float> on double inputs outside float's range: no err
             w_x(i, j) = std::ldexp(w(i, j), i % 2 == 0 ? 130 : -160);  // 2^130 > FLT_MAX, 2^-160 < float's subnormals
         }
     }
-    xt::xtensor<double, 1> mu_x = vector_of<double>(core_ref::kernel_mu, d);
-    for (auto& v : mu_x)
-    {
-        v = std::ldexp(v, -500);
-    }
+    const xt::xtensor<double, 1> mu_x = ap_test::ldexp_all(vector_of<double>(core_ref::kernel_mu, d), -500);
     for (const auto& c : kernel_cases)
     {
         CAPTURE(c.name);
-        xt::xtensor<double, 2> sigma_x = matrix_of<double>(c.sigma, d, d);
-        for (auto& v : sigma_x)
-        {
-            v = std::ldexp(v, -1000);
-        }
+        const xt::xtensor<double, 2> sigma_x = ap_test::ldexp_all(matrix_of<double>(c.sigma, d, d), -1000);
         xt::xtensor<float, 1> pp;
         REQUIRE_NOTHROW(pp = ap::pair_plasticity<float>(w_x, mu_x, sigma_x));
         const auto pp_in_range = ap::pair_plasticity<float>(w, vector_of<double>(core_ref::kernel_mu, d),

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 #include <string>
 
@@ -64,6 +65,27 @@ xt::xtensor<T, 1> vector_of(const double* data, std::size_t n, double scale = 1.
         v(i) = static_cast<T>(data[i] * scale);
     }
     return v;
+}
+
+/// |value - reference| / |reference| (0 when equal; the reference floored at DBL_MIN).
+inline double rel_err(double value, double reference)
+{
+    if (value == reference)
+    {
+        return 0.0;
+    }
+    return std::fabs(value - reference) / std::max(std::fabs(reference), std::numeric_limits<double>::min());
+}
+
+/// Every value of x times 2^exponent (std::ldexp: exact unless it leaves the double range).
+template <class E>
+E ldexp_all(E x, int exponent)
+{
+    for (auto& v : x)
+    {
+        v = std::ldexp(v, exponent);
+    }
+    return x;
 }
 
 /// |a - b| <= rel |b| + abs_floor.
