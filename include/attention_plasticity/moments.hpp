@@ -35,49 +35,20 @@ struct moments_result
 
 namespace detail
 {
-    /// Pairwise summation of M sums at once, as NumPy sums: blocks of 128 terms, each summed in
-    /// 8 interleaved partial sums (independent chains that vectorize) combined as a tree, and
-    /// the block sums combined pairwise (a binary counter): rounding error O((16 + log2(n / 128))
-    /// eps) instead of the O(n eps) of one running sum. term(i, t) writes the M terms of i.
-    template <std::size_t M, class Term>
-    std::array<double, M> pairwise_sum(std::size_t n, Term&& term)
+    /// Pairwise summation of M sums at once, as NumPy sums: block(start, length) returns the M
+    /// sums of a block of at most 128 terms (taken in a few interleaved partial sums: independent
+    /// chains that vectorize, combined as a tree), and the block sums are combined pairwise (a
+    /// binary counter): rounding error O((32 + log2(n / 128)) eps) instead of the O(n eps) of
+    /// one running sum.
+    template <std::size_t M, class Block>
+    std::array<double, M> pairwise_sum(std::size_t n, Block&& block)
     {
-        constexpr std::size_t block = 128;
-        constexpr std::size_t lanes = 8;
+        constexpr std::size_t block_size = 128;
         std::array<double, M> level[64];  // level[k]: the sum of 2^k blocks, when bit k of `blocks` is set
         std::uint64_t blocks = 0;
-        for (std::size_t start = 0; start < n; start += block)
+        for (std::size_t start = 0; start < n; start += block_size)
         {
-            const std::size_t length = std::min(block, n - start);
-            double lane[lanes][M] = {};
-            std::size_t i = 0;
-            for (; i + lanes <= length; i += lanes)
-            {
-                for (std::size_t k = 0; k < lanes; ++k)
-                {
-                    double t[M];
-                    term(start + i + k, t);
-                    for (std::size_t m = 0; m < M; ++m)
-                    {
-                        lane[k][m] += t[m];
-                    }
-                }
-            }
-            std::array<double, M> sum;
-            for (std::size_t m = 0; m < M; ++m)
-            {
-                sum[m] = ((lane[0][m] + lane[1][m]) + (lane[2][m] + lane[3][m]))
-                       + ((lane[4][m] + lane[5][m]) + (lane[6][m] + lane[7][m]));
-            }
-            for (; i < length; ++i)
-            {
-                double t[M];
-                term(start + i, t);
-                for (std::size_t m = 0; m < M; ++m)
-                {
-                    sum[m] += t[m];
-                }
-            }
+            std::array<double, M> sum = block(start, std::min(block_size, n - start));
             std::size_t k = 0;
             for (; (blocks >> k) & 1u; ++k)
             {
@@ -103,11 +74,25 @@ namespace detail
         return total;
     }
 
+    template <std::size_t L>
+    inline double lane_total(const double (&lane)[L]) noexcept
+    {
+        static_assert(L == 4 || L == 8, "4 or 8 lanes");
+        if constexpr (L == 4)
+        {
+            return (lane[0] + lane[1]) + (lane[2] + lane[3]);
+        }
+        else
+        {
+            return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+        }
+    }
+
     /// Central moments of a finite sample, formed on exactly rescaled values so that nothing
     /// overflows or underflows for any finite data (skewness and kurtosis are scale-free):
-    /// values are taken as x 2^value_exponent (only when |x| approaches DBL_MAX or the subnormal
-    /// range), deviations as
-    /// d = (x 2^value_exponent - scaled_mean) 2^deviation_exponent, near 1. Sums are pairwise.
+    /// values are taken as x 2^value_exponent (only when their sum approaches DBL_MAX or the
+    /// subnormal range), deviations as d = (x 2^value_exponent - mean 2^value_exponent)
+    /// 2^deviation_exponent, at most 1. Sums are pairwise.
     struct central_sums
     {
         double mean;             // of x
@@ -116,50 +101,146 @@ namespace detail
         double m4;
         double scaled_mean;      // mean 2^value_exponent = scaled_mean + scaled_mean_low, to twice the
         double scaled_mean_low;  // precision of a double: deviations are (x - scaled_mean) - scaled_mean_low
-        int value_exponent;
+        int value_exponent;      // both in [-1022, 1000]: 2^e is one exact double factor
         int deviation_exponent;
     };
+
+    /// A power-of-two exponent that brings x (> 0) to at most 1, in [-1022, 1000].
+    inline int bounded_exponent(double x) noexcept
+    {
+        return std::min(1000, std::max(-1022, power_of_two_exponent(x)));
+    }
 
     /// Two passes for the mean: the second sums the residuals from the first, which are exact
     /// near the mean, and keeps their mean as a low-order part (a double mean is off by up to
     /// half an ulp of itself, which would cost m3 ~ 3 ulp(mean) m2 of an offset sample; the
     /// correction also makes constant data exactly zero variance). One pass for the powers of
-    /// the deviations. x: n >= 1 finite values.
-    inline central_sums central_moments(const double* x, std::size_t n) noexcept
+    /// the deviations, scaled by a power of two from sum |x| + |mean| >= max |x - mean|.
+    /// `Scaled`: the values are multiplied by 2^value_exponent (only for extreme data).
+    template <bool Scaled>
+    central_sums central_moments_of(const double* x, std::size_t n, int value_exponent) noexcept
     {
         const double nd = static_cast<double>(n);
-        double lowest = x[0], highest = x[0];
-        for (std::size_t i = 1; i < n; ++i)
+        const double value_factor = std::ldexp(1.0, value_exponent);
+        const auto value = [value_factor](double v) { return Scaled ? v * value_factor : v; };
+        const std::array<double, 2> sums = pairwise_sum<2>(n, [&](std::size_t start, std::size_t length) {
+            const double* p = x + start;
+            double s[8] = {}, a[8] = {};
+            std::size_t i = 0;
+            for (; i + 8 <= length; i += 8)
+            {
+                for (std::size_t k = 0; k < 8; ++k)
+                {
+                    s[k] += value(p[i + k]);
+                    a[k] += std::fabs(value(p[i + k]));
+                }
+            }
+            std::array<double, 2> r{lane_total(s), lane_total(a)};
+            for (; i < length; ++i)
+            {
+                r[0] += value(p[i]);
+                r[1] += std::fabs(value(p[i]));
+            }
+            return r;
+        });
+        if constexpr (!Scaled)
         {
-            lowest = std::min(lowest, x[i]);
-            highest = std::max(highest, x[i]);
+            // Sums near overflow, or values in the subnormal range: take them near 1.
+            if (!(sums[1] <= 0x1.0p1000) || (sums[1] < 0x1.0p-900 && sums[1] > 0.0))
+            {
+                double largest = 0.0;
+                for (std::size_t i = 0; i < n; ++i)
+                {
+                    largest = std::max(largest, std::fabs(x[i]));
+                }
+                return central_moments_of<true>(x, n, bounded_exponent(largest));
+            }
         }
+        const double mean = sums[0] / nd;
+        const double low = pairwise_sum<1>(n, [&](std::size_t start, std::size_t length) {
+            const double* p = x + start;
+            double s[8] = {};
+            std::size_t i = 0;
+            for (; i + 8 <= length; i += 8)
+            {
+                for (std::size_t k = 0; k < 8; ++k)
+                {
+                    s[k] += value(p[i + k]) - mean;
+                }
+            }
+            std::array<double, 1> r{lane_total(s)};
+            for (; i < length; ++i)
+            {
+                r[0] += value(p[i]) - mean;
+            }
+            return r;
+        })[0] / nd;
         central_sums c;
-        const double largest = std::max(std::fabs(lowest), std::fabs(highest));
-        // Values near 1 when sums of n of them could overflow, or their mean lose digits to
-        // the subnormal range; as they are otherwise.
-        c.value_exponent = largest > 0x1.0p960 || largest < 0x1.0p-960 ? power_of_two_exponent(largest) : 0;
-        const power_of_two value_scale(c.value_exponent);
-        const double mean = pairwise_sum<1>(n, [&](std::size_t i, double* t) { t[0] = value_scale(x[i]); })[0] / nd;
-        const double low =
-            pairwise_sum<1>(n, [&](std::size_t i, double* t) { t[0] = value_scale(x[i]) - mean; })[0] / nd;
         c.scaled_mean = mean;
         c.scaled_mean_low = low;
-        c.mean = std::ldexp(mean + low, -c.value_exponent);
-        c.deviation_exponent =
-            power_of_two_exponent(std::max(value_scale(highest) - mean, mean - value_scale(lowest)));
-        const power_of_two deviation_scale(c.deviation_exponent);
-        const std::array<double, 3> powers = pairwise_sum<3>(n, [&](std::size_t i, double* t) {
-            const double d = deviation_scale((value_scale(x[i]) - mean) - low);
-            const double d2 = d * d;
-            t[0] = d2;
-            t[1] = d2 * d;
-            t[2] = d2 * d2;
+        c.mean = std::ldexp(mean + low, -value_exponent);
+        c.value_exponent = value_exponent;
+        c.deviation_exponent = sums[1] > 0.0 ? bounded_exponent(sums[1] + std::fabs(mean)) : 0;
+        const double deviation_factor = std::ldexp(1.0, c.deviation_exponent);
+        // Three sums of four lanes: three of eight would not fit the 16 SSE registers.
+        const std::array<double, 3> powers = pairwise_sum<3>(n, [&](std::size_t start, std::size_t length) {
+            const double* p = x + start;
+            double s2[4] = {}, s3[4] = {}, s4[4] = {};
+            std::size_t i = 0;
+            for (; i + 4 <= length; i += 4)
+            {
+                for (std::size_t k = 0; k < 4; ++k)
+                {
+                    const double d = ((value(p[i + k]) - mean) - low) * deviation_factor;
+                    const double d2 = d * d;
+                    s2[k] += d2;
+                    s3[k] += d2 * d;
+                    s4[k] += d2 * d2;
+                }
+            }
+            std::array<double, 3> r{lane_total(s2), lane_total(s3), lane_total(s4)};
+            for (; i < length; ++i)
+            {
+                const double d = ((value(p[i]) - mean) - low) * deviation_factor;
+                const double d2 = d * d;
+                r[0] += d2;
+                r[1] += d2 * d;
+                r[2] += d2 * d2;
+            }
+            return r;
         });
         c.m2 = powers[0] / nd;
         c.m3 = powers[1] / nd;
         c.m4 = powers[2] / nd;
         return c;
+    }
+
+    /// x: n >= 1 finite values.
+    inline central_sums central_moments(const double* x, std::size_t n) noexcept
+    {
+        return central_moments_of<false>(x, n, 0);
+    }
+
+    /// x <- (x - mean) / std(ddof=1) through the scaled deviations of c (the same values as
+    /// unscaled arithmetic where it does not overflow); divisor 1 when `unit_divisor`.
+    inline void standardize_in_place(double* x, std::size_t n, const central_sums& c, bool unit_divisor) noexcept
+    {
+        const double value_factor = std::ldexp(1.0, c.value_exponent);
+        if (unit_divisor)
+        {
+            const double back = std::ldexp(1.0, -c.value_exponent);
+            for (std::size_t i = 0; i < n; ++i)
+            {
+                x[i] = ((x[i] * value_factor - c.scaled_mean) - c.scaled_mean_low) * back;
+            }
+            return;
+        }
+        const double deviation_factor = std::ldexp(1.0, c.deviation_exponent);
+        const double sd = std::sqrt(c.m2 * static_cast<double>(n) / static_cast<double>(n - 1));
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            x[i] = ((x[i] * value_factor - c.scaled_mean) - c.scaled_mean_low) * deviation_factor / sd;
+        }
     }
 
     /// The ddof=1 standard deviation of the scaled deviations (of x: times 2^-(value_exponent +
@@ -173,7 +254,7 @@ namespace detail
     inline bool is_zero_variance(const central_sums& c) noexcept
     {
         // m2 of x <= (1e-15 mean)^2 (1e-15: np.finfo(float64).resolution), in the units of d.
-        const double r = power_of_two(c.deviation_exponent)(1e-15 * (c.scaled_mean + c.scaled_mean_low));
+        const double r = std::ldexp(1e-15 * (c.scaled_mean + c.scaled_mean_low), c.deviation_exponent);
         return c.m2 <= r * r;
     }
 

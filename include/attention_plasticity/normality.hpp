@@ -17,7 +17,6 @@
 
 #include "detail/errors.hpp"
 #include "detail/finite.hpp"
-#include "detail/scaling.hpp"
 #include "detail/strided.hpp"
 #include "kolmogorov.hpp"
 #include "ks_test.hpp"
@@ -54,26 +53,10 @@ namespace detail
         return n < 2 || is_zero_variance(c) || c.m2 <= 0.0;
     }
 
-    // x <- (x - mean) / std(ddof=1), divisor 1 under zero variance (docs/method.md §2.8),
-    // through the scaled deviations of central_sums (the same values where nothing overflows).
+    // x <- (x - mean) / std(ddof=1), divisor 1 under zero variance (docs/method.md §2.8).
     inline void standardize_in_place(double* x, std::size_t n, const central_sums& c) noexcept
     {
-        const power_of_two value_scale(c.value_exponent);
-        if (zero_std(c, n))
-        {
-            const power_of_two back(-c.value_exponent);
-            for (std::size_t i = 0; i < n; ++i)
-            {
-                x[i] = back((value_scale(x[i]) - c.scaled_mean) - c.scaled_mean_low);
-            }
-            return;
-        }
-        const power_of_two deviation_scale(c.deviation_exponent);
-        const double sd = scaled_std_ddof1(c, n);
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            x[i] = deviation_scale((value_scale(x[i]) - c.scaled_mean) - c.scaled_mean_low) / sd;
-        }
+        standardize_in_place(x, n, c, zero_std(c, n));
     }
 
     // numpy.median of a scratch copy (partially reorders v).
