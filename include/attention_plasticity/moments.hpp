@@ -221,6 +221,13 @@ namespace detail
         return central_moments_of<false>(x, n, 0);
     }
 
+    /// The ddof=1 standard deviation of the scaled deviations (of x: times 2^-(value_exponent +
+    /// deviation_exponent)).
+    inline double scaled_std_ddof1(const central_sums& c, std::size_t n) noexcept
+    {
+        return std::sqrt(c.m2 * static_cast<double>(n) / static_cast<double>(n - 1));
+    }
+
     /// x <- (x - mean) / std(ddof=1) through the scaled deviations of c (the same values as
     /// unscaled arithmetic where it does not overflow); divisor 1 when `unit_divisor`.
     inline void standardize_in_place(double* x, std::size_t n, const central_sums& c, bool unit_divisor) noexcept
@@ -236,18 +243,11 @@ namespace detail
             return;
         }
         const double deviation_factor = std::ldexp(1.0, c.deviation_exponent);
-        const double sd = std::sqrt(c.m2 * static_cast<double>(n) / static_cast<double>(n - 1));
+        const double sd = scaled_std_ddof1(c, n);
         for (std::size_t i = 0; i < n; ++i)
         {
             x[i] = ((x[i] * value_factor - c.scaled_mean) - c.scaled_mean_low) * deviation_factor / sd;
         }
-    }
-
-    /// The ddof=1 standard deviation of the scaled deviations (of x: times 2^-(value_exponent +
-    /// deviation_exponent)).
-    inline double scaled_std_ddof1(const central_sums& c, std::size_t n) noexcept
-    {
-        return std::sqrt(c.m2 * static_cast<double>(n) / static_cast<double>(n - 1));
     }
 
     // SciPy's "all values equal" rule of skew / kurtosis.

@@ -78,7 +78,6 @@ namespace detail
         return lower + (upper - lower) * 0.5;  // numpy's lerp of the two middle values
     }
 
-
     /// docs/method.md §2.7 on n contiguous finite values (standardized in place).
     inline residual_normality_result standardized_normality_of(double* values, std::size_t n, ks_workspace& ws)
     {
