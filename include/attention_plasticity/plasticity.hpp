@@ -280,6 +280,10 @@ namespace detail
 
         const std::size_t n = w.rows;
         pair_moments result{xt::zeros<double>({n}), xt::zeros<double>({n})};
+        if (n == 0)
+        {
+            return result;  // no rows: W's data pointer may be null, so no offset from it
+        }
         const T* w_rest = wt.data;
         if (position != nullptr)
         {

@@ -13,9 +13,8 @@ set(ENV{UBSAN_OPTIONS} "halt_on_error=1:print_stacktrace=1:exitcode=87:log_path=
 set(ENV{LSAN_OPTIONS} "exitcode=88")
 # Findings in code outside the front end, reported to its owners: each test named here is
 # left out (and listed in the output) until the fix lands, then removed from this list.
-#  - UBSan, include/attention_plasticity/plasticity.hpp:263, structured_pair_moments: `w.data + 1`
-#    on the null data pointer of a 0-row W ("applying non-zero offset 8 to null pointer").
-set(known_findings "structured_pair_moments: d = 1 \\(no semantic components\\) and n = 0")
+# (none at present)
+set(known_findings "")
 foreach(finding ${known_findings})
   message(WARNING "NOT RUN under the sanitizers (a known finding in the library, see run_sanitized_tests.cmake): ${finding}")
 endforeach()
