@@ -249,7 +249,7 @@ namespace detail
             const YAML::Node value = object[key];  // const: looks up, never inserts
             if (!value.IsDefined() || value.IsNull())
             {
-                fail(where + "'" + key + "' is missing");
+                fail("'" + where + key + "' is missing");
             }
             return value;
         }
@@ -259,7 +259,7 @@ namespace detail
             const YAML::Node value = member(object, key, where);
             if (!value.IsScalar())
             {
-                fail(where + "'" + key + "' is not a string");
+                fail("'" + where + key + "' is not a string");
             }
             return value.Scalar();
         }
@@ -270,7 +270,7 @@ namespace detail
             const YAML::Node value = member(object, key, where);
             if (!value.IsScalar())
             {
-                fail(where + "'" + key + "' is not a number");
+                fail("'" + where + key + "' is not a number");
             }
             return number_of(value.Scalar(), where + key, max_value);
         }
@@ -292,7 +292,7 @@ namespace detail
             const std::string value = text(object, key, where);
             if (value != "true" && value != "false")
             {
-                fail(where + "'" + key + "' is not true or false");
+                fail("'" + where + key + "' is not true or false");
             }
             return value == "true";
         }
@@ -302,7 +302,7 @@ namespace detail
             const YAML::Node value = member(object, key, where);
             if (!value.IsSequence())
             {
-                fail(where + "'" + key + "' is not a list");
+                fail("'" + where + key + "' is not a list");
             }
             return value;
         }
@@ -432,7 +432,7 @@ inline shard_manifest parse_manifest(const std::string& text, const std::string&
         if (!m.heads.empty()
             && std::make_pair(m.heads.back().layer, m.heads.back().q_head) >= std::make_pair(head.layer, head.q_head))
         {
-            read.fail(where + " the heads are not in increasing (layer, q_head) order");
+            read.fail("heads[" + std::to_string(i) + "] is out of order (the heads are in increasing (layer, q_head) order)");
         }
         m.heads.push_back(std::move(head));
     }
