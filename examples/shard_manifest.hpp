@@ -169,7 +169,7 @@ inline std::string json_string(const std::string& s)
         }
         else
         {
-            out += "\\ufffd";
+            out += "\xef\xbf\xbd";  // U+FFFD as UTF-8: what reads back is written back the same
             ++i;
         }
     }
