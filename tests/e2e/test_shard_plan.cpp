@@ -127,7 +127,7 @@ struct temp_dump
 };
 }  // namespace
 
-TEST_CASE("weigh_heads: rows from the NPY headers, capped; a fingerprint of the dump's vector files", "[shard]")
+TEST_CASE("weigh_heads: rows from the NPY headers, capped, and the dump's fingerprint", "[shard]")
 {
     temp_dump dump;
     write_npy(dump.vector_file(0, 0, 'q'), "<f4", 700, 2, floats(1400, 1.0f));
