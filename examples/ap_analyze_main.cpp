@@ -254,43 +254,6 @@ std::string plural(std::uint64_t n, const char* one, const char* many)
 {
     return std::to_string(n) + " " + (n == 1 ? one : many);
 }
-
-/// The manifest of a shard's run (shard_manifest.hpp).
-shard_manifest make_manifest(const analyze_config& config, const head_plan& plan, const shard_selection& selection,
-                             const run_state& state, double seconds)
-{
-    shard_manifest m;
-    m.program = std::string("ap_analyze ") + AP_VERSION;
-    m.shard = *config.shard;
-    m.options = result_options(config, plan.layout);
-    m.dump_fingerprint = hex64(selection.dump_fingerprint);
-    m.data_root = config.data_root;
-    m.run_heads = selection.run_heads;
-    m.present_heads = plan.present_heads;
-    m.layout_heads = plan.layout_heads;
-    m.host = this_process().host;
-    m.seconds = seconds;
-    m.files = result_file_names();
-    for (std::size_t i = 0; i < plan.heads.size(); ++i)
-    {
-        shard_head head;
-        head.layer = plan.heads[i].layer;
-        head.q_head = plan.heads[i].q_head;
-        head.k_head = plan.heads[i].k_head;
-        head.tokens = selection.tokens[i];
-        head.analyzed = state.results[i].has_value();
-        if (head.analyzed)
-        {
-            head.rows = row_counts(*state.results[i]);
-        }
-        else
-        {
-            head.error = state.errors[i];
-        }
-        m.heads.push_back(std::move(head));
-    }
-    return m;
-}
 }  // namespace
 
 int main(int argc, char** argv)
@@ -406,7 +369,14 @@ int main(int argc, char** argv)
         std::vector<result_file> files = result_files(rows);
         if (shard)
         {
-            manifest_text = manifest_json(make_manifest(config, *plan, *shard, state, progress.elapsed()));
+            std::vector<const head_rows*> head_rows_or_null;
+            for (const auto& r : state.results)
+            {
+                head_rows_or_null.push_back(r ? &*r : nullptr);
+            }
+            manifest_text = manifest_json(make_shard_manifest(std::string("ap_analyze ") + AP_VERSION, config, *plan,
+                                                              *shard, head_rows_or_null, state.errors,
+                                                              progress.elapsed()));
             files.push_back({shard_manifest_file, {manifest_text}});
         }
         writer->commit(files);

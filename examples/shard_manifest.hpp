@@ -12,6 +12,7 @@
 //   - the files of the set other than the manifest (the CSVs, whatever they are), in order;
 //   - each head of the shard, in (layer, q_head) order: its weight in tokens, whether it was
 //     analyzed (else the error), and how many rows it has in each file (in the files' order).
+// make_shard_manifest() assembles it for a front end (ap_analyze) from its run.
 // JSON, one head per line. Parsed with yaml-cpp (JSON is YAML); everything read is bounded.
 
 #include <algorithm>
@@ -25,8 +26,11 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "analyze_config.hpp"
 #include "cli_util.hpp"
+#include "csv_rows.hpp"
 #include "dump_layout.hpp"
+#include "result_set.hpp"
 #include "shard_plan.hpp"
 
 // The version a program writes into its manifests (the build defines it from the project's).
@@ -311,6 +315,47 @@ namespace detail
         std::string m_path;
     };
 }  // namespace detail
+
+/// The manifest of a shard's run. `plan`: the run's plan with the shard's heads (the
+/// selection's); per head, in that order, its rows when it was analyzed (else null) and its
+/// error ("FILE: reason") when it failed; `program`: who writes it ("ap_analyze 0.1.0").
+inline shard_manifest make_shard_manifest(const std::string& program, const analyze_config& config,
+                                          const head_plan& plan, const shard_selection& selection,
+                                          const std::vector<const head_rows*>& rows,
+                                          const std::vector<std::string>& errors, double seconds)
+{
+    shard_manifest m;
+    m.program = program;
+    m.shard = config.shard.value_or(shard_spec{});
+    m.options = result_options(config, plan.layout);
+    m.dump_fingerprint = hex64(selection.dump_fingerprint);
+    m.data_root = config.data_root;
+    m.run_heads = selection.run_heads;
+    m.present_heads = plan.present_heads;
+    m.layout_heads = plan.layout_heads;
+    m.host = this_process().host;
+    m.seconds = seconds;
+    m.files = result_file_names();
+    for (std::size_t i = 0; i < plan.heads.size(); ++i)
+    {
+        shard_head head;
+        head.layer = plan.heads[i].layer;
+        head.q_head = plan.heads[i].q_head;
+        head.k_head = plan.heads[i].k_head;
+        head.tokens = selection.tokens[i];
+        head.analyzed = rows[i] != nullptr;
+        if (head.analyzed)
+        {
+            head.rows = row_counts(*rows[i]);
+        }
+        else
+        {
+            head.error = errors[i];
+        }
+        m.heads.push_back(std::move(head));
+    }
+    return m;
+}
 
 /// Parses the text of a shard.json (`path` names it in messages). Throws merge_error.
 inline shard_manifest parse_manifest(const std::string& text, const std::string& path)
