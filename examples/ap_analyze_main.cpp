@@ -9,6 +9,11 @@
 // Heads run on `threads` workers. A worker loads one query head (and the key head of its GQA
 // group, shared with the other query heads of the group and freed after the last of them),
 // analyzes it and keeps only the formatted rows, so memory stays near `threads` heads' data.
+//
+// With --shard I/N (docs/method.md §8.4) the run analyzes only the heads shard_plan.hpp gives
+// shard I, and its result set holds, besides their rows, the manifest shard.json
+// (shard_manifest.hpp) that ap_merge needs; a shard writes its set even when none of its
+// heads succeeded (or it has none), so that the merge sees it finished.
 
 #include <algorithm>
 #include <atomic>
@@ -33,6 +38,8 @@
 #include "npy_dump.hpp"
 #include "progress.hpp"
 #include "result_set.hpp"
+#include "shard_manifest.hpp"
+#include "shard_plan.hpp"
 
 // From OpenBLAS; declared here because the system <cblas.h> clashes with xtensor-blas.
 extern "C" void openblas_set_num_threads(int);
@@ -185,6 +192,7 @@ head_rows analyze_one(const analyze_config& config, const dump_scan& scan, key_c
 struct run_state
 {
     std::vector<std::optional<head_rows>> results;
+    std::vector<std::string> errors;  // of the heads that failed: "FILE: reason"
     std::vector<double> seconds;
 };
 
@@ -193,6 +201,7 @@ void run_heads(const analyze_config& config, const dump_scan& scan, const head_p
 {
     const std::size_t total = plan.heads.size();
     state.results.assign(total, std::nullopt);
+    state.errors.assign(total, std::string());
     state.seconds.assign(total, 0.0);
     key_cache cache(plan.heads);
     std::atomic<std::size_t> next{0};
@@ -221,6 +230,7 @@ void run_heads(const analyze_config& config, const dump_scan& scan, const head_p
             state.seconds[index] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             if (!error.empty())
             {
+                state.errors[index] = error;
                 progress.message("error: layer " + std::to_string(task.layer) + " q_head " + std::to_string(task.q_head)
                                  + ": " + error);
             }
@@ -251,6 +261,7 @@ int main(int argc, char** argv)
     analyze_config config;
     std::optional<dump_scan> scan;
     std::optional<head_plan> plan;
+    std::optional<shard_selection> shard;
     try
     {
         const auto parsed = parse_analyze_command_line(argc, argv);
@@ -263,6 +274,11 @@ int main(int argc, char** argv)
         scan = scan_dump(config.data_root);
         const dump_layout layout = resolve_layout(*scan, config.layout, read_dump_metadata(config.data_root));
         plan = plan_heads(*scan, layout, config.selection);
+        if (config.shard)
+        {
+            shard = select_shard(config.data_root, plan->heads, config.options.max_tokens_per_head, *config.shard);
+            plan->heads = shard->heads;
+        }
     }
     catch (const std::exception& e)
     {
@@ -274,7 +290,12 @@ int main(int argc, char** argv)
     std::optional<result_set_writer> writer;
     try
     {
-        writer.emplace(config.output_dir, result_file_names());
+        std::vector<std::string> names = result_file_names();
+        if (shard)
+        {
+            names.emplace_back(shard_manifest_file);
+        }
+        writer.emplace(config.output_dir, names);
     }
     catch (const std::exception& e)
     {
@@ -291,7 +312,7 @@ int main(int argc, char** argv)
 
     const dump_layout& layout = plan->layout;
     const std::size_t total = plan->heads.size();
-    const std::size_t threads = std::min(config.worker_threads(), total);
+    const std::size_t threads = std::max<std::size_t>(1, std::min(config.worker_threads(), total));
     std::fprintf(stderr,
                  "ap_analyze: %s x %s (%s; %s) in %s: %s present, %zu to analyze, %zu pairs per cell, %s\n",
                  plural(layout.num_layers, "layer", "layers").c_str(),
@@ -299,6 +320,13 @@ int main(int argc, char** argv)
                  plural(layout.num_k_heads, "key head", "key heads").c_str(), layout.origin.c_str(),
                  config.data_root.c_str(), plural(plan->present_heads, "query head", "query heads").c_str(), total,
                  config.options.num_pairs_per_bucket, plural(threads, "thread", "threads").c_str());
+    if (shard)
+    {
+        std::fprintf(stderr, "ap_analyze: shard %s: %s of the run's %zu (%llu of %llu tokens)\n",
+                     config.shard->text().c_str(), plural(total, "head", "heads").c_str(), shard->run_heads,
+                     static_cast<unsigned long long>(shard->shard_tokens),
+                     static_cast<unsigned long long>(shard->run_tokens));
+    }
 
     progress_reporter progress(total);
     run_state state;
@@ -308,12 +336,17 @@ int main(int argc, char** argv)
     const std::size_t analyzed = total - failed;
     std::string counts = std::to_string(plan->present_heads) + " of the " + std::to_string(plan->layout_heads)
                          + " query heads of the layout present";
-    if (total != plan->present_heads)
+    const std::size_t run_heads = shard ? shard->run_heads : total;
+    if (run_heads != plan->present_heads)
     {
-        counts += ", " + std::to_string(total) + " of them selected";
+        counts += ", " + std::to_string(run_heads) + " of them selected";
+    }
+    if (shard)
+    {
+        counts += "; shard " + config.shard->text() + ": " + plural(total, "head", "heads");
     }
     counts += ": " + std::to_string(analyzed) + " analyzed, " + std::to_string(failed) + " failed";
-    if (analyzed == 0)
+    if (analyzed == 0 && !shard)
     {
         writer->abandon();
         std::fprintf(stderr, "ap_analyze: %s; no head was analyzed, so %s\n", counts.c_str(),
@@ -330,9 +363,23 @@ int main(int argc, char** argv)
             rows.push_back(&*r);
         }
     }
+    std::string manifest_text;
     try
     {
-        writer->commit(result_files(rows));
+        std::vector<result_file> files = result_files(rows);
+        if (shard)
+        {
+            std::vector<const head_rows*> head_rows_or_null;
+            for (const auto& r : state.results)
+            {
+                head_rows_or_null.push_back(r ? &*r : nullptr);
+            }
+            manifest_text = manifest_json(make_shard_manifest(std::string("ap_analyze ") + AP_VERSION, config, *plan,
+                                                              *shard, head_rows_or_null, state.errors,
+                                                              progress.elapsed()));
+            files.push_back({shard_manifest_file, {manifest_text}});
+        }
+        writer->commit(files);
     }
     catch (const std::exception& e)
     {
@@ -347,7 +394,7 @@ int main(int argc, char** argv)
         head_seconds += s;
     }
     std::fprintf(stderr, "ap_analyze: %s, in %s (%.3f s per head); results in %s\n", counts.c_str(),
-                 format_seconds(progress.elapsed()).c_str(), head_seconds / static_cast<double>(total),
+                 format_seconds(progress.elapsed()).c_str(), total ? head_seconds / static_cast<double>(total) : 0.0,
                  config.output_dir.c_str());
     return failed > 0 ? 1 : 0;
 }
