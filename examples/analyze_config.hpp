@@ -21,12 +21,21 @@
 
 namespace ap_examples
 {
+/// ap_analyze's defaults: the library's (docs/method.md §2), with the confidence intervals of
+/// §8.3 on (they cost about one more kernel per head; the empirical AP of §8.2 stays opt-in).
+inline attention_plasticity::head_options analyze_default_options()
+{
+    attention_plasticity::head_options options;
+    options.confidence_intervals = true;
+    return options;
+}
+
 struct analyze_config
 {
     std::string data_root;
     layout_counts layout;      // unset counts come from metadata.json or the folder names
     head_selection selection;  // --layers / --heads
-    attention_plasticity::head_options options;  // the parameters of docs/method.md §2, its defaults
+    attention_plasticity::head_options options = analyze_default_options();  // docs/method.md §2 and §8
     std::string output_dir = ".";
     std::size_t threads = 0;  // 0: std::thread::hardware_concurrency()
 
@@ -38,6 +47,18 @@ struct analyze_config
 
 /// The largest thread count accepted.
 inline constexpr std::size_t max_threads = 4096;
+
+/// A setter of an on|off option of head_options.
+inline auto on_off(bool attention_plasticity::head_options::*field)
+{
+    return [field](analyze_config& config, const std::string& label, const std::string& text) {
+        if (text != "on" && text != "off")
+        {
+            throw usage_error(label + ": '" + text + "' is not on or off");
+        }
+        config.options.*field = text == "on";
+    };
+}
 
 inline const option_table<analyze_config>& analyze_options()
 {
@@ -95,8 +116,39 @@ inline const option_table<analyze_config>& analyze_options()
          [](c& config, const std::string& label, const std::string& text) {
              config.options.max_rel_dist = parse_real(label, text, 0.0, 1.0);
          }},
-        {"output_dir", "DIR", "where the four CSVs are written (created if needed) [.]", set_option::path(&c::output_dir)},
+        {"output_dir", "DIR", "where the CSVs are written (created if needed) [.]", set_option::path(&c::output_dir)},
         {"threads", "N", "worker threads, 0 = hardware concurrency [0]", set_option::unsigned_in(&c::threads, 0, max_threads)},
+        // The extensions of docs/method.md §8 (they add columns and files, never change the others).
+        {"distance_map", "on|off", "head_distance_plasticity.csv, PP by key and query distance (§8.1) [on]",
+         on_off(&attention_plasticity::head_options::distance_map)},
+        {"distance_map_extra_pairs", "N", "extra pairs per cell for the distance map, own streams (§8.1) [0]",
+         [](c& config, const std::string& label, const std::string& text) {
+             config.options.distance_map_extra_pairs =
+                 static_cast<std::size_t>(parse_unsigned(label, text, 0, std::uint64_t{1} << 32));
+         }},
+        {"distance_bins_per_octave", "N", "bins of the distance map per doubling of distance, 1-1024 (§8.1) [1]",
+         [](c& config, const std::string& label, const std::string& text) {
+             config.options.distance_bins_per_octave = static_cast<std::size_t>(
+                 parse_unsigned(label, text, 1, attention_plasticity::max_bins_per_octave));
+         }},
+        {"empirical_ap", "on|off", "model-free AP from the actual queries, pairs x queries GEMMs (§8.2) [off]",
+         on_off(&attention_plasticity::head_options::empirical_ap)},
+        {"empirical_max_queries", "N", "queries per bucket for the empirical AP, seeded subsample; 0 = all (§8.2) [0]",
+         [](c& config, const std::string& label, const std::string& text) {
+             config.options.empirical_max_queries =
+                 static_cast<std::size_t>(parse_unsigned(label, text, 0, std::uint64_t{1} << 40));
+         }},
+        {"confidence_intervals", "on|off", "standard errors, bias and intervals of AP_j and ap_overall (§8.3) [on]",
+         on_off(&attention_plasticity::head_options::confidence_intervals)},
+        {"confidence_level", "X", "level of the intervals, in (0, 1) (§8.3) [0.95]",
+         [](c& config, const std::string& label, const std::string& text) {
+             const double level = parse_real(label, text, 0.0, 1.0);
+             if (!(level > 0.0 && level < 1.0))
+             {
+                 throw usage_error(label + ": " + text + " is not strictly between 0 and 1");
+             }
+             config.options.confidence_level = level;
+         }},
     };
     return table;
 }
@@ -106,9 +158,10 @@ inline std::string analyze_help(const char* program)
     std::ostringstream out;
     out << "usage: " << program << " --data-root DIR --output-dir DIR [--config FILE] [options]\n\n"
         << "Measures the attention plasticity of the heads of a qk dump (docs/method.md §1) and\n"
-        << "writes head_metrics.csv, head_bucket_plasticity.csv, head_profile.csv and\n"
-        << "head_component_weights.csv into output_dir (docs/method.md §3), as one set: a reader\n"
-        << "sees the whole earlier set or the whole new one.\n\n"
+        << "writes head_metrics.csv, head_bucket_plasticity.csv, head_profile.csv,\n"
+        << "head_component_weights.csv and head_distance_plasticity.csv into output_dir\n"
+        << "(docs/method.md §3, §8.1), as one set: a reader sees the whole earlier set or the whole\n"
+        << "new one. Columns of an extension that is off (§8) are nan.\n\n"
         << "Heads that were not captured (no query folder) are not errors. The layout (num_layers,\n"
         << "num_q_heads, num_k_heads) comes from the options, from data_root/" << dump_metadata_file << ", or\n"
         << "from the folder names when every head is present.\n\n"
