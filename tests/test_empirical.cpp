@@ -337,3 +337,29 @@ TEST_CASE("empirical and Gaussian AP agree within sampling error on exactly Gaus
     CHECK(std::fabs(d_mean) <= 4.0 / std::sqrt(static_cast<double>(buckets)));
     CHECK(d_sd <= 1.3);  // at most 1, with the SD of an SD estimate from 40 values (11%) and margin
 }
+
+TEST_CASE("empirical vs Gaussian AP: the comparison detects queries that are not Gaussian", "[empirical]")
+{
+    // Component 0 of the queries takes the values -0.5 and 1.5 with probability 1/2 each (mean 0.5,
+    // variance 1), the others are N(0, 0.01). For w = (1, 0.1, -0.1) the actual share of queries
+    // with q.w > 0 is about 1/2 (PP near 1), while the Gaussian of the same mean and covariance
+    // gives p = Phi(0.5 / 1.005) (PP about 0.85): D is far beyond the bound of the test above.
+    ap_test::box_muller normal(5);
+    ap::rng coin(6);
+    const std::size_t n = 3000;
+    xt::xtensor<double, 2> q = xt::xtensor<double, 2>::from_shape({n, 3});
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        q(i, 0) = coin.uniform() < 0.5 ? -0.5 : 1.5;
+        q(i, 1) = 0.1 * normal();
+        q(i, 2) = 0.1 * normal();
+    }
+    const xt::xtensor<double, 2> w = {{1.0, 0.1, -0.1}, {1.0, -0.1, 0.1}, {1.0, 0.2, 0.0}};
+    const ap::gaussian fitted = ap::fit_gaussian(q);
+    const double gaussian_ap = ap::head_plasticity(w, fitted.mean, fitted.covariance);
+    const ap::empirical_preferences prefs = ap::pair_preferences(q, w);
+    const double empirical_ap = ap::mean_plasticity(ap::empirical_plasticity_from_preferences(prefs));
+    const double se = std::sqrt(ap::empirical_plasticity_variance(q, w, prefs));
+    INFO("empirical " << empirical_ap << ", Gaussian " << gaussian_ap << ", SE " << se);
+    CHECK(std::fabs(empirical_ap - gaussian_ap) / se > 10.0);
+}

@@ -27,6 +27,9 @@ BUCKET_COLUMNS = ("layer", "q_head", "k_head", "q_bucket", "k_bucket", "plastici
                   "n_pairs")
 COMPONENT_CSV = "head_component_weights.csv"
 COMPONENT_COLUMNS = ("layer", "q_head", "k_head", "component", "component_r2", "weight")
+DISTANCE_CSV = "head_distance_plasticity.csv"
+DISTANCE_COLUMNS = ("layer", "q_head", "k_head", "key_distance_low", "key_distance_high",
+                    "query_distance_low", "query_distance_high", "plasticity", "n_pairs")
 METRICS_CSV = "head_metrics.csv"
 METRICS_COLUMNS = ("layer", "q_head", "k_head", "ap_overall", "ap_first20", "ap_last20",
                    "ap_drop")
