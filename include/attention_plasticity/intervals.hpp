@@ -165,54 +165,65 @@ namespace detail
         const auto count = static_cast<double>(pairs);
         const auto n = static_cast<double>(model.n_queries);
         const double sigma2 = model.position_variance;
-        std::vector<double> scaled(pairs * m, 0.0);  // sqrt(B_p) w_sem, for M = scaled' scaled
-        for (std::size_t p = 0; p < pairs; ++p)
+        // M = sum_p B_p w_sem w_sem^T as SYRKs of sqrt(B_p) w_sem over blocks of pairs (a small
+        // buffer, reused).
+        constexpr std::size_t block = 512;
+        std::vector<double> scaled(std::min(pairs, block) * m, 0.0);
+        for (std::size_t start = 0; start < pairs; start += block)
         {
-            const double v = variance[p];
-            if (!(v > 0.0))
+            const std::size_t size = std::min(block, pairs - start);
+            std::fill(scaled.begin(), scaled.end(), 0.0);
+            for (std::size_t q = 0; q < size; ++q)
             {
-                continue;  // the degenerate rule of §2.13: PP is locally constant
-            }
-            const double z = mean[p] / std::sqrt(v);
-            const plasticity_derivatives g = plasticity_derivatives_at(z);
-            const double a_p = g.first / (count * std::sqrt(v));
-            const double b_p = -g.first * z / (2.0 * count * v);
-            const T* row = w.row(p);
-            const auto w0 = static_cast<double>(row[0]);
-            const double root_b = std::sqrt(std::max(b_p, 0.0));
-            double largest = std::fabs(w0);
-            for (std::size_t k = 0; k < m; ++k)
-            {
-                const auto wk = static_cast<double>(row[k + 1]);
-                s.semantic_mean(k) += a_p * wk;
-                s.mixed(k) += b_p * w0 * wk;
-                scaled[p * m + k] = root_b * wk;
-                largest = std::max(largest, std::fabs(wk));
-            }
-            if (!in_safe_range<double>(largest))
-            {
-                return nan_sensitivity(m);  // the kernel rescaled this pair's moments
-            }
-            s.position_mean += a_p * w0;
-            s.position_variance += b_p * w0 * w0;
-            // Second order: E[g(z_hat)] - g(z) = g' E[dz] + g''/2 E[dz^2] with dz from dm and dv.
-            const double v_sem = std::max(v - w0 * w0 * sigma2, 0.0);
-            const double curvature = (3.0 * z * g.first + z * z * g.second) / 8.0;  // per Var(dv) / v^2
-            s.bias_per_position_mean_variance += 0.5 * g.second * w0 * w0 / v / count;
-            s.bias_per_position_variance_variance += curvature * w0 * w0 * w0 * w0 / (v * v) / count;
-            s.bias_per_position_variance_shift += -z * g.first * w0 * w0 / (2.0 * v) / count;
-            s.bias_semantic +=
-                (0.5 * g.second * v_sem / (n * v) + curvature * 2.0 * v_sem * v_sem / ((n - 1.0) * v * v)) / count;
-        }
-        if (m > 0)
-        {
-            syrk_ata<double>(m, pairs, 1.0, scaled.data(), m, 0.0, s.semantic_covariance.data(), m);
-            for (std::size_t i = 0; i < m; ++i)
-            {
-                for (std::size_t j = 0; j < i; ++j)
+                const std::size_t p = start + q;
+                const double v = variance[p];
+                if (!(v > 0.0))
                 {
-                    s.semantic_covariance(i, j) = s.semantic_covariance(j, i);
+                    continue;  // the degenerate rule of §2.13: PP is locally constant
                 }
+                const double z = mean[p] / std::sqrt(v);
+                const plasticity_derivatives g = plasticity_derivatives_at(z);
+                const double a_p = g.first / (count * std::sqrt(v));
+                const double b_p = -g.first * z / (2.0 * count * v);
+                const T* row = w.row(p);
+                const auto w0 = static_cast<double>(row[0]);
+                const double root_b = std::sqrt(std::max(b_p, 0.0));
+                double largest = std::fabs(w0);
+                for (std::size_t k = 0; k < m; ++k)
+                {
+                    const auto wk = static_cast<double>(row[k + 1]);
+                    s.semantic_mean(k) += a_p * wk;
+                    s.mixed(k) += b_p * w0 * wk;
+                    scaled[q * m + k] = root_b * wk;
+                    largest = std::max(largest, std::fabs(wk));
+                }
+                if (!in_safe_range<double>(largest))
+                {
+                    return nan_sensitivity(m);  // the kernel rescaled this pair's moments
+                }
+                s.position_mean += a_p * w0;
+                s.position_variance += b_p * w0 * w0;
+                // Second order: E[g(z_hat)] - g(z) = g' E[dz] + g''/2 E[dz^2] with dz from dm and dv.
+                const double v_sem = std::max(v - w0 * w0 * sigma2, 0.0);
+                const double curvature = (3.0 * z * g.first + z * z * g.second) / 8.0;  // per Var(dv) / v^2
+                s.bias_per_position_mean_variance += 0.5 * g.second * w0 * w0 / v / count;
+                s.bias_per_position_variance_variance += curvature * w0 * w0 * w0 * w0 / (v * v) / count;
+                s.bias_per_position_variance_shift += -z * g.first * w0 * w0 / (2.0 * v) / count;
+                s.bias_semantic += (0.5 * g.second * v_sem / (n * v)
+                                    + curvature * 2.0 * v_sem * v_sem / ((n - 1.0) * v * v))
+                                   / count;
+            }
+            if (m > 0)
+            {
+                syrk_ata<double>(m, size, 1.0, scaled.data(), m, start == 0 ? 0.0 : 1.0,
+                                 s.semantic_covariance.data(), m);
+            }
+        }
+        for (std::size_t i = 0; i < m; ++i)
+        {
+            for (std::size_t j = 0; j < i; ++j)
+            {
+                s.semantic_covariance(i, j) = s.semantic_covariance(j, i);
             }
         }
         return s;
