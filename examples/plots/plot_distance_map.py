@@ -38,10 +38,7 @@ def build_parser():
                              "bin values, or pooled (weighted by pairs) (default: mean)")
     parser.add_argument("--min-pairs", type=int, default=10, metavar="N",
                         help="a head's bin with fewer pairs is left out (default: %(default)s)")
-    parser.add_argument("--vmin", type=float, help="colour scale minimum (default: smallest cell)")
-    parser.add_argument("--vmax", type=float, help="colour scale maximum (default: largest cell)")
-    parser.add_argument("--annotate", choices=("auto", "yes", "no"), default="auto",
-                        help="print values in the cells (auto: when the grid is at most 16 x 16)")
+    C.add_heatmap_options(parser)
     return parser
 
 
@@ -95,11 +92,7 @@ def main(argv=None):
         raise C.InputError(f"{path}: line {row + 2} has no plasticity or an infinite upper bin edge")
     paths = C.output_paths(args, path, DEFAULT_STEM)
     key_bins, query_bins, values, counts = cell_matrix(df, args.stat, args.min_pairs)
-    finite = values[np.isfinite(values)]
-    vmin = args.vmin if args.vmin is not None else (finite.min() if finite.size else 0.0)
-    vmax = args.vmax if args.vmax is not None else (finite.max() if finite.size else 1.0)
-    if vmax <= vmin:
-        vmin, vmax = vmin - 0.05, vmax + 0.05
+    finite, vmin, vmax = C.colour_range(values, args)
 
     fig, ax = plt.subplots(figsize=args.figsize or (9.0, 6.5), layout="constrained")
     C.hatch_missing(ax)
@@ -117,23 +110,11 @@ def main(argv=None):
     ax.set_yticks(np.arange(nk))
     ax.set_xticklabels([lab if i % sx == 0 else "" for i, lab in enumerate(xl)], rotation=45, ha="right")
     ax.set_yticklabels([lab if i % sy == 0 else "" for i, lab in enumerate(yl)])
-    ax.set_xticks(np.arange(nq + 1) - 0.5, minor=True)
-    ax.set_yticks(np.arange(nk + 1) - 0.5, minor=True)
-    ax.grid(which="minor", color="white", linewidth=0.6)
-    ax.tick_params(which="minor", length=0)
+    C.cell_grid(ax, nk, nq)
     ax.tick_params(length=2)
     ax.set_xlabel("key-to-query distance τ_j − (pos(k1) + pos(k2))/2 (tokens, log bins)")
     ax.set_ylabel("inter-key distance |pos(k1) − pos(k2)| (tokens, log bins)")
-    annotate = args.annotate == "yes" or (args.annotate == "auto" and nk <= 16 and nq <= 16)
-    if annotate:
-        mid = vmin + 0.5 * (vmax - vmin)
-        fontsize = max(5.5, min(9.0, 90.0 / max(nk, nq, 1)))
-        for i in range(nk):
-            for j in range(nq):
-                v = values[i, j]
-                if np.isfinite(v):
-                    ax.text(j, i, C.format_cell(v), ha="center", va="center", fontsize=fontsize,
-                            color="black" if v > mid else "white")
+    C.annotate_cells(ax, values, vmin, vmax, args.annotate)
     if finite.size == 0:
         ax.text(0.5, 0.5, f"no bin with at least {args.min_pairs} pairs in this file",
                 transform=ax.transAxes, ha="center", va="center", fontsize=12,

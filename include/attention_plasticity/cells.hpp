@@ -250,34 +250,13 @@ auto bucket_key_differences(const xt::xexpression<EK>& keys_rot, const std::vect
 
 namespace detail
 {
-    /// docs/method.md §2.13-2.14 for one query bucket from the differences w of its pairs (the
-    /// rows of bucket_key_differences, valid and finite).
-    template <class T, class EW>
-    bucket_plasticity_result bucket_plasticity_of_differences(const xt::xexpression<EW>& differences,
-                                                              const std::vector<cell_pairs>& cells,
-                                                              const bucket_query_model& model)
+    /// The cells and AP_j of a query bucket from a value for each pair of its cells, cell after
+    /// cell (docs/method.md §2.14): a cell's value is the mean over its pairs (NaN without pairs),
+    /// AP_j the mean over all pairs (NaN without any). The moments are left empty.
+    inline bucket_plasticity_result bucket_result_of_pairs(const std::vector<cell_pairs>& cells,
+                                                           xt::xtensor<double, 1> pair_values)
     {
         bucket_plasticity_result result;
-        std::size_t total = 0;
-        for (const auto& cell : cells)
-        {
-            total += cell.pairs.size();
-        }
-        result.n_pairs = total;
-        result.pair_plasticity = xt::xtensor<double, 1>::from_shape({total});
-        if (total == 0)
-        {
-            result.moments = pair_moments{xt::xtensor<double, 1>::from_shape({0}),
-                                          xt::xtensor<double, 1>::from_shape({0})};
-            for (const auto& cell : cells)
-            {
-                result.cells.push_back({cell.q_bucket, cell.k_bucket, std::numeric_limits<double>::quiet_NaN(), 0});
-            }
-            return result;
-        }
-        // All pairs of the bucket in one kernel call.
-        result.moments = structured_pair_moments<T>(differences, model.position_mean, model.position_variance,
-                                                    model.semantic.mean, model.semantic.covariance);
         double bucket_sum = 0.0;
         std::size_t at = 0;
         for (const auto& cell : cells)
@@ -286,9 +265,7 @@ namespace detail
             const std::size_t count = cell.pairs.size();
             for (std::size_t p = 0; p < count; ++p, ++at)
             {
-                const double pp = pair_plasticity_from_moments(result.moments.mean(at), result.moments.variance(at));
-                result.pair_plasticity(at) = pp;
-                cell_sum += pp;
+                cell_sum += pair_values(at);
             }
             bucket_sum += cell_sum;
             result.cells.push_back({cell.q_bucket, cell.k_bucket,
@@ -296,7 +273,39 @@ namespace detail
                                           : std::numeric_limits<double>::quiet_NaN(),
                                     count});
         }
-        result.plasticity = bucket_sum / static_cast<double>(total);
+        result.n_pairs = at;
+        result.plasticity = at ? bucket_sum / static_cast<double>(at) : std::numeric_limits<double>::quiet_NaN();
+        result.pair_plasticity = std::move(pair_values);
+        result.moments = pair_moments{xt::xtensor<double, 1>::from_shape({0}), xt::xtensor<double, 1>::from_shape({0})};
+        return result;
+    }
+
+    /// docs/method.md §2.13-2.14 for one query bucket from the differences w of its pairs (the
+    /// rows of bucket_key_differences, valid and finite).
+    template <class T, class EW>
+    bucket_plasticity_result bucket_plasticity_of_differences(const xt::xexpression<EW>& differences,
+                                                              const std::vector<cell_pairs>& cells,
+                                                              const bucket_query_model& model)
+    {
+        std::size_t total = 0;
+        for (const auto& cell : cells)
+        {
+            total += cell.pairs.size();
+        }
+        if (total == 0)
+        {
+            return bucket_result_of_pairs(cells, xt::xtensor<double, 1>::from_shape({0}));
+        }
+        // All pairs of the bucket in one kernel call.
+        pair_moments moments = structured_pair_moments<T>(differences, model.position_mean, model.position_variance,
+                                                          model.semantic.mean, model.semantic.covariance);
+        xt::xtensor<double, 1> pp = xt::xtensor<double, 1>::from_shape({total});
+        for (std::size_t p = 0; p < total; ++p)
+        {
+            pp(p) = pair_plasticity_from_moments(moments.mean(p), moments.variance(p));
+        }
+        bucket_plasticity_result result = bucket_result_of_pairs(cells, std::move(pp));
+        result.moments = std::move(moments);
         return result;
     }
 

@@ -189,44 +189,14 @@ auto empirical_pair_plasticity(const xt::xexpression<EQ>& queries, const xt::xex
 
 namespace detail
 {
-    /// Cells and AP_j from the empirical PP of the pairs, cell after cell (as the Gaussian ones).
-    inline bucket_plasticity_result bucket_result_of_pairs(const std::vector<cell_pairs>& cells,
-                                                           xt::xtensor<double, 1> pair_values)
+    /// docs/method.md §8.2 for one query bucket from the preferences of its pairs' queries.
+    inline bucket_plasticity_result bucket_empirical_of_preferences(const empirical_preferences& preferences,
+                                                                    const std::vector<cell_pairs>& cells)
     {
-        bucket_plasticity_result result;
-        double bucket_sum = 0.0;
-        std::size_t at = 0;
-        for (const auto& cell : cells)
-        {
-            double cell_sum = 0.0;
-            const std::size_t count = cell.pairs.size();
-            for (std::size_t p = 0; p < count; ++p, ++at)
-            {
-                cell_sum += pair_values(at);
-            }
-            bucket_sum += cell_sum;
-            result.cells.push_back({cell.q_bucket, cell.k_bucket,
-                                    count ? cell_sum / static_cast<double>(count)
-                                          : std::numeric_limits<double>::quiet_NaN(),
-                                    count});
-        }
-        result.n_pairs = at;
-        result.plasticity = at ? bucket_sum / static_cast<double>(at) : std::numeric_limits<double>::quiet_NaN();
-        result.pair_plasticity = std::move(pair_values);
-        result.moments = pair_moments{xt::xtensor<double, 1>::from_shape({0}), xt::xtensor<double, 1>::from_shape({0})};
-        return result;
-    }
-
-    /// docs/method.md §8.2 for one query bucket from the differences of its pairs (valid,
-    /// finite) and its queries (n >= 2 rows, finite).
-    template <class T>
-    bucket_plasticity_result bucket_empirical_raw(const matrix_view<T>& queries, const matrix_view<T>& differences,
-                                                  const std::vector<cell_pairs>& cells)
-    {
-        const empirical_preferences preferences = preferences_raw(queries, differences);
-        xt::xtensor<double, 1> values = xt::xtensor<double, 1>::from_shape({differences.rows});
+        const std::size_t count = preferences.preference.size();
+        xt::xtensor<double, 1> values = xt::xtensor<double, 1>::from_shape({count});
         const auto n = static_cast<double>(preferences.n_queries);
-        for (std::size_t p = 0; p < differences.rows; ++p)
+        for (std::size_t p = 0; p < count; ++p)
         {
             values(p) = empirical_plasticity_raw(preferences.preference(p), preferences.tie_fraction(p), n);
         }
@@ -259,7 +229,7 @@ bucket_plasticity_result query_bucket_empirical_plasticity(const xt::xexpression
     {
         detail::throw_invalid(fn, "bucket_queries have d = ", q.cols, " columns but keys_rot has d = ", keys.cols);
     }
-    return detail::bucket_empirical_raw(q, wv, cells);
+    return detail::bucket_empirical_of_preferences(detail::preferences_raw(q, wv), cells);
 }
 
 namespace detail

@@ -471,13 +471,7 @@ namespace detail
                 const matrix_view<double> qv = matrix_of(queries);
                 const matrix_view<double> wv = matrix_of(w);
                 const empirical_preferences preferences = preferences_raw(qv, wv);
-                xt::xtensor<double, 1> values = xt::xtensor<double, 1>::from_shape({w.shape()[0]});
-                for (std::size_t p = 0; p < values.size(); ++p)
-                {
-                    values(p) = empirical_plasticity_raw(preferences.preference(p), preferences.tie_fraction(p),
-                                                         static_cast<double>(preferences.n_queries));
-                }
-                const bucket_plasticity_result empirical = bucket_result_of_pairs(cells, std::move(values));
+                const bucket_plasticity_result empirical = bucket_empirical_of_preferences(preferences, cells);
                 const std::size_t first_cell = result.cells.size() - cells.size();
                 for (std::size_t c = 0; c < cells.size(); ++c)
                 {
