@@ -22,6 +22,7 @@
 //   aggregates.hpp   ap_overall, ap_first20, ap_last20, ap_drop (§2.14)
 //   distance_maps.hpp  plasticity by inter-key and key-to-query distance (§8.1)
 //   empirical.hpp    the model-free AP from the actual queries (§8.2)
+//   sensitivity.hpp  how a bucket's AP_j responds to its query model; pair-sampling variance (§8.3)
 //   intervals.hpp    standard errors, biases and intervals of AP_j and ap_overall (§8.3)
 //   pipeline.hpp     analyze_head: all of §2 for one head (and the extensions of §8)
 
@@ -44,6 +45,7 @@
 #include "rotation.hpp"
 #include "sampler.hpp"
 #include "seeds.hpp"
+#include "sensitivity.hpp"
 #include "tokens.hpp"
 
 #endif
