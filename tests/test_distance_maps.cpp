@@ -26,7 +26,7 @@
 namespace ap = attention_plasticity;
 using ap_test::vector_of;
 
-TEST_CASE("log_distance_bin: negative, [0, 1), then [2^((k-1)/b), 2^(k/b)) as the Python reference", "[distance]")
+TEST_CASE("log_distance_bin: negative, 0 to 1, then 2^((k-1)/b) to 2^(k/b) as the Python reference", "[distance]")
 {
     for (std::size_t i = 0; i < extensions_ref::bin_case_count; ++i)
     {

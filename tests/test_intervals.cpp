@@ -139,7 +139,7 @@ TEMPLATE_TEST_CASE("plasticity_standard_errors: SEs, biases and intervals as the
     CHECK(std::isnan(ap::plasticity_standard_errors(t, buckets, x, component0, 0.0, models, without_first).standard_error));
 }
 
-TEST_CASE("plasticity_interval: the bias-corrected estimate -+ z SE, clipped to [0, 1]", "[intervals]")
+TEST_CASE("plasticity_interval: the bias-corrected estimate -+ z SE, clipped to 0..1", "[intervals]")
 {
     const ap::interval ci = ap::plasticity_interval(0.6, -0.01, 0.02, 0.95);
     const double z = 1.959963984540054;  // scipy.stats.norm.ppf(0.975)

@@ -972,7 +972,7 @@ TEST_CASE("pipeline: the extensions of §8 add results and never change the meth
     CHECK(std::isnan(c.metrics.ap_empirical_overall_se));  // its SE belongs to the intervals
 }
 
-TEST_CASE("pipeline: views over raw buffers, independent value types; float and double keys of the same values "
+TEST_CASE("pipeline: views over raw buffers, independent value types, float and double keys of the same values "
           "give identical results",
           "[pipeline]")
 {

@@ -46,7 +46,7 @@ double mean_pp(const xt::xtensor<double, 2>& w, const ap::bucket_query_model& mo
 }
 }  // namespace
 
-TEST_CASE("bucket_plasticity_sensitivity: first derivatives of AP_j equal finite differences of the kernel; "
+TEST_CASE("bucket_plasticity_sensitivity: first derivatives of AP_j equal finite differences of the kernel, "
           "float and double differences",
           "[sensitivity]")
 {
