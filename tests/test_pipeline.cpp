@@ -916,6 +916,42 @@ TEST_CASE("pipeline: the public steps composed by hand give exactly analyze_head
     }
 }
 
+TEST_CASE("pipeline: the extensions of §8 at the edges - d = 1, one pair per cell, no pair at all", "[pipeline]")
+{
+    ap::head_options options;
+    options.empirical_ap = true;
+    options.confidence_intervals = true;
+    options.distance_map_extra_pairs = 5;
+    SECTION("d = 1: no semantic components, no rotation to estimate")
+    {
+        const auto r = ap::analyze_head(random_tokens(600, 1, 11, 2.0), random_tokens(500, 1, 12, 1.0), {}, options);
+        CHECK(std::isfinite(r.metrics.ap_overall_se));
+        CHECK(std::isfinite(r.metrics.ap_empirical_overall));
+        CHECK(!r.distance_map.empty());
+    }
+    SECTION("one pair per cell: no pair-sampling variance, so no interval (NaN), the rest as usual")
+    {
+        options.num_pairs_per_bucket = 1;
+        const auto r = ap::analyze_head(random_tokens(600, 3, 13, 2.0), random_tokens(500, 3, 14, 1.0), {}, options);
+        CHECK(std::isnan(r.metrics.ap_overall_se));
+        CHECK(std::isnan(r.profile[0].plasticity_ci_low));
+        CHECK(std::isfinite(r.metrics.ap_empirical_overall));
+    }
+    SECTION("keys that never form a pair: every extension is NaN or empty")
+    {
+        auto keys = random_tokens(50, 3, 15, 1.0);
+        for (std::size_t i = 0; i < 50; ++i)
+        {
+            keys.example_id(i) = static_cast<std::int64_t>(i);  // one key per example
+        }
+        const auto r = ap::analyze_head(random_tokens(300, 3, 16, 2.0), keys, {}, options);
+        CHECK(std::isnan(r.metrics.ap_overall));
+        CHECK(std::isnan(r.metrics.ap_overall_se));
+        CHECK(std::isnan(r.metrics.ap_empirical_overall));
+        CHECK(r.distance_map.empty());
+    }
+}
+
 TEST_CASE("pipeline: the extensions of §8 add results and never change the method's", "[pipeline]")
 {
     const auto queries = random_tokens(1200, 6, 91, 1.0);
