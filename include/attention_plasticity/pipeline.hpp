@@ -506,29 +506,26 @@ namespace detail
             head_metrics& m = result.metrics;
             if (m_options.empirical_ap)
             {
-                double numerator = 0.0, denominator = 0.0, variance = 0.0;
+                // §2.14's aggregate of the empirical AP_j; its variance from the buckets' (disjoint queries).
+                std::vector<double> tau, n_queries, empirical;
+                double variance = 0.0, total = 0.0;
                 std::size_t next = 0;
                 for (const bucket_profile& row : result.profile)
                 {
-                    if (is_nan(row.plasticity_empirical))
+                    tau.push_back(row.tau);
+                    n_queries.push_back(static_cast<double>(row.n_queries));
+                    empirical.push_back(row.plasticity_empirical);
+                    if (m_options.confidence_intervals && !is_nan(row.plasticity_empirical))
                     {
-                        continue;
-                    }
-                    const auto n = static_cast<double>(row.n_queries);
-                    numerator += n * row.plasticity_empirical;
-                    denominator += n;
-                    if (m_options.confidence_intervals)
-                    {
-                        variance += n * n * m_empirical_variance[next++];
+                        variance += n_queries.back() * n_queries.back() * m_empirical_variance[next++];
+                        total += n_queries.back();
                     }
                 }
-                if (denominator > 0.0)
+                m.ap_empirical_overall = weighted_plasticity(tau.data(), n_queries.data(), empirical.data(),
+                                                             empirical.size(), [](double) { return true; });
+                if (total > 0.0)
                 {
-                    m.ap_empirical_overall = numerator / denominator;
-                    if (m_options.confidence_intervals)
-                    {
-                        m.ap_empirical_overall_se = std::sqrt(variance) / denominator;
-                    }
+                    m.ap_empirical_overall_se = std::sqrt(variance) / total;
                 }
             }
             if (m_options.confidence_intervals)
