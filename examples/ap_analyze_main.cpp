@@ -1,5 +1,5 @@
 // ap_analyze: the attention plasticity of the heads of a qk dump (docs/method.md §1) -> the
-// four CSVs of docs/method.md §3. The front end only: the options are analyze_config.hpp's,
+// CSVs of docs/method.md §3 (and §8.1). The front end only: the options are analyze_config.hpp's,
 // which heads to analyze dump_layout.hpp's, the reading npy_dump.hpp's, the rows
 // csv_rows.hpp's, the writing result_set.hpp's, and the analysis is the library's
 // analyze_head.
