@@ -80,7 +80,7 @@ double run_pipeline(benchmark::State& state, std::size_t n, const ap::head_optio
 
 void BM_pipeline_qwen3_8b(benchmark::State& state)
 {
-    ap::head_options options;  // SPEC defaults: 50000 tokens, 64 KS dims, 256 pairs
+    ap::head_options options;  // the defaults of docs/method.md §2: 50000 tokens, 64 KS dims, 256 pairs
     run_pipeline(state, 50000, options);
 }
 BENCHMARK(BM_pipeline_qwen3_8b)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(3.0);

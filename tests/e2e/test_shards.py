@@ -300,10 +300,11 @@ def main():
                                             % less])
     header, where = variant("header")
     path = os.path.join(where, "head_metrics.csv")
-    text = open(path).read()
-    open(path, "w").write(text.replace("ap_drop\n", "ap_drop,new_column\n", 1))
-    refused("header", [s0, header, s2], ["'%s': head_metrics.csv has another header line than in '%s': column 24 is "
-                                         "'new_column' there but absent here" % (header, s0)])
+    first, rest = open(path).read().split("\n", 1)
+    open(path, "w").write(first + ",new_column\n" + rest)
+    refused("header", [s0, header, s2], ["'%s': head_metrics.csv has another header line than in '%s': column %d is "
+                                         "'new_column' there but absent here"
+                                         % (header, s0, len(first.split(",")) + 1)])
     short, where = variant("short")
     path = os.path.join(where, "head_bucket_plasticity.csv")
     lines = open(path).read().splitlines(True)
