@@ -317,136 +317,146 @@ namespace detail
         return term;
     }
 
-    /// plasticity_standard_errors on checked input.
-    template <class T>
-    plasticity_uncertainty standard_errors_raw(const double* t, const std::int64_t* buckets, const matrix_view<T>& x,
-                                               const position_component_fit& component0, double slope_norm,
-                                               const std::vector<bucket_query_model>& models,
-                                               const std::vector<bucket_estimate>& estimates)
+    /// The buckets of D (a defined AP_j): target c is model slot in_d[c].
+    struct targets_of_head
     {
-        constexpr double nan = std::numeric_limits<double>::quiet_NaN();
-        const std::size_t n = x.rows;
-        const std::size_t m = x.cols - 1;
-        const std::size_t count_models = models.size();
-        const double sigma2 = component0.residual_variance;
-        const double* residual = component0.residual.data();
-        const auto count = static_cast<double>(n);
-        plasticity_uncertainty out;
-        out.bucket_standard_error.assign(count_models, nan);
-        out.bucket_bias.assign(count_models, nan);
-
-        // The buckets in D (a defined AP_j): target c is bucket in_d[c]; its weight n_j / sum n_k.
         std::vector<std::size_t> in_d;
-        std::vector<std::size_t> target_of(count_models + 1, 0);  // model slot -> target + 1 (0: none)
-        double weight_total = 0.0;
-        for (std::size_t j = 0; j < count_models; ++j)
+        std::vector<std::size_t> target_of;  // model slot -> target + 1 (0: none); one slot past the models
+        double weight_total = 0.0;           // sum of n_j over D
+    };
+
+    inline targets_of_head targets_with_plasticity(const std::vector<bucket_query_model>& models,
+                                                   const std::vector<bucket_estimate>& estimates)
+    {
+        targets_of_head d;
+        d.target_of.assign(models.size() + 1, 0);
+        for (std::size_t j = 0; j < models.size(); ++j)
         {
             if (!is_nan(estimates[j].plasticity))
             {
-                in_d.push_back(j);
-                target_of[j] = in_d.size();
-                weight_total += static_cast<double>(models[j].n_queries);
+                d.in_d.push_back(j);
+                d.target_of[j] = d.in_d.size();
+                d.weight_total += static_cast<double>(models[j].n_queries);
             }
         }
-        if (in_d.empty())
-        {
-            return out;
-        }
-        const std::size_t targets = in_d.size();
-        const query_statistics q = query_statistics_of(t, buckets, x, residual, sigma2, models);
-        const bool slope_known = q.t_spread > 0.0;
-        const bool rotation_estimated = m > 0 && slope_known && slope_norm >= 1e-12;  // §2.5's threshold
+        return d;
+    }
 
-        // V = Cov(delta) of the rotation direction: pooled Sigma_j / (S_tt |beta|^2).
-        xt::xtensor<double, 2> direction_cov = xt::zeros<double>({m, m});
-        xt::xtensor<double, 2> pooled = xt::zeros<double>({m, m});
+    /// Sigma_pooled over D and V = Cov(delta) of the rotation direction = Sigma_pooled /
+    /// (S_tt |beta|^2); both zero when the direction is not estimated.
+    struct direction_covariances
+    {
+        xt::xtensor<double, 2> pooled;
+        xt::xtensor<double, 2> direction;
+    };
+
+    inline direction_covariances direction_covariances_of(const std::vector<bucket_query_model>& models,
+                                                          const std::vector<std::size_t>& in_d, std::size_t m,
+                                                          double t_spread, double slope_norm, bool rotation_estimated)
+    {
+        direction_covariances c{xt::zeros<double>({m, m}), xt::zeros<double>({m, m})};
         if (rotation_estimated)
         {
             double dof = 0.0;
             for (std::size_t j : in_d)
             {
                 const double nj1 = static_cast<double>(models[j].n_queries) - 1.0;
-                pooled += nj1 * models[j].semantic.covariance;
+                c.pooled += nj1 * models[j].semantic.covariance;
                 dof += nj1;
             }
-            pooled /= dof;
-            direction_cov = pooled / (q.t_spread * slope_norm * slope_norm);
+            c.pooled /= dof;
+            c.direction = c.pooled / (t_spread * slope_norm * slope_norm);
         }
-        std::vector<bucket_terms> terms(targets);
-        for (std::size_t c = 0; c < targets; ++c)
-        {
-            const std::size_t j = in_d[c];
-            terms[c] = bucket_terms_of(models[j], estimates[j].sensitivity, q, j, sigma2, count, direction_cov,
-                                       pooled, rotation_estimated);
-        }
+        return c;
+    }
 
-        // Per-query influences phi on every AP_j of D (columns 0..targets-1) and on ap_overall.
-        const std::size_t stride = targets + 1;
-        std::vector<double> influence(n * stride, 0.0);
-        // Through mu_j (the bucket's own queries) and the direction, (t_i - t_bar) / (S_tt |beta|)
-        // h_j . (x_i,sem - x_bar), the latter by GEMMs over blocks of rows; one pass over x.
+    /// Influences through mu_j (the bucket's own queries) and through the direction,
+    /// (t_i - t_bar) / (S_tt |beta|) h_j . (x_i,sem - x_bar), the latter by GEMMs over blocks of
+    /// rows; one pass over x. Adds into columns 0..targets-1 of `influence` (row stride `stride`).
+    template <class T>
+    void add_mean_and_direction_influences(const double* t, const matrix_view<T>& x,
+                                           const std::vector<bucket_query_model>& models,
+                                           const std::vector<bucket_estimate>& estimates, const query_statistics& q,
+                                           const targets_of_head& d, const std::vector<bucket_terms>& terms,
+                                           double slope_norm, bool rotation_estimated, std::size_t stride,
+                                           std::vector<double>& influence)
+    {
+        constexpr std::size_t block = 1024;
+        const std::size_t n = x.rows;
+        const std::size_t m = x.cols - 1;
+        const std::size_t count_models = models.size();
+        const std::size_t targets = d.in_d.size();
+        std::vector<double> centred(rotation_estimated ? std::min(n, block) * m : 0);
+        std::vector<double> gradients(rotation_estimated ? m * targets : 0);
+        for (std::size_t c = 0; c < targets && rotation_estimated; ++c)
         {
-            constexpr std::size_t block = 1024;
-            std::vector<double> centred(rotation_estimated ? std::min(n, block) * m : 0);
-            std::vector<double> gradients(rotation_estimated ? m * targets : 0);
-            for (std::size_t c = 0; c < targets && rotation_estimated; ++c)
+            for (std::size_t k = 0; k < m; ++k)
             {
-                for (std::size_t k = 0; k < m; ++k)
-                {
-                    gradients[k * targets + c] = terms[c].rotation_gradient[k];
-                }
+                gradients[k * targets + c] = terms[c].rotation_gradient[k];
             }
-            for (std::size_t start = 0; start < n; start += block)
+        }
+        for (std::size_t start = 0; start < n; start += block)
+        {
+            const std::size_t size = std::min(block, n - start);
+            std::vector<double> own(size, 0.0);
+            for (std::size_t i = 0; i < size; ++i)
             {
-                const std::size_t size = std::min(block, n - start);
-                std::vector<double> own(size, 0.0);
-                for (std::size_t i = 0; i < size; ++i)
+                const T* row = x.row(start + i);
+                const std::size_t target = d.target_of[std::min(q.slot[start + i], count_models)];
+                if (target > 0)
                 {
-                    const T* row = x.row(start + i);
-                    const std::size_t target = target_of[std::min(q.slot[start + i], count_models)];
-                    if (target > 0)
+                    const std::size_t j = d.in_d[target - 1];
+                    const double* a = estimates[j].sensitivity.semantic_mean.data();
+                    const double* mu = models[j].semantic.mean.data();
+                    double dot = 0.0;
+                    for (std::size_t k = 0; k < m; ++k)
                     {
-                        const std::size_t j = in_d[target - 1];
-                        const double* a = estimates[j].sensitivity.semantic_mean.data();
-                        const double* mu = models[j].semantic.mean.data();
-                        double dot = 0.0;
-                        for (std::size_t k = 0; k < m; ++k)
-                        {
-                            dot += a[k] * (static_cast<double>(row[k + 1]) - mu[k]);
-                        }
-                        own[i] = dot / static_cast<double>(models[j].n_queries);
+                        dot += a[k] * (static_cast<double>(row[k + 1]) - mu[k]);
                     }
-                    if (rotation_estimated)
-                    {
-                        const double factor = (t[start + i] - q.t_mean) / (q.t_spread * slope_norm);
-                        for (std::size_t k = 0; k < m; ++k)
-                        {
-                            centred[i * m + k] = factor * (static_cast<double>(row[k + 1]) - q.semantic_mean[k]);
-                        }
-                    }
+                    own[i] = dot / static_cast<double>(models[j].n_queries);
                 }
                 if (rotation_estimated)
                 {
-                    gemm<double>(false, false, size, targets, m, 1.0, centred.data(), m, gradients.data(), targets,
-                                 0.0, influence.data() + start * stride, stride);
-                }
-                for (std::size_t i = 0; i < size; ++i)
-                {
-                    const std::size_t target = target_of[std::min(q.slot[start + i], count_models)];
-                    if (target > 0)
+                    const double factor = (t[start + i] - q.t_mean) / (q.t_spread * slope_norm);
+                    for (std::size_t k = 0; k < m; ++k)
                     {
-                        influence[(start + i) * stride + target - 1] += own[i];
+                        centred[i * m + k] = factor * (static_cast<double>(row[k + 1]) - q.semantic_mean[k]);
                     }
                 }
             }
+            if (rotation_estimated)
+            {
+                gemm<double>(false, false, size, targets, m, 1.0, centred.data(), m, gradients.data(), targets, 0.0,
+                             influence.data() + start * stride, stride);
+            }
+            for (std::size_t i = 0; i < size; ++i)
+            {
+                const std::size_t target = d.target_of[std::min(q.slot[start + i], count_models)];
+                if (target > 0)
+                {
+                    influence[(start + i) * stride + target - 1] += own[i];
+                }
+            }
         }
-        // Through the positional line and sigma2: every query.
-        std::vector<double> weight(targets);
-        for (std::size_t c = 0; c < targets; ++c)
+    }
+
+    /// Influences through the positional line and sigma2 (every query) into columns
+    /// 0..targets-1; returns the weights n_j / sum n_k of the targets in ap_overall.
+    inline std::vector<double> add_line_influences(const double* t, std::size_t n,
+                                                   const std::vector<bucket_query_model>& models,
+                                                   const std::vector<bucket_estimate>& estimates,
+                                                   const query_statistics& q, const targets_of_head& d,
+                                                   const double* residual, double sigma2, std::size_t stride,
+                                                   std::vector<double>& influence)
+    {
+        const auto count = static_cast<double>(n);
+        const bool slope_known = q.t_spread > 0.0;
+        std::vector<double> weight(d.in_d.size());
+        for (std::size_t c = 0; c < d.in_d.size(); ++c)
         {
-            const std::size_t j = in_d[c];
+            const std::size_t j = d.in_d[c];
             const bucket_sensitivity& s = estimates[j].sensitivity;
-            weight[c] = static_cast<double>(models[j].n_queries) / weight_total;
+            weight[c] = static_cast<double>(models[j].n_queries) / d.weight_total;
             const double dtau = models[j].tau - q.t_mean;
             for (std::size_t i = 0; i < n; ++i)
             {
@@ -455,7 +465,16 @@ namespace detail
                 influence[i * stride + c] += s.position_mean * r * line + s.position_variance * (r * r - sigma2) / count;
             }
         }
-        // Variances: the sample sums of squares of the centred influences.
+        return weight;
+    }
+
+    /// Fills the last column (ap_overall's influence, sum_c weight_c phi_c) and returns each
+    /// column's sum of squares about its mean.
+    inline std::vector<double> influence_sums_of_squares(std::vector<double>& influence, std::size_t n,
+                                                         const std::vector<double>& weight)
+    {
+        const std::size_t targets = weight.size();
+        const std::size_t stride = targets + 1;
         std::vector<double> column_mean(stride, 0.0), column_squares(stride, 0.0);
         for (std::size_t i = 0; i < n; ++i)
         {
@@ -473,7 +492,7 @@ namespace detail
         }
         for (double& v : column_mean)
         {
-            v /= count;
+            v /= static_cast<double>(n);
         }
         for (std::size_t i = 0; i < n; ++i)
         {
@@ -484,11 +503,57 @@ namespace detail
                 column_squares[c] += e * e;
             }
         }
+        return column_squares;
+    }
+
+    /// plasticity_standard_errors on checked input.
+    template <class T>
+    plasticity_uncertainty standard_errors_raw(const double* t, const std::int64_t* buckets, const matrix_view<T>& x,
+                                               const position_component_fit& component0, double slope_norm,
+                                               const std::vector<bucket_query_model>& models,
+                                               const std::vector<bucket_estimate>& estimates)
+    {
+        constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+        const std::size_t n = x.rows;
+        const std::size_t m = x.cols - 1;
+        const double sigma2 = component0.residual_variance;
+        const double* residual = component0.residual.data();
+        plasticity_uncertainty out;
+        out.bucket_standard_error.assign(models.size(), nan);
+        out.bucket_bias.assign(models.size(), nan);
+        const targets_of_head d = targets_with_plasticity(models, estimates);
+        if (d.in_d.empty())
+        {
+            return out;
+        }
+        const std::size_t targets = d.in_d.size();
+        const query_statistics q = query_statistics_of(t, buckets, x, residual, sigma2, models);
+        const bool rotation_estimated = m > 0 && q.t_spread > 0.0 && slope_norm >= 1e-12;  // §2.5's threshold
+        const direction_covariances cov =
+            direction_covariances_of(models, d.in_d, m, q.t_spread, slope_norm, rotation_estimated);
+        std::vector<bucket_terms> terms(targets);
+        for (std::size_t c = 0; c < targets; ++c)
+        {
+            const std::size_t j = d.in_d[c];
+            terms[c] = bucket_terms_of(models[j], estimates[j].sensitivity, q, j, sigma2, static_cast<double>(n),
+                                       cov.direction, cov.pooled, rotation_estimated);
+        }
+
+        // Per-query influences phi on every AP_j of D (columns 0..targets-1) and on ap_overall.
+        const std::size_t stride = targets + 1;
+        std::vector<double> influence(n * stride, 0.0);
+        add_mean_and_direction_influences(t, x, models, estimates, q, d, terms, slope_norm, rotation_estimated, stride,
+                                          influence);
+        const std::vector<double> weight =
+            add_line_influences(t, n, models, estimates, q, d, residual, sigma2, stride, influence);
+        const std::vector<double> column_squares = influence_sums_of_squares(influence, n, weight);
+
+        // Variances: the influences' sums of squares plus the terms outside them.
         double overall_variance = column_squares[targets];
         double overall_bias = 0.0;
         for (std::size_t c = 0; c < targets; ++c)
         {
-            const std::size_t j = in_d[c];
+            const std::size_t j = d.in_d[c];
             const double separate = terms[c].covariance_variance + estimates[j].pair_variance;
             out.bucket_standard_error[j] = std::sqrt(column_squares[c] + separate);
             out.bucket_bias[j] = terms[c].bias;
