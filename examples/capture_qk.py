@@ -55,7 +55,6 @@ Exit status: 0 done; 2 bad arguments or a model this script cannot capture.
 """
 
 import argparse
-import importlib.util
 import os
 import re
 import shutil
@@ -68,28 +67,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import package_module  # noqa: E402  (beside this script)
 
-
-def load_capture_module():
-    """attention_plasticity.capture (the hooks, the model checks, the text and its examples):
-    the installed package's, or else the repository's python/attention_plasticity/capture.py
-    beside this script (which needs numpy only to import)."""
-    try:
-        from attention_plasticity import capture as module
-        return module
-    except ImportError:
-        pass
-    path = os.path.join(REPO_ROOT, "python", "attention_plasticity", "capture.py")
-    spec = importlib.util.spec_from_file_location("attention_plasticity_capture", path)
-    if spec is None or not os.path.isfile(path):
-        raise ImportError(f"attention_plasticity.capture is neither installed nor at {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-capture_module = load_capture_module()
+# The hooks, the model checks, the text and its examples: attention_plasticity.capture.
+capture_module = package_module.load("capture")
 qk_projections = capture_module.qk_projections
 head_counts = capture_module.head_counts
 default_model_dir = capture_module.default_model_dir

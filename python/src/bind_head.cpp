@@ -2,6 +2,7 @@
 // the options, analyze_head and its result, with the rows of the CSVs of §3 formatted by the
 // C++ programs' own csv_rows.hpp (so that columns added there reach Python unchanged).
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -285,6 +286,29 @@ void bind_head(nb::module_& m)
     bind_tokens(m);
     bind_options(m);
     bind_result(m);
+    m.def(
+        "_analyze_head_seconds",
+        [](const py_tokens& queries, const py_tokens& keys, const ap::head_id& head, const ap::head_options& options,
+           std::size_t repeats) {
+            std::vector<double> seconds;
+            double checksum = 0.0;
+            without_gil([&] {
+                for (std::size_t r = 0; r < repeats; ++r)
+                {
+                    const auto start = std::chrono::steady_clock::now();
+                    const ap::head_result result = visit_tokens(queries, [&](const auto& q) {
+                        return visit_tokens(keys, [&](const auto& k) { return ap::analyze_head(q, k, head, options); });
+                    });
+                    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+                    checksum = result.metrics.ap_overall;
+                }
+            });
+            return nb::make_tuple(seconds, checksum);
+        },
+        "queries"_a, "keys"_a, "head"_a, "options"_a, "repeats"_a = 1,
+        "Benchmark hook: the wall time of each of `repeats` calls of the C++ analyze_head on the same views,\n"
+        "made from C++ (no Python in the loop), and the last ap_overall. benchmarks/bench_python.py compares\n"
+        "it with ap.analyze_head called from Python.");
     m.def(
         "result_tables",
         [] {

@@ -93,6 +93,21 @@ namespace
                 float_array(covariance.object, fn, "covariance", 2)};
     }
 
+    /// call(T tag, W, mean, covariance) on the views of the arguments of a full-covariance
+    /// kernel function, T its working type (dtype, or the type of W), with the GIL released.
+    template <class Call>
+    auto with_full_kernel(const char* fn, const array_like& differences, const array_like& mean,
+                          const array_like& covariance, nb::handle dtype, Call&& call)
+    {
+        const kernel_args a = full_args(fn, differences, mean, covariance);
+        const precision t = precision_arg(dtype, fn);
+        return without_gil([&] {
+            return visit_kernel_args(a.w, a.mu, a.sigma, [&](const auto& W, const auto& M, const auto& S) {
+                return visit_precision(t, a.w.is_float32, [&](auto tag) { return call(tag, W, M, S); });
+            });
+        });
+    }
+
     template <class T>
     using type_tag = T*;
 
@@ -331,25 +346,17 @@ namespace
             "pair_plasticity",
             [](const array_like& differences, const array_like& mean, const array_like& covariance, nb::handle dtype,
                nb::handle result_dtype) {
-                constexpr const char* fn = "pair_plasticity";
-                const kernel_args a = full_args(fn, differences, mean, covariance);
-                const precision t = precision_arg(dtype, fn);
-                const precision r = precision_arg(result_dtype, fn, "result_dtype");
-                real_vector result = without_gil([&] {
-                    return visit_kernel_args(a.w, a.mu, a.sigma, [&](const auto& W, const auto& M, const auto& S) {
-                        return visit_precision(t, a.w.is_float32, [&](auto tag) -> real_vector {
-                            using T = std::remove_pointer_t<decltype(tag)>;
-                            const bool r_float = r == precision::float32
-                                                 || (r == precision::input && std::is_same<T, float>::value);
-                            if (r_float)
-                            {
-                                return ap::pair_plasticity<T, float>(W, M, S);
-                            }
-                            return ap::pair_plasticity<T, double>(W, M, S);
-                        });
-                    });
-                });
-                return to_python(std::move(result));
+                const precision r = precision_arg(result_dtype, "pair_plasticity", "result_dtype");
+                return to_python(with_full_kernel(
+                    "pair_plasticity", differences, mean, covariance, dtype,
+                    [r](auto tag, const auto& W, const auto& M, const auto& S) -> real_vector {
+                        using T = std::remove_pointer_t<decltype(tag)>;
+                        if (r == precision::float32 || (r == precision::input && std::is_same<T, float>::value))
+                        {
+                            return ap::pair_plasticity<T, float>(W, M, S);
+                        }
+                        return ap::pair_plasticity<T, double>(W, M, S);
+                    }));
             },
             "differences"_a, "mean"_a, "covariance"_a, "dtype"_a = nb::none(), "result_dtype"_a = nb::none(),
             nb::sig("def pair_plasticity(differences: numpy.typing.ArrayLike, mean: numpy.typing.ArrayLike, "
@@ -376,17 +383,11 @@ namespace
         m.def(
             "pair_moments_full",
             [](const array_like& differences, const array_like& mean, const array_like& covariance, nb::handle dtype) {
-                constexpr const char* fn = "pair_moments_full";
-                const kernel_args a = full_args(fn, differences, mean, covariance);
-                const precision t = precision_arg(dtype, fn);
-                return without_gil([&] {
-                    return visit_kernel_args(a.w, a.mu, a.sigma, [&](const auto& W, const auto& M, const auto& S) {
-                        return visit_precision(t, a.w.is_float32, [&](auto tag) {
-                            using T = std::remove_pointer_t<decltype(tag)>;
-                            return ap::pair_moments_full<T>(W, M, S);
-                        });
-                    });
-                });
+                return with_full_kernel("pair_moments_full", differences, mean, covariance, dtype,
+                                        [](auto tag, const auto& W, const auto& M, const auto& S) {
+                                            using T = std::remove_pointer_t<decltype(tag)>;
+                                            return ap::pair_moments_full<T>(W, M, S);
+                                        });
             },
             "differences"_a, "mean"_a, "covariance"_a, "dtype"_a = nb::none(),
             doc("The projected moments m = W mean and v = diag(W covariance W^T) of docs/method.md §4.4 for key\n"
@@ -495,17 +496,11 @@ namespace
         m.def(
             "head_plasticity",
             [](const array_like& differences, const array_like& mean, const array_like& covariance, nb::handle dtype) {
-                constexpr const char* fn = "head_plasticity";
-                const kernel_args a = full_args(fn, differences, mean, covariance);
-                const precision t = precision_arg(dtype, fn);
-                return without_gil([&] {
-                    return visit_kernel_args(a.w, a.mu, a.sigma, [&](const auto& W, const auto& M, const auto& S) {
-                        return visit_precision(t, a.w.is_float32, [&](auto tag) {
-                            using T = std::remove_pointer_t<decltype(tag)>;
-                            return ap::head_plasticity<T>(W, M, S);
-                        });
-                    });
-                });
+                return with_full_kernel("head_plasticity", differences, mean, covariance, dtype,
+                                        [](auto tag, const auto& W, const auto& M, const auto& S) {
+                                            using T = std::remove_pointer_t<decltype(tag)>;
+                                            return ap::head_plasticity<T>(W, M, S);
+                                        });
             },
             "differences"_a, "mean"_a, "covariance"_a, "dtype"_a = nb::none(),
             doc("AP = the mean of pair_plasticity over all the pairs (docs/method.md §4.3): dimensionless, in\n"

@@ -6,8 +6,8 @@
 one data.parquet per l{LL}h{HH}{q|k} folder (docs/method.md §1). Needs numpy and pyarrow.
 """
 
-import importlib.util
 import os
+import sys
 
 import numpy as np
 import pyarrow as pa
@@ -19,11 +19,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def load_sniffed_module():
     """python/attention_plasticity/sniffed.py of this repository, loaded by path: the package's
     __init__ needs the compiled module, the reader does not."""
-    path = os.path.join(ROOT, "python", "attention_plasticity", "sniffed.py")
-    spec = importlib.util.spec_from_file_location("attention_plasticity_sniffed", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    import package_module
+    return package_module.load("sniffed", installed=False)
 
 
 SCHEMA = pa.schema([("bucket", pa.int32()), ("example_id", pa.int32()),
