@@ -166,6 +166,13 @@ def sample_key_pairs(lengths: numpy.typing.ArrayLike, num_pairs: int, max_rel_di
     Arrays are read in place when C-contiguous float32/float64 (NumPy or torch, CPU); other layouts or dtypes are converted once (see the module docstring).
     """
 
+def sample_grouped_key_pairs(groups: ExampleGroups, num_pairs: int, max_rel_dist: float, rng: Rng) -> KeyPairs:
+    """
+    The sampler (docs/method.md §5) over grouped examples (ExampleGroups, e.g. KeyBucket.examples):
+    first/second are the groups' rows, example the example's index in groups. Raises DomainError when
+    no example has 2 keys.
+    """
+
 def sample_bucket_key_pairs(positions: numpy.typing.ArrayLike, example_ids: numpy.typing.ArrayLike, num_pairs: int, max_rel_dist: float, rng: Rng) -> KeyPairs:
     """
     The per-bucket form of the sampler (docs/method.md §2.12, §5.2): the keys of one bucket, given

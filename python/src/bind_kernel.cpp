@@ -298,6 +298,18 @@ namespace
                 "or max_rel_dist.")
                 .c_str());
         m.def(
+            "sample_grouped_key_pairs",
+            [](const ap::example_groups& groups, std::size_t num_pairs, double max_rel_dist, py_rng& rng) {
+                return without_gil([&] {
+                    std::lock_guard<std::mutex> lock(rng.mutex);
+                    return ap::sample_grouped_key_pairs(groups, num_pairs, max_rel_dist, rng.generator);
+                });
+            },
+            "groups"_a, "num_pairs"_a, "max_rel_dist"_a, "rng"_a,
+            "The sampler (docs/method.md §5) over grouped examples (ExampleGroups, e.g. KeyBucket.examples):\n"
+            "first/second are the groups' rows, example the example's index in groups. Raises DomainError when\n"
+            "no example has 2 keys.");
+        m.def(
             "sample_bucket_key_pairs",
             [](const array_like& positions, const array_like& example_ids, std::size_t num_pairs, double max_rel_dist,
                py_rng& rng) {

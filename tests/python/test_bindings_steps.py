@@ -256,6 +256,9 @@ def test_key_buckets_eligibility_and_cell_pairs():
     local = ap.sample_bucket_key_pairs(t[rows], e[rows], 64, 0.1, ap.Rng(ap.cell_pair_seed(seed, 5, kb[2].bucket)))
     np.testing.assert_array_equal(cell.pairs.first, rows[local.first])
     np.testing.assert_array_equal(cell.pairs.second, rows[local.second])
+    grouped = ap.sample_grouped_key_pairs(kb[2].examples, 64, 0.1, ap.Rng(ap.cell_pair_seed(seed, 5, kb[2].bucket)))
+    np.testing.assert_array_equal(grouped.first, cell.pairs.first)
+    np.testing.assert_array_equal(grouped.second, cell.pairs.second)
     assert (cell.q_bucket, cell.k_bucket) == (5, kb[2].bucket)
     # §2.13-2.14: one bucket's cells against NumPy
     mu1 = np.linspace(-0.2, 0.3, 9)
