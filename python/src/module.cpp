@@ -92,12 +92,22 @@ namespace
         {
             throw nb::type_error((std::string(fn) + ": " + name + " must be an array, got " + python_type_name(obj)).c_str());
         }
-        if (!nb::try_cast(converted, out, false))
+        if (nb::try_cast(converted, out, false))
         {
-            throw nb::type_error((std::string(fn) + ": " + name + " must be an array of numbers, got "
-                                  + python_type_name(obj)).c_str());
+            return converted;
         }
-        return converted;
+        // NumPy arrays that DLPack and the buffer protocol refuse: another byte order.
+        const nb::object dtype = converted.attr("dtype");
+        if (nb::cast<std::string>(dtype.attr("kind")).find_first_of("iufb") == 0)
+        {
+            converted = converted.attr("astype")(dtype.attr("newbyteorder")("="));
+            if (nb::try_cast(converted, out, false))
+            {
+                return converted;
+            }
+        }
+        throw nb::type_error((std::string(fn) + ": " + name + " must be an array of numbers, got "
+                              + python_type_name(obj)).c_str());
     }
 
     void check_ndim(std::size_t actual, std::size_t wanted, const char* fn, const char* name)

@@ -34,8 +34,16 @@ def test_inputs_are_read_where_they_are(kind, dtype):
         assert (got, converted) == (address(x), False)
 
 
+def test_read_only_arrays_are_read_in_place():
+    x = np.arange(24.0).reshape(4, 6)
+    x.flags.writeable = False
+    assert ap._core._read_address(x, "float") == (address(x), False)
+
+
 @pytest.mark.parametrize("kind,make", [
     ("float", lambda: np.arange(24.0).reshape(4, 6)[:, ::2]),        # strided
+    ("float", lambda: np.arange(24.0).astype(">f8")),                 # big-endian
+    ("int64", lambda: np.arange(24).astype(">i8")),
     ("float", lambda: np.arange(24, dtype=np.int32)),                 # integers -> float64
     ("int64", lambda: np.arange(24, dtype=np.int32)),                 # int32 -> int64
     ("float", lambda: torch.arange(24.0).reshape(4, 6).t()),          # transposed tensor
