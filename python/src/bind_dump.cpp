@@ -428,13 +428,18 @@ namespace
         {
             return nb::cast<std::string>(value);
         }
-        if (PyLong_Check(value.ptr()))
+        if (PyIndex_Check(value.ptr()))  // int, numpy integers
         {
-            return nb::cast<std::string>(nb::str(value));
+            nb::object index = nb::steal(PyNumber_Index(value.ptr()));
+            if (!index.is_valid())
+            {
+                throw nb::python_error();
+            }
+            return nb::cast<std::string>(nb::str(index));
         }
-        if (PyFloat_Check(value.ptr()))
+        if (PyFloat_Check(value.ptr()) || nb::hasattr(value, "__float__"))  // float, numpy floats
         {
-            return nb::cast<std::string>(nb::repr(value));  // shortest round-trip text
+            return nb::cast<std::string>(nb::repr(nb::float_(value)));  // shortest round-trip text
         }
         if (nb::hasattr(value, "__fspath__"))
         {

@@ -11,6 +11,7 @@ Run: AP_ANALYZE=build/examples/ap_analyze AP_SYNTH=build/examples/ap_synth \
 import os
 import shutil
 import sys
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -88,8 +89,8 @@ def test_thread_count_does_not_change_the_bytes(dumps):
 
 def test_selection_metadata_and_config_file(dumps, tmp_path):
     full = ap.analyze_dump(dumps["npy"], num_q_heads=4, num_k_heads=2, progress=False).head_metrics
-    some = ap.analyze_dump(dumps["npy"], num_q_heads=4, num_k_heads=2, layers="1", heads=[0, "2-3"],
-                           progress=False)
+    some = ap.analyze_dump(dumps["npy"], num_q_heads=np.int64(4), num_k_heads=2, layers="1", heads=[0, "2-3"],
+                           max_rel_dist=Fraction(1, 20), progress=False)
     assert some.summary == "8 of the 8 query heads of the layout present, 3 of them selected: 3 analyzed, 0 failed"
     want = full[(full.layer == 1) & full.q_head.isin([0, 2, 3])].reset_index(drop=True)
     pd.testing.assert_frame_equal(some.head_metrics, want)
