@@ -76,17 +76,25 @@ def main():
     assert queries.converted_columns() == [] and keys.converted_columns() == []
     python_call()  # warm-up (page faults of the first working copies, the KS spline table)
     py, cpp = [], []
-    for _ in range(args.rounds):
-        seconds, ap_py = python_call()
-        py.append(seconds)
-        (seconds_cpp,), ap_cpp = _core._analyze_head_seconds(queries, keys, head, options, 1)
-        cpp.append(seconds_cpp)
+
+    def cpp_call():
+        (seconds, ), ap_cpp = _core._analyze_head_seconds(queries, keys, head, options, 1)
+        return seconds, ap_cpp
+
+    for r in range(args.rounds):  # the two calls back to back, in turn first (no order bias)
+        first, second = (python_call, cpp_call) if r % 2 == 0 else (cpp_call, python_call)
+        a, b = first(), second()
+        (t_py, ap_py), (t_cpp, ap_cpp) = (a, b) if r % 2 == 0 else (b, a)
+        py.append(t_py)
+        cpp.append(t_cpp)
         assert ap_py == ap_cpp
     med_py, med_cpp = statistics.median(py), statistics.median(cpp)
-    print(f"{args.rounds} alternating rounds, ms per head: Python median {med_py * 1e3:.1f} (min {min(py) * 1e3:.1f}), "
+    ratios = sorted(a / b for a, b in zip(py, cpp))
+    quartiles = statistics.quantiles(ratios, n=4)
+    print(f"{args.rounds} rounds, ms per head: Python median {med_py * 1e3:.1f} (min {min(py) * 1e3:.1f}), "
           f"C++ median {med_cpp * 1e3:.1f} (min {min(cpp) * 1e3:.1f})")
-    print(f"Python / C++: median {med_py / med_cpp:.4f}, min {min(py) / min(cpp):.4f}; "
-          f"median of the per-round ratios {statistics.median(a / b for a, b in zip(py, cpp)):.4f}")
+    print(f"Python / C++: ratio of medians {med_py / med_cpp:.4f}, of minima {min(py) / min(cpp):.4f}; per-round "
+          f"ratios: median {statistics.median(ratios):.4f}, quartiles {quartiles[0]:.4f} - {quartiles[2]:.4f}")
     print(f"ap_overall {ap_py!r}")
 
     # The fixed cost of the binding (argument conversion, the result object), where it is
