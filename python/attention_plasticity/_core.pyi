@@ -1,5 +1,5 @@
 """
-attention_plasticity: whether attention heads choose keys by content or by position.
+attention_plasticity: attention heads choosing keys by content or by position.
 
 The compiled core of the package: every step of the method (docs/method.md §2), the
 pair-plasticity kernel (§4), the key-pair sampler (§5), the random streams (§6), the
@@ -440,8 +440,8 @@ class Householder:
 
     def apply(self, X: numpy.typing.ArrayLike, dtype: object = None) -> numpy.typing.NDArray[numpy.floating]:
         """
-        X H for an n x d array (rows are vectors), computed as X - 2 (X v) v^T in float64 (docs/method.md
-        §2.5). Returns a new array of the given dtype (None: the dtype of X).
+        X H for an n x d array (rows are vectors), computed as X - 2 (X v) v^T in float64
+        (docs/method.md §2.5). Returns a new array of the given dtype (None: the dtype of X).
 
         Arrays are read in place when C-contiguous float32/float64 (positions: int64 or float64; integer columns: int64), on the CPU; other layouts or dtypes are converted once (see the module docstring).
         """

@@ -115,7 +115,7 @@ def _option_doc():
     for key, _flag, metavar, help_text, _takes_list in _core.analyze_options():
         if key in ("data_root", "output_dir"):
             continue
-        lines.append(f"    {key} : {metavar}\n        {help_text}")
+        lines.append(f"        {key} : {metavar}\n            {help_text}")
     return "\n".join(lines)
 
 

@@ -459,9 +459,9 @@ namespace
             }
             return joined;
         }
+        const nb::handle type(reinterpret_cast<PyObject*>(Py_TYPE(value.ptr())));
         throw ex::usage_error(key + ": expected " + (takes_list ? "a value or a list of values" : "a single value")
-                              + ", got " + nb::cast<std::string>(nb::str(nb::handle(
-                                                                   reinterpret_cast<PyObject*>(Py_TYPE(value.ptr()))))));
+                              + ", got " + nb::cast<std::string>(nb::str(type)));
     }
 
     /// The configuration of analyze_dump(data_root, output_dir, config=..., **options): the
@@ -496,7 +496,8 @@ namespace
         ex::find_option(table, "data_root")->set(config, "data_root", data_root);
         if (!output_dir.is_none())
         {
-            ex::find_option(table, "output_dir")->set(config, "output_dir", option_text("output_dir", output_dir, false));
+            ex::find_option(table, "output_dir")
+                ->set(config, "output_dir", option_text("output_dir", output_dir, false));
         }
         const bool write = !config.output_dir.empty();
         if (!write)
@@ -546,10 +547,11 @@ void bind_dump(nb::module_& m)
         "analyze_help", [](const std::string& program) { return ex::analyze_help(program.c_str()); }, "program"_a,
         "The --help text of ap_analyze, for `program`.");
 
-    nb::class_<dump_run>(m, "DumpRun",
-                         "One run of the dump analysis (the engine of analyze_dump and of python -m attention_plasticity).\n"
-                         "Made from options, it has checked them, read the layout and planned the heads (UsageError\n"
-                         "otherwise) and, when it writes, checked and locked the output folder (OutputError).")
+    nb::class_<dump_run>(
+        m, "DumpRun",
+        "One run of the dump analysis (the engine of analyze_dump and of python -m attention_plasticity).\n"
+        "Made from options, it has checked them, read the layout and planned the heads (UsageError\n"
+        "otherwise) and, when it writes, checked and locked the output folder (OutputError).")
         .def_static(
             "from_options",
             [](const std::string& data_root, nb::handle output_dir, nb::handle config, const nb::dict& options) {

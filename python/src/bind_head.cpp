@@ -136,8 +136,9 @@ namespace
     void bind_options(nb::module_& m)
     {
         const ap::head_options defaults;
-        nb::class_<ap::head_options>(m, "HeadOptions",
-                                     "The parameters of docs/method.md §2 (defaults as there) and the head's sliding window.")
+        nb::class_<ap::head_options>(
+            m, "HeadOptions",
+            "The parameters of docs/method.md §2 (defaults as there) and the head's sliding window.")
             .def(
                 "__init__",
                 [](ap::head_options* self, std::size_t max_tokens_per_head, std::size_t normality_max_dims,
@@ -150,7 +151,8 @@ namespace
                 "normality_max_dims"_a = defaults.normality_max_dims, "p_alpha"_a = defaults.p_alpha,
                 "seed"_a = defaults.seed, "num_pairs_per_bucket"_a = defaults.num_pairs_per_bucket,
                 "max_rel_dist"_a = defaults.max_rel_dist, "covariance_epsilon"_a = defaults.covariance_epsilon,
-                "sliding_window"_a = defaults.sliding_window, "The options, by keyword; defaults as docs/method.md §2.")
+                "sliding_window"_a = defaults.sliding_window,
+                "The options, by keyword; defaults as docs/method.md §2.")
             .def_rw("max_tokens_per_head", &ap::head_options::max_tokens_per_head,
                     "Cap on queries and on keys per head (§2.2), >= 2.")
             .def_rw("normality_max_dims", &ap::head_options::normality_max_dims,
@@ -207,10 +209,13 @@ namespace
             .def_ro("plasticity", &ap::bucket_profile::plasticity, "AP_j; NaN without pairs.")
             .def_ro("n_pairs", &ap::bucket_profile::n_pairs, "Pairs of all the cells of the bucket.");
         nb::class_<ap::stage_timings>(m, "StageTimings", "Wall time of each stage of analyze_head, in seconds.")
-            .def_ro("preparation", &ap::stage_timings::preparation, "Checks, orientation, subsampling, query conversion (s).")
-            .def_ro("regression", &ap::stage_timings::regression, "Position regression, scalar predictability, query rotation (s).")
+            .def_ro("preparation", &ap::stage_timings::preparation,
+                    "Checks, orientation, subsampling, query conversion (s).")
+            .def_ro("regression", &ap::stage_timings::regression,
+                    "Position regression, scalar predictability, query rotation (s).")
             .def_ro("rotation", &ap::stage_timings::rotation, "Key conversion and rotation (s).")
-            .def_ro("normality", &ap::stage_timings::normality, "Component-0 fit, first-component and noise summaries (s).")
+            .def_ro("normality", &ap::stage_timings::normality,
+                    "Component-0 fit, first-component and noise summaries (s).")
             .def_ro("bucket_statistics", &ap::stage_timings::bucket_statistics, "Component weights, query models (s).")
             .def_ro("sampling", &ap::stage_timings::sampling, "Key buckets, eligible cells, pair sampling (s).")
             .def_ro("kernel", &ap::stage_timings::kernel, "Key differences, moments and plasticity, aggregates (s).")
@@ -228,7 +233,8 @@ namespace
                 "profile", [](const py_head_result& r) { return r.result.profile; },
                 "list of BucketProfile (head_profile.csv), by q_bucket.")
             .def_prop_ro(
-                "component_r2", [](nb::handle s) { return field_view(nb::cast<py_head_result&>(s).result.component_r2, s); },
+                "component_r2",
+                [](nb::handle s) { return field_view(nb::cast<py_head_result&>(s).result.component_r2, s); },
                 "R2_d of the position regression (§2.3), float64 [d].")
             .def_prop_ro(
                 "component_weight",

@@ -141,7 +141,8 @@ namespace
             "Phi(z) within about 2e-15 absolute: a cubic Hermite spline on [-8.5, 8.5], erfc outside\n"
             "(the Phi of the KS statistic, docs/method.md §7.4). Elementwise, as normal_cdf.");
         m.def(
-            "plasticity_from_z", [](nb::handle z) { return elementwise("plasticity_from_z", z, ap::plasticity_from_z); },
+            "plasticity_from_z",
+            [](nb::handle z) { return elementwise("plasticity_from_z", z, ap::plasticity_from_z); },
             nb::sig("def plasticity_from_z(z: float | numpy.typing.ArrayLike) -> "
                     "float | numpy.typing.NDArray[numpy.float64]"),
             "z"_a,
@@ -152,10 +153,11 @@ namespace
 
     void bind_random(nb::module_& m)
     {
-        nb::class_<py_rng>(m, "Rng",
-                           "xoshiro256** seeded through splitmix64 (docs/method.md §6.1): the generator of every random\n"
-                           "stream of the method; a seed gives the same numbers on every platform. Functions that draw\n"
-                           "from it advance it (and lock it: one thread at a time).")
+        nb::class_<py_rng>(
+            m, "Rng",
+            "xoshiro256** seeded through splitmix64 (docs/method.md §6.1): the generator of every random\n"
+            "stream of the method; a seed gives the same numbers on every platform. Functions that draw\n"
+            "from it advance it (and lock it: one thread at a time).")
             .def(nb::init<std::uint64_t>(), "seed"_a = 0, "rng(seed).")
             .def(
                 "__call__",
@@ -183,8 +185,9 @@ namespace
                 },
                 "Uniform float in [0, 1) with 53 random bits (docs/method.md §6.2).");
 
-        nb::class_<py_normal_generator>(m, "NormalGenerator",
-                                        "Standard normal variates from Rng(seed) by Box-Muller, in pairs (cos, then sin).")
+        nb::class_<py_normal_generator>(
+            m, "NormalGenerator",
+            "Standard normal variates from Rng(seed) by Box-Muller, in pairs (cos, then sin).")
             .def(nb::init<std::uint64_t>(), "seed"_a = 0, "Box-Muller over Rng(seed).")
             .def(
                 "__call__",
@@ -230,10 +233,11 @@ namespace
 
     void bind_sampler(nb::module_& m)
     {
-        nb::class_<ap::key_pairs>(m, "KeyPairs",
-                                  "Sampled key pairs (docs/method.md §5): pair i is (example[i], first[i], second[i]); first\n"
-                                  "and second are positions within the example (sample_key_pairs) or rows of the caller's key\n"
-                                  "table (sample_bucket_key_pairs, cell_key_pairs). int64 arrays [N], read-only views.")
+        nb::class_<ap::key_pairs>(
+            m, "KeyPairs",
+            "Sampled key pairs (docs/method.md §5): pair i is (example[i], first[i], second[i]); first\n"
+            "and second are positions within the example (sample_key_pairs) or rows of the caller's key\n"
+            "table (sample_bucket_key_pairs, cell_key_pairs). int64 arrays [N], read-only views.")
             .def(
                 "__init__",
                 [](ap::key_pairs* self, const array_like& example, const array_like& first,
@@ -266,7 +270,8 @@ namespace
                 },
                 "example"_a, "first"_a, "second"_a, "Pairs from three integer arrays of equal length (copied).")
             .def_prop_ro(
-                "example", [](nb::handle self) { return index_field_view(nb::cast<ap::key_pairs&>(self).example, self); },
+                "example",
+                [](nb::handle self) { return index_field_view(nb::cast<ap::key_pairs&>(self).example, self); },
                 "The example of each pair, int64 [N].")
             .def_prop_ro(
                 "first", [](nb::handle self) { return index_field_view(nb::cast<ap::key_pairs&>(self).first, self); },
@@ -331,17 +336,19 @@ namespace
 
     void bind_plasticity(nb::module_& m)
     {
-        nb::class_<ap::pair_moments>(m, "PairMoments",
-                                     "Per-pair projected moments m = w . mu and v = w Sigma w^T (float64 [N] each; docs/method.md\n"
-                                     "§4.4). After the rescaling of §4.6 (extreme magnitudes) they are a scaled pair with the\n"
-                                     "right ratio m / sqrt(v), not the moments themselves.")
+        nb::class_<ap::pair_moments>(
+            m, "PairMoments",
+            "Per-pair projected moments m = w . mu and v = w Sigma w^T (float64 [N] each; docs/method.md\n"
+            "§4.4). After the rescaling of §4.6 (extreme magnitudes) they are a scaled pair with the\n"
+            "right ratio m / sqrt(v), not the moments themselves.")
             .def(
                 "__init__",
                 [](ap::pair_moments* self, const array_like& mean, const array_like& variance) {
                     const array_arg m_arg = float_array(mean.object, "PairMoments", "mean", 1);
                     const array_arg v_arg = float_array(variance.object, "PairMoments", "variance", 1);
                     auto copy = [](const array_arg& a) {
-                        return visit_float<1>(a, [](const auto& x) { return xt::xtensor<double, 1>(xt::cast<double>(x)); });
+                        return visit_float<1>(
+                            a, [](const auto& x) { return xt::xtensor<double, 1>(xt::cast<double>(x)); });
                     };
                     new (self) ap::pair_moments{copy(m_arg), copy(v_arg)};
                 },
@@ -350,7 +357,8 @@ namespace
                 "mean", [](nb::handle self) { return field_view(nb::cast<ap::pair_moments&>(self).mean, self); },
                 "m per pair, float64 [N] (units of w times units of the query mean).")
             .def_prop_ro(
-                "variance", [](nb::handle self) { return field_view(nb::cast<ap::pair_moments&>(self).variance, self); },
+                "variance",
+                [](nb::handle self) { return field_view(nb::cast<ap::pair_moments&>(self).variance, self); },
                 "v per pair, float64 [N] (squared units of m).")
             .def("__len__", [](const ap::pair_moments& p) { return p.mean.size(); }, "N, the number of pairs.");
 

@@ -130,8 +130,9 @@ namespace
                 "has no variance) and their mean. Returns LinearFit.")
                 .c_str());
 
-        nb::class_<ap::scalar_predictability>(m, "ScalarPredictability",
-                                              "How well s = X beta / ||beta|| predicts y = log2(t + 1) (docs/method.md §2.4).")
+        nb::class_<ap::scalar_predictability>(
+            m, "ScalarPredictability",
+            "How well s = X beta / ||beta|| predicts y = log2(t + 1) (docs/method.md §2.4).")
             .def_ro("r2", &ap::scalar_predictability::r2, "R2 of the OLS y ~ a + b s (q_R2_scalar), in [0, 1].")
             .def_ro("mae_baseline", &ap::scalar_predictability::mae_baseline,
                     "Mean |y - mean y| (q_mae_baseline), log2-position units.")
@@ -249,8 +250,8 @@ namespace
                 "X"_a, "dtype"_a = nb::none(),
                 nb::sig("def apply(self, X: numpy.typing.ArrayLike, dtype: object = None) -> "
                         "numpy.typing.NDArray[numpy.floating]"),
-                doc("X H for an n x d array (rows are vectors), computed as X - 2 (X v) v^T in float64 (docs/method.md\n"
-                    "§2.5). Returns a new array of the given dtype (None: the dtype of X).")
+                doc("X H for an n x d array (rows are vectors), computed as X - 2 (X v) v^T in float64\n"
+                    "(docs/method.md §2.5). Returns a new array of the given dtype (None: the dtype of X).")
                     .c_str());
         m.def(
             "householder_to_e1",
@@ -269,7 +270,8 @@ namespace
         nb::class_<ap::moments_result>(m, "MomentsResult", "Moments of a sample (docs/method.md §7.2-7.3).")
             .def_ro("mean", &ap::moments_result::mean, "The sample mean.")
             .def_ro("std_ddof1", &ap::moments_result::std_ddof1, "ddof=1 standard deviation; NaN for n = 1.")
-            .def_ro("skewness", &ap::moments_result::skewness, "scipy.stats.skew(x, bias=False); 0 under zero variance.")
+            .def_ro("skewness", &ap::moments_result::skewness,
+                    "scipy.stats.skew(x, bias=False); 0 under zero variance.")
             .def_ro("excess_kurtosis", &ap::moments_result::excess_kurtosis,
                     "scipy.stats.kurtosis(x, fisher=True, bias=False); 0 under zero variance.")
             .def_ro("zero_variance", &ap::moments_result::zero_variance,
@@ -279,7 +281,8 @@ namespace
             "sample_moments",
             [sample](const array_like& x) {
                 const array_arg a = sample(x.object, "sample_moments");
-                return without_gil([&] { return visit_float<1>(a, [](const auto& v) { return ap::sample_moments(v); }); });
+                return without_gil(
+                    [&] { return visit_float<1>(a, [](const auto& v) { return ap::sample_moments(v); }); });
             },
             "x"_a,
             doc("Mean, ddof=1 std, skewness and excess kurtosis of the 1-D sample x, accumulated in float64\n"
@@ -327,7 +330,8 @@ namespace
             "ks_test_normal",
             [sample](const array_like& x) {
                 const array_arg a = sample(x.object, "ks_test_normal");
-                return without_gil([&] { return visit_float<1>(a, [](const auto& v) { return ap::ks_test_normal(v); }); });
+                return without_gil(
+                    [&] { return visit_float<1>(a, [](const auto& v) { return ap::ks_test_normal(v); }); });
             },
             "x"_a,
             doc("scipy.stats.kstest(x, 'norm') (method 'exact': kstwo.sf(D, n)) for the 1-D sample x\n"
@@ -419,7 +423,9 @@ namespace
             .def_rw("min_count", &ap::bucket_options::min_count, "Fewest rows of a kept bucket (>= 2).")
             .def_rw("first_component", &ap::bucket_options::first_component, "First component of the statistics.")
             .def_rw("epsilon", &ap::bucket_options::epsilon, "Ridge added to the covariance's diagonal.");
-        nb::class_<ap::bucket_statistics>(m, "BucketStatistics", "Statistics of one query bucket (docs/method.md §2.10).")
+        nb::class_<ap::bucket_statistics>(
+            m, "BucketStatistics",
+            "Statistics of one query bucket (docs/method.md §2.10).")
             .def_ro("bucket", &ap::bucket_statistics::bucket, "Bucket id j.")
             .def_ro("count", &ap::bucket_statistics::count, "n_j, rows in the bucket.")
             .def_ro("tau", &ap::bucket_statistics::tau, "tau_j, the mean position (tokens).")
@@ -473,7 +479,8 @@ namespace
                 "__init__",
                 [](ap::bucket_query_model* self, std::int64_t bucket, std::size_t n_queries, double tau,
                    double position_mean, double position_variance, const ap::gaussian& semantic) {
-                    new (self) ap::bucket_query_model{bucket, n_queries, tau, position_mean, position_variance, semantic};
+                    new (self)
+                        ap::bucket_query_model{bucket, n_queries, tau, position_mean, position_variance, semantic};
                 },
                 "bucket"_a, "n_queries"_a, "tau"_a, "position_mean"_a, "position_variance"_a, "semantic"_a,
                 "A model given by its parts (semantic: Gaussian of components 1..d-1), e.g. for\n"
@@ -514,9 +521,10 @@ namespace
 
     void bind_cells(nb::module_& m)
     {
-        nb::class_<ap::example_groups>(m, "ExampleGroups",
-                                       "The keys of one key bucket grouped into examples (docs/method.md §2.12): example b holds\n"
-                                       "rows[offsets[b]:offsets[b + 1]], ordered by position (ties in row order).")
+        nb::class_<ap::example_groups>(
+            m, "ExampleGroups",
+            "The keys of one key bucket grouped into examples (docs/method.md §2.12): example b holds\n"
+            "rows[offsets[b]:offsets[b + 1]], ordered by position (ties in row order).")
             .def_prop_ro(
                 "example_id",
                 [](nb::handle s) { return vector_field_view(nb::cast<ap::example_groups&>(s).example_id, s); },
@@ -536,7 +544,8 @@ namespace
             .def_ro("examples", &ap::key_bucket::examples, "Its keys by example.");
         nb::bind_vector<std::vector<ap::key_bucket>>(m, "KeyBucketList",
                                                      "The key buckets of a head, in increasing id (group_key_buckets).")
-            .def("__len__", [](const std::vector<ap::key_bucket>& v) { return v.size(); }, "The number of key buckets.");
+            .def(
+                "__len__", [](const std::vector<ap::key_bucket>& v) { return v.size(); }, "The number of key buckets.");
         m.def(
             "group_key_buckets",
             [](const array_like& positions, const array_like& buckets, const array_like& example_ids) {
@@ -589,7 +598,9 @@ namespace
             "of §5 over the examples of the key bucket, from Rng(cell_pair_seed(pair_sampler_seed, j, c))\n"
             "(§2.15); none when no example has 2 keys. Returns CellPairs.");
 
-        nb::class_<ap::cell_plasticity>(m, "CellPlasticity", "A row of head_bucket_plasticity.csv (docs/method.md §3.3).")
+        nb::class_<ap::cell_plasticity>(
+            m, "CellPlasticity",
+            "A row of head_bucket_plasticity.csv (docs/method.md §3.3).")
             .def_ro("q_bucket", &ap::cell_plasticity::q_bucket, "Query bucket id j.")
             .def_ro("k_bucket", &ap::cell_plasticity::k_bucket, "Key bucket id c.")
             .def_ro("plasticity", &ap::cell_plasticity::plasticity, "P_jc, mean PP of its pairs; NaN without pairs.")
@@ -601,8 +612,8 @@ namespace
             .def_ro("n_pairs", &ap::bucket_plasticity_result::n_pairs, "Pairs of all its cells.");
         m.def(
             "query_bucket_plasticity",
-            [](const array_like& keys_rot, const std::vector<ap::cell_pairs>& cells, const ap::bucket_query_model& model,
-               nb::handle dtype) {
+            [](const array_like& keys_rot, const std::vector<ap::cell_pairs>& cells,
+               const ap::bucket_query_model& model, nb::handle dtype) {
                 constexpr const char* fn = "query_bucket_plasticity";
                 const array_arg k = float_array(keys_rot.object, fn, "keys_rot", 2);
                 const precision t = precision_arg(dtype, fn);
@@ -626,15 +637,20 @@ namespace
 
     void bind_aggregates_and_seeds(nb::module_& m)
     {
-        nb::class_<ap::plasticity_aggregates_result>(m, "PlasticityAggregates",
-                                                     "The aggregates of a head (docs/method.md §2.14); NaN where undefined.")
-            .def_ro("ap_overall", &ap::plasticity_aggregates_result::ap_overall, "sum n_j AP_j / sum n_j over the buckets with a defined AP_j.")
-            .def_ro("ap_first20", &ap::plasticity_aggregates_result::ap_first20, "The same over the buckets with tau_j < 0.2 C.")
-            .def_ro("ap_last20", &ap::plasticity_aggregates_result::ap_last20, "The same over the buckets with tau_j >= 0.8 C.")
+        nb::class_<ap::plasticity_aggregates_result>(
+            m, "PlasticityAggregates",
+            "The aggregates of a head (docs/method.md §2.14); NaN where undefined.")
+            .def_ro("ap_overall", &ap::plasticity_aggregates_result::ap_overall,
+                    "sum n_j AP_j / sum n_j over the buckets with a defined AP_j.")
+            .def_ro("ap_first20", &ap::plasticity_aggregates_result::ap_first20,
+                    "The same over the buckets with tau_j < 0.2 C.")
+            .def_ro("ap_last20", &ap::plasticity_aggregates_result::ap_last20,
+                    "The same over the buckets with tau_j >= 0.8 C.")
             .def_ro("ap_drop", &ap::plasticity_aggregates_result::ap_drop, "ap_first20 - ap_last20.");
         m.def(
             "plasticity_aggregates",
-            [](const array_like& tau, const array_like& n_queries, const array_like& plasticity, double context_length) {
+            [](const array_like& tau, const array_like& n_queries, const array_like& plasticity,
+               double context_length) {
                 constexpr const char* fn = "plasticity_aggregates";
                 const array_arg t = double_array(tau.object, fn, "tau");
                 const array_arg n = double_array(n_queries.object, fn, "n_queries");
@@ -651,9 +667,10 @@ namespace
                 "ap_first20 - ap_last20. Returns PlasticityAggregates.")
                 .c_str());
 
-        nb::class_<ap::head_id>(m, "HeadId",
-                                "Which head (docs/method.md §1.3): layer, query head and the key head of its GQA group;\n"
-                                "layer and q_head seed the pair sampler (§2.15).")
+        nb::class_<ap::head_id>(
+            m, "HeadId",
+            "Which head (docs/method.md §1.3): layer, query head and the key head of its GQA group;\n"
+            "layer and q_head seed the pair sampler (§2.15).")
             .def(
                 "__init__",
                 [](ap::head_id* self, std::int64_t layer, std::int64_t q_head, std::int64_t k_head) {

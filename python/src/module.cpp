@@ -81,7 +81,8 @@ namespace
         }
         if (nb::isinstance<nb::str>(obj) || nb::isinstance<nb::bytes>(obj) || obj.is_none())
         {
-            throw nb::type_error((std::string(fn) + ": " + name + " must be an array, got " + python_type_name(obj)).c_str());
+            throw nb::type_error(
+                (std::string(fn) + ": " + name + " must be an array, got " + python_type_name(obj)).c_str());
         }
         nb::object converted;
         try
@@ -90,7 +91,8 @@ namespace
         }
         catch (const nb::python_error&)
         {
-            throw nb::type_error((std::string(fn) + ": " + name + " must be an array, got " + python_type_name(obj)).c_str());
+            throw nb::type_error(
+                (std::string(fn) + ": " + name + " must be an array, got " + python_type_name(obj)).c_str());
         }
         if (nb::try_cast(converted, out, false))
         {
@@ -279,7 +281,7 @@ precision precision_arg(const nb::handle& dtype, const char* fn, const char* nam
 
 namespace
 {
-const char* const module_doc = R"doc(attention_plasticity: whether attention heads choose keys by content or by position.
+const char* const module_doc = R"doc(attention_plasticity: attention heads choosing keys by content or by position.
 
 The compiled core of the package: every step of the method (docs/method.md §2), the
 pair-plasticity kernel (§4), the key-pair sampler (§5), the random streams (§6), the

@@ -52,7 +52,8 @@ def test_every_public_name_has_a_docstring():
             if not documented(obj.__doc__, name):
                 missing.append(name)
             for attr, value in vars(obj).items():
-                if (attr.startswith("_") and attr not in ("__init__", "__call__", "__len__")) or isinstance(value, type):
+                special = attr in ("__init__", "__call__", "__len__")
+                if (attr.startswith("_") and not special) or isinstance(value, type):
                     continue  # (nested types: nanobind's iterator types, made on first use)
                 if callable(value) or isinstance(value, (property, staticmethod, classmethod)):
                     if not documented(getattr(value, "__doc__", None), attr):

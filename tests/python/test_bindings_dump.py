@@ -109,7 +109,8 @@ def test_selection_metadata_and_config_file(dumps, tmp_path):
     pd.testing.assert_frame_equal(sampled.head_metrics, kept.reset_index(drop=True))
     # options from a YAML file, keywords over it
     config = tmp_path / "run.yaml"
-    config.write_text("num_q_heads: 4\nnum_k_heads: 2\nseed: 9\nlayers: [0]\noutput_dir: %s\n" % (tmp_path / "yaml_out"))
+    config.write_text("num_q_heads: 4\nnum_k_heads: 2\nseed: 9\nlayers: [0]\n"
+                      "output_dir: %s\n" % (tmp_path / "yaml_out"))
     from_file = ap.analyze_dump(dumps["npy"], config=config, seed=0, progress=False)
     assert from_file.output_dir == str(tmp_path / "yaml_out")
     pd.testing.assert_frame_equal(from_file.head_metrics, full[full.layer == 0].reset_index(drop=True))
@@ -200,7 +201,8 @@ def test_progress_bar_and_write_afterwards(dumps, tmp_path, capfd):
 
 def test_command_line_is_ap_analyzes(dumps, tmp_path):
     cli = [sys.executable, "-m", "attention_plasticity"]
-    proc = bu.check_run(cli + ["--data-root", dumps["parquet"], "--output-dir", tmp_path / "out", "--threads", 3] + LAYOUT)
+    proc = bu.check_run(cli + ["--data-root", dumps["parquet"], "--output-dir", tmp_path / "out", "--threads", 3]
+                        + LAYOUT)
     assert bu.result_files(tmp_path / "out") == dumps["csv"]
     assert "8 of the 8 query heads of the layout present: 8 analyzed, 0 failed" in proc.stderr
     helps = [bu.check_run(cli + ["--help"]).stdout, bu.check_run([bu.ap_analyze(), "--help"]).stdout]

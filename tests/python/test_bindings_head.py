@@ -149,13 +149,15 @@ def test_analyze_head_errors():
     keys = ap.Tokens(k, position, bucket, example_id)
     with pytest.raises(ap.InvalidArgumentError, match="analyze_head: needs at least 2 queries, got 1"):
         ap.analyze_head(ap.Tokens(q[:1], position[:1], bucket[:1]), keys)
-    with pytest.raises(ap.InvalidArgumentError, match="analyze_head: queries columns disagree: 400 vectors, 399 positions"):
+    with pytest.raises(ap.InvalidArgumentError,
+                       match="analyze_head: queries columns disagree: 400 vectors, 399 positions"):
         ap.analyze_head(ap.Tokens(q, position[:-1], bucket), keys)
     with pytest.raises(ap.InvalidArgumentError, match="queries.vectors has d = 3 columns but keys.vectors has d = 4"):
         ap.analyze_head(ap.Tokens(np.ascontiguousarray(q[:, :3]), position, bucket), keys)
     bad = q.copy()
     bad[17, 2] = np.nan
-    with pytest.raises(ap.DomainError, match=r"analyze_head: queries.vectors has a non-finite value \(nan\) at row 17, column 2"):
+    with pytest.raises(ap.DomainError,
+                       match=r"analyze_head: queries.vectors has a non-finite value \(nan\) at row 17, column 2"):
         ap.analyze_head(ap.Tokens(bad, position, bucket), keys)
     negative = position.copy()
     negative[5] = -1

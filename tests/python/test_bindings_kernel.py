@@ -253,7 +253,8 @@ def test_extreme_magnitudes_are_rescaled_exactly():
     w = rng.standard_normal((200, 6))
     mu, sigma = model(6, seed=9)
     base = ap.pair_plasticity(w, mu, sigma)
-    for scale_w, scale_mu, scale_sigma in ((2.0**300, 1, 1), (2.0**-600, 2.0**200, 2.0**400), (1, 2.0**-500, 2.0**-1000)):
+    scales = ((2.0**300, 1, 1), (2.0**-600, 2.0**200, 2.0**400), (1, 2.0**-500, 2.0**-1000))
+    for scale_w, scale_mu, scale_sigma in scales:
         np.testing.assert_allclose(ap.pair_plasticity(w * scale_w, mu * scale_mu, sigma * scale_sigma), base,
                                    rtol=1e-12, atol=0)
 
@@ -274,7 +275,8 @@ def test_key_differences():
     with pytest.raises(ap.InvalidArgumentError, match=r"second\[0\] = -1 is out of range"):
         ap.key_differences(keys, [0], [-1])
     keys[3, 2] = np.inf
-    with pytest.raises(ap.DomainError, match=r"key_differences: keys has a non-finite value \(inf\) at row 3, column 2"):
+    with pytest.raises(ap.DomainError,
+                       match=r"key_differences: keys has a non-finite value \(inf\) at row 3, column 2"):
         ap.key_differences(keys, [3], [0])
 
 
@@ -283,11 +285,13 @@ def test_kernel_errors_name_the_function_and_argument():
     with pytest.raises(ap.InvalidArgumentError,
                        match="pair_plasticity: mean has 2 entries but differences has d = 3 columns"):
         ap.pair_plasticity(w, np.zeros(2), np.eye(3))
-    with pytest.raises(ap.InvalidArgumentError, match=r"head_plasticity: covariance must be 3 x 3 \(d = 3\), got 2 x 2"):
+    with pytest.raises(ap.InvalidArgumentError,
+                       match=r"head_plasticity: covariance must be 3 x 3 \(d = 3\), got 2 x 2"):
         ap.head_plasticity(w, np.zeros(3), np.eye(2))
     bad = w.copy()
     bad[2, 1] = np.nan
-    with pytest.raises(ap.DomainError, match=r"pair_moments_full: differences has a non-finite value \(nan\) at row 2, column 1"):
+    with pytest.raises(ap.DomainError,
+                       match=r"pair_moments_full: differences has a non-finite value \(nan\) at row 2, column 1"):
         ap.pair_moments_full(bad, np.zeros(3), np.eye(3))
     with pytest.raises(ap.DomainError, match="negative variance"):
         ap.pair_plasticity(w, np.zeros(3), -np.eye(3))

@@ -45,7 +45,8 @@ def test_orientation_signs():
     np.testing.assert_array_equal(signs, np.where(means < 0, -1.0, 1.0))
     assert signs[3] == -1.0
     assert ap.orientation_signs(np.zeros((3, 2)), [0, 1, 1]).tolist() == [1.0, 1.0]
-    with pytest.raises(ap.InvalidArgumentError, match="orientation_signs: key_buckets has 2 entries but keys has 3 rows"):
+    with pytest.raises(ap.InvalidArgumentError,
+                       match="orientation_signs: key_buckets has 2 entries but keys has 3 rows"):
         ap.orientation_signs(np.zeros((3, 2)), [0, 1])
 
 
