@@ -128,11 +128,12 @@ void BM_kernel(benchmark::State& state)
         best_gemm = std::min(best_gemm, seconds_of([&] { run_gemm(p); }));
         best_kernel = std::min(best_kernel, seconds_of([&] { benchmark::DoNotOptimize(run_kernel(p)); }));
     }
-    const double flops = 2.0 * n * d * d + 4.0 * n * d;
+    const double nd = static_cast<double>(n), dd = static_cast<double>(d);
+    const double flops = 2.0 * nd * dd * dd + 4.0 * nd * dd;
     state.counters["GFLOPs"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
     state.counters["best_us"] = best_kernel * 1e6;
     state.counters["gemm_us"] = best_gemm * 1e6;
-    state.counters["gemm_GFLOPs"] = 2.0 * n * d * d / best_gemm * 1e-9;
+    state.counters["gemm_GFLOPs"] = 2.0 * nd * dd * dd / best_gemm * 1e-9;
     state.counters["vs_gemm"] = best_gemm / best_kernel;
 }
 
@@ -162,7 +163,8 @@ void BM_gemm(benchmark::State& state)
     {
         run_gemm(p);
     }
-    state.counters["GFLOPs"] = benchmark::Counter(2.0 * n * d * d, benchmark::Counter::kIsIterationInvariantRate,
+    const double nd = static_cast<double>(n), dd = static_cast<double>(d);
+    state.counters["GFLOPs"] = benchmark::Counter(2.0 * nd * dd * dd, benchmark::Counter::kIsIterationInvariantRate,
                                                   benchmark::Counter::kIs1000);
 }
 BENCHMARK_TEMPLATE(BM_gemm, float)->Apply(kernel_args);

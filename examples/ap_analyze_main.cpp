@@ -9,6 +9,11 @@
 // Heads run on `threads` workers. A worker loads one query head (and the key head of its GQA
 // group, shared with the other query heads of the group and freed after the last of them),
 // analyzes it and keeps only the formatted rows, so memory stays near `threads` heads' data.
+//
+// With --shard I/N (docs/method.md §8.4) the run analyzes only the heads shard_plan.hpp gives
+// shard I, and its result set holds, besides their rows, the manifest shard.json
+// (shard_manifest.hpp) that ap_merge needs; a shard writes its set even when none of its
+// heads succeeded (or it has none), so that the merge sees it finished.
 
 #include <algorithm>
 #include <cstdio>
@@ -23,6 +28,8 @@
 #include "head_runner.hpp"
 #include "progress.hpp"
 #include "result_set.hpp"
+#include "shard_manifest.hpp"
+#include "shard_plan.hpp"
 
 // From OpenBLAS; declared here because the system <cblas.h> clashes with xtensor-blas.
 extern "C" void openblas_set_num_threads(int);
@@ -34,6 +41,7 @@ int main(int argc, char** argv)
     analyze_config config;
     std::optional<dump_scan> scan;
     std::optional<head_plan> plan;
+    std::optional<shard_selection> shard;
     try
     {
         const auto parsed = parse_analyze_command_line(argc, argv);
@@ -46,6 +54,11 @@ int main(int argc, char** argv)
         scan = scan_dump(config.data_root);
         const dump_layout layout = resolve_layout(*scan, config.layout, read_dump_metadata(config.data_root));
         plan = plan_heads(*scan, layout, config.selection);
+        if (config.shard)
+        {
+            shard = select_shard(config.data_root, plan->heads, config.options.max_tokens_per_head, *config.shard);
+            plan->heads = shard->heads;
+        }
     }
     catch (const std::exception& e)
     {
@@ -57,7 +70,12 @@ int main(int argc, char** argv)
     std::optional<result_set_writer> writer;
     try
     {
-        writer.emplace(config.output_dir, result_file_names());
+        std::vector<std::string> names = result_file_names();
+        if (shard)
+        {
+            names.emplace_back(shard_manifest_file);
+        }
+        writer.emplace(config.output_dir, names);
     }
     catch (const std::exception& e)
     {
@@ -73,8 +91,15 @@ int main(int argc, char** argv)
     openblas_set_num_threads(1);
 
     const std::size_t total = plan->heads.size();
-    const std::size_t threads = std::min(config.worker_threads(), total);
+    const std::size_t threads = std::max<std::size_t>(1, std::min(config.worker_threads(), total));
     std::fprintf(stderr, "ap_analyze: %s\n", run_plan_line(config, *plan, threads).c_str());
+    if (shard)
+    {
+        std::fprintf(stderr, "ap_analyze: shard %s: %s of the run's %zu (%llu of %llu tokens)\n",
+                     config.shard->text().c_str(), plural(total, "head", "heads").c_str(), shard->run_heads,
+                     static_cast<unsigned long long>(shard->shard_tokens),
+                     static_cast<unsigned long long>(shard->run_tokens));
+    }
 
     progress_reporter progress(total);
     run_state state;
@@ -91,8 +116,19 @@ int main(int argc, char** argv)
 
     const std::size_t failed = progress.failed();
     const std::size_t analyzed = total - failed;
-    const std::string counts = run_counts_text(*plan, analyzed, failed);
-    if (analyzed == 0)
+    std::string counts = std::to_string(plan->present_heads) + " of the " + std::to_string(plan->layout_heads)
+                         + " query heads of the layout present";
+    const std::size_t run_heads = shard ? shard->run_heads : total;
+    if (run_heads != plan->present_heads)
+    {
+        counts += ", " + std::to_string(run_heads) + " of them selected";
+    }
+    if (shard)
+    {
+        counts += "; shard " + config.shard->text() + ": " + plural(total, "head", "heads");
+    }
+    counts += ": " + std::to_string(analyzed) + " analyzed, " + std::to_string(failed) + " failed";
+    if (analyzed == 0 && !shard)
     {
         writer->abandon();
         std::fprintf(stderr, "ap_analyze: %s; no head was analyzed, so %s\n", counts.c_str(),
@@ -100,9 +136,25 @@ int main(int argc, char** argv)
                                                : ("nothing was written to " + config.output_dir).c_str());
         return 1;
     }
+    std::string manifest_text;
     try
     {
-        writer->commit(result_files(analyzed_rows(state)));
+        std::vector<result_file> files = result_files(analyzed_rows(state));
+        if (shard)
+        {
+            std::vector<const head_rows*> head_rows_or_null;
+            std::vector<std::string> errors;
+            for (std::size_t i = 0; i < total; ++i)
+            {
+                head_rows_or_null.push_back(state.results[i] ? &*state.results[i] : nullptr);
+                errors.push_back(state.failures[i] ? state.failures[i]->file + ": " + state.failures[i]->reason
+                                                   : std::string());
+            }
+            manifest_text = manifest_json(make_shard_manifest(std::string("ap_analyze ") + AP_VERSION, config, *plan,
+                                                              *shard, head_rows_or_null, errors, progress.elapsed()));
+            files.push_back({shard_manifest_file, {manifest_text}});
+        }
+        writer->commit(files);
     }
     catch (const std::exception& e)
     {
@@ -117,7 +169,7 @@ int main(int argc, char** argv)
         head_seconds += s;
     }
     std::fprintf(stderr, "ap_analyze: %s, in %s (%.3f s per head); results in %s\n", counts.c_str(),
-                 format_seconds(progress.elapsed()).c_str(), head_seconds / static_cast<double>(total),
+                 format_seconds(progress.elapsed()).c_str(), total ? head_seconds / static_cast<double>(total) : 0.0,
                  config.output_dir.c_str());
     return failed > 0 ? 1 : 0;
 }

@@ -7,7 +7,9 @@
 // number of threads nor on which process analyzed which head (a merge of shards assembles
 // the same bytes). Numbers: format_number() below, the one formatting of every program.
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -129,6 +131,18 @@ inline std::vector<std::string> result_file_names()
         names.emplace_back(table.file);
     }
     return names;
+}
+
+/// How many rows one head has in each file of result_tables(), in that order.
+inline std::vector<std::uint64_t> row_counts(const head_rows& rows)
+{
+    std::vector<std::uint64_t> counts;
+    for (const auto& table : result_tables())
+    {
+        const std::string& text = rows.*(table.rows);
+        counts.push_back(static_cast<std::uint64_t>(std::count(text.begin(), text.end(), '\n')));
+    }
+    return counts;
 }
 
 /// The files of a result set from the rows of its heads, in the order given (the caller

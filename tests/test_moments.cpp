@@ -133,3 +133,72 @@ TEMPLATE_TEST_CASE("moments: invariances", "[moments]", float, double)
         CHECK(ap::skewness(xt::view(twice, xt::all(), 1)) == ap::skewness(xd));
     }
 }
+
+TEMPLATE_TEST_CASE("moments are scale-free at any magnitude: 1e80, 1e103, 1e155, 1e300, 2^1000, subnormals",
+                   "[moments][extreme]", float, double)
+{
+    // Skewness and kurtosis do not depend on the scale. The float cases are read as double.
+    for (const auto& c : normality_ref::moment_cases)
+    {
+        const auto x = ap_test::vector_of<double>(c.data, c.n);
+        for (double scale : {1e-300, 1e-200, 1e80, 1e103, 1e155, 1e200, 1e300})
+        {
+            CAPTURE(c.name, scale);
+            const xt::xtensor<double, 1> y = x * scale;
+            const double s = ap::skewness(y), k = ap::excess_kurtosis(y);
+            CHECK(near_rel(s, c.a, 1e-10, 1e-14));
+            CHECK(near_rel(k, c.b, 1e-10, 1e-14));
+            const auto m = ap::sample_moments(y);
+            CHECK(near_rel(m.mean, c.mean * scale, 1e-12));
+            CHECK(near_rel(m.std_ddof1, c.std_ddof1 * scale, 1e-12));
+            const auto r = ap::standardized_normality(y);
+            CHECK(near_rel(r.skewness, c.a, 1e-10, 1e-14));
+            CHECK(near_rel(r.excess_kurtosis, c.b, 1e-10, 1e-14));
+            CHECK(std::fabs(r.ks_p_value - c.std_ks_p) <= 1e-6);
+        }
+        // Powers of two: exactly the values of the unscaled sample, down to subnormals (whose
+        // rounding is compared against the same rounded values scaled back up).
+        for (int e : {-1060, -1030, -1000, -500, 500, 1000})
+        {
+            CAPTURE(c.name, e);
+            const xt::xtensor<double, 1> y = ap_test::ldexp_all(x, e);
+            const xt::xtensor<double, 1> back = ap_test::ldexp_all(y, -e);
+            CHECK(ap::skewness(y) == ap::skewness(back));
+            CHECK(ap::excess_kurtosis(y) == ap::excess_kurtosis(back));
+            CHECK(ap::standardized_normality(y).ks_p_value == ap::standardized_normality(back).ks_p_value);
+        }
+    }
+    // Values near +-DBL_MAX, whose mean and deviations overflow if formed directly.
+    const double big = std::numeric_limits<double>::max();
+    const xt::xtensor<double, 1> extreme = {big, -big, 0.5 * big, -0.25 * big, big};
+    const xt::xtensor<double, 1> reduced = ap_test::ldexp_all(extreme, -1000);
+    CHECK(ap::skewness(extreme) == ap::skewness(reduced));
+    CHECK(ap::excess_kurtosis(extreme) == ap::excess_kurtosis(reduced));
+    const auto m = ap::sample_moments(extreme);
+    CHECK(m.mean == std::ldexp(ap::sample_moments(reduced).mean, 1000));
+}
+
+TEST_CASE("moments: near-zero skewness and excess kurtosis keep their relative accuracy at n = 1e6",
+          "[moments][accuracy]")
+{
+    for (const auto& c : normality_ref::large_moment_cases)
+    {
+        ap_test::box_muller normal(c.seed);
+        xt::xtensor<double, 1> x = xt::xtensor<double, 1>::from_shape({c.n});
+        for (auto& v : x)
+        {
+            v = normal() + c.shift;
+        }
+        const double s = ap::skewness(x);
+        const double k = ap::excess_kurtosis(x);
+        const double es = std::fabs(s - c.skewness) / std::fabs(c.skewness);
+        const double ek = std::fabs(k - c.excess_kurtosis) / std::fabs(c.excess_kurtosis);
+        const double scipy_es = std::fabs(c.scipy_skewness - c.skewness) / std::fabs(c.skewness);
+        const double scipy_ek = std::fabs(c.scipy_excess_kurtosis - c.excess_kurtosis) / std::fabs(c.excess_kurtosis);
+        std::printf("[moments] %s: relative error skewness %.2e (SciPy %.2e), excess kurtosis %.2e (SciPy %.2e)\n",
+                    c.name, es, scipy_es, ek, scipy_ek);
+        CAPTURE(c.name, ap_test::sci(es), ap_test::sci(ek));
+        CHECK(es <= 1e-11);
+        CHECK(ek <= 1e-11);
+    }
+}

@@ -23,19 +23,12 @@ namespace ap = attention_plasticity;
 using ap_test::near_rel;
 using ap_test::sci;
 
+using ap_test::rel_err;
+
 namespace
 {
 constexpr double inf = std::numeric_limits<double>::infinity();
 constexpr double nan_d = std::numeric_limits<double>::quiet_NaN();
-
-double rel_err(double value, double reference)
-{
-    if (value == reference)
-    {
-        return 0.0;
-    }
-    return std::fabs(value - reference) / std::max(std::fabs(reference), std::numeric_limits<double>::min());
-}
 }  // namespace
 
 TEST_CASE("normal_cdf, normal_sf and plasticity_from_z match SciPy and mpmath for |z| <= 37", "[normal]")

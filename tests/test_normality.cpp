@@ -141,3 +141,28 @@ TEST_CASE("noise_normality edge cases", "[normality]")
     CHECK(a.median_ks_p_value == b.median_ks_p_value);
     CHECK(a.fraction_ks_p_below_alpha == b.fraction_ks_p_below_alpha);
 }
+
+TEST_CASE("noise_normality at extreme magnitudes equals the unscaled summary", "[normality][extreme]")
+{
+    const std::size_t rows = normality_ref::noise_rows, cols = normality_ref::noise_cols;
+    xt::xtensor<double, 2> X = xt::zeros<double>({rows, cols});
+    std::copy(normality_ref::noise_matrix, normality_ref::noise_matrix + rows * cols, X.begin());
+    const auto reference = ap::noise_normality(X, 4, 0.05, 7);
+    for (int e : {-1060, -1000, 330, 515, 1000})
+    {
+        CAPTURE(e);
+        const xt::xtensor<double, 2> Y = ap_test::ldexp_all(X, e);
+        const xt::xtensor<double, 2> back = ap_test::ldexp_all(Y, -e);
+        const auto r = ap::noise_normality(Y, 4, 0.05, 7);
+        const auto rb = ap::noise_normality(back, 4, 0.05, 7);
+        CHECK(r.median_abs_skewness == rb.median_abs_skewness);
+        CHECK(r.median_abs_kurtosis == rb.median_abs_kurtosis);
+        CHECK(r.median_ks_p_value == rb.median_ks_p_value);
+        CHECK(r.fraction_ks_p_below_alpha == rb.fraction_ks_p_below_alpha);
+        if (e > -1000)  // no subnormal rounding: the very values of X
+        {
+            CHECK(r.median_abs_skewness == reference.median_abs_skewness);
+            CHECK(r.median_ks_p_value == reference.median_ks_p_value);
+        }
+    }
+}

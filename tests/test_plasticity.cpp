@@ -37,20 +37,11 @@ using ap_test::sci;
 using ap_test::box_muller;
 using ap_test::matrix_of;
 using ap_test::vector_of;
+using ap_test::rel_err;
 
 namespace
 {
-constexpr double inf = std::numeric_limits<double>::infinity();
 constexpr double nan_d = std::numeric_limits<double>::quiet_NaN();
-
-double rel_err(double value, double reference)
-{
-    if (value == reference)
-    {
-        return 0.0;
-    }
-    return std::fabs(value - reference) / std::max(std::fabs(reference), std::numeric_limits<double>::min());
-}
 
 // Tolerance on PP against the per-pair double-precision reference. Double: the brief's 1e-12.
 // Float: the GEMM W Sigma runs in float (rounding ~ d * 2^-24 relative on v), so ~1e-5.
@@ -737,6 +728,96 @@ TEMPLATE_TEST_CASE("pair_plasticity: a pair's PP does not depend on the magnitud
         }
         CAPTURE(c.name);
         CHECK(wrong == 0);
+    }
+}
+
+TEMPLATE_TEST_CASE("pair_plasticity is exact for subnormal and near-DBL_MAX operands in double (W 2^ew, mu 2^em, "
+                   "Sigma 2^(2 em)), for T = float and double",
+                   "[plasticity][extreme]", float, double)
+{
+    // z = m / sqrt(v) does not change when W's rows, mu and Sigma are scaled by 2^ew, 2^em,
+    // 2^(2 em): the kernel on the extreme doubles must give exactly (bitwise) what it gives on
+    // the same doubles scaled back (exactly) into the ordinary range. Subnormal operands are
+    // rounded when formed; the values scaled back are those rounded ones.
+    using T = TestType;
+    const std::size_t n = core_ref::kernel_n;
+    const std::size_t d = core_ref::kernel_d;
+    const auto scaled = [](const auto& x, int e) { return ap_test::ldexp_all(x, e); };
+    std::size_t combos = 0;
+    for (const auto& c : kernel_cases)
+    {
+        const auto w = matrix_of<double>(core_ref::kernel_w, n, d);
+        const auto mu = vector_of<double>(core_ref::kernel_mu, d);
+        const auto sigma = matrix_of<double>(c.sigma, d, d);
+        for (int ew : {-1060, -1030, -600, 0, 600, 1000})
+        {
+            for (int em : {-530, -300, 0, 300, 510})
+            {
+                CAPTURE(c.name, ew, em);
+                const auto w_x = scaled(w, ew);
+                const auto mu_x = scaled(mu, em);
+                const auto sigma_x = scaled(sigma, 2 * em);
+                const auto pp_x = ap::pair_plasticity<T, double>(w_x, mu_x, sigma_x);
+                const auto pp_r = ap::pair_plasticity<T, double>(scaled(w_x, -ew), scaled(mu_x, -em),
+                                                                 scaled(sigma_x, -2 * em));
+                std::size_t differ = 0;
+                for (std::size_t i = 0; i < n; ++i)
+                {
+                    differ += pp_x(i) == pp_r(i) ? 0 : 1;
+                }
+                CAPTURE(pp_x(0), pp_r(0));
+                CHECK(differ == 0);
+                // The moments' ratio is the exact z of the rescaled computation.
+                const auto m_x = ap::pair_moments_full<T>(w_x, mu_x, sigma_x);
+                const auto m_r = ap::pair_moments_full<T>(scaled(w_x, -ew), scaled(mu_x, -em), scaled(sigma_x, -2 * em));
+                std::size_t z_differ = 0;
+                for (std::size_t i = 0; i < n; ++i)
+                {
+                    const double z_x = m_x.mean(i) / std::sqrt(m_x.variance(i));
+                    const double z_r = m_r.mean(i) / std::sqrt(m_r.variance(i));
+                    const bool same = z_x == z_r || (std::isnan(z_x) && std::isnan(z_r));  // w = 0: 0 / 0
+                    z_differ += same ? 0 : 1;
+                }
+                CHECK(z_differ == 0);
+                ++combos;
+            }
+        }
+    }
+    CHECK(combos == 60);
+}
+
+TEST_CASE("pair_plasticity<float> on double inputs outside float's range: no error, the PP of the data brought "
+          "into range",
+          "[plasticity][extreme]")
+{
+    // W rows 1e39 (above FLT_MAX) and 1e-46 (below float's subnormals), mu 1e-200, Sigma 1e-400
+    // is not a double: use Sigma 2^-1000 with mu 2^-500 instead.
+    const std::size_t n = core_ref::kernel_n;
+    const std::size_t d = core_ref::kernel_d;
+    const auto w = matrix_of<double>(core_ref::kernel_w, n, d);
+    xt::xtensor<double, 2> w_x = w;
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        for (std::size_t j = 0; j < d; ++j)
+        {
+            w_x(i, j) = std::ldexp(w(i, j), i % 2 == 0 ? 130 : -160);  // 2^130 > FLT_MAX, 2^-160 < float's subnormals
+        }
+    }
+    const xt::xtensor<double, 1> mu_x = ap_test::ldexp_all(vector_of<double>(core_ref::kernel_mu, d), -500);
+    for (const auto& c : kernel_cases)
+    {
+        CAPTURE(c.name);
+        const xt::xtensor<double, 2> sigma_x = ap_test::ldexp_all(matrix_of<double>(c.sigma, d, d), -1000);
+        xt::xtensor<float, 1> pp;
+        REQUIRE_NOTHROW(pp = ap::pair_plasticity<float>(w_x, mu_x, sigma_x));
+        const auto pp_in_range = ap::pair_plasticity<float>(w, vector_of<double>(core_ref::kernel_mu, d),
+                                                            matrix_of<double>(c.sigma, d, d));
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            CAPTURE(i, pp(i), pp_in_range(i), c.pp[i]);
+            CHECK(pp(i) == pp_in_range(i));
+            CHECK(rel_err(static_cast<double>(pp(i)), c.pp[i]) < pp_tolerance<float>());
+        }
     }
 }
 

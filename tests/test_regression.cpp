@@ -35,17 +35,10 @@ using ap_test::sci;
 using ap_test::matrix_of;
 using ap_test::vector_of;
 
+using ap_test::rel_err;
+
 namespace
 {
-double rel_err(double value, double reference)
-{
-    if (value == reference)
-    {
-        return 0.0;
-    }
-    return std::fabs(value - reference) / std::max(std::fabs(reference), std::numeric_limits<double>::min());
-}
-
 constexpr double tol = 1e-12;  // relative, against correctly rounded exact references
 }  // namespace
 

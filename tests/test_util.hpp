@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 #include <string>
 
@@ -72,6 +73,27 @@ inline xt::xtensor<std::int64_t, 1> int_column(const std::int64_t* data, std::si
     xt::xtensor<std::int64_t, 1> c = xt::xtensor<std::int64_t, 1>::from_shape({n});
     std::copy(data, data + n, c.begin());
     return c;
+}
+
+/// |value - reference| / |reference| (0 when equal; the reference floored at DBL_MIN).
+inline double rel_err(double value, double reference)
+{
+    if (value == reference)
+    {
+        return 0.0;
+    }
+    return std::fabs(value - reference) / std::max(std::fabs(reference), std::numeric_limits<double>::min());
+}
+
+/// Every value of x times 2^exponent (std::ldexp: exact unless it leaves the double range).
+template <class E>
+E ldexp_all(E x, int exponent)
+{
+    for (auto& v : x)
+    {
+        v = std::ldexp(v, exponent);
+    }
+    return x;
 }
 
 /// |a - b| <= rel |b| + abs_floor.

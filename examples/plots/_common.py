@@ -1,6 +1,6 @@
 """Code shared by the plot scripts: CSV loading and checking, options, saving.
 
-The scripts read the CSVs that ``ap_analyze`` writes (SPEC section 3). Every problem
+The scripts read the CSVs that ``ap_analyze`` writes (docs/method.md §3). Every problem
 with an input (missing file, missing column, unusable value) raises ``InputError``;
 ``run_main`` turns it into one line on stderr and exit status 2.
 """
@@ -18,7 +18,7 @@ import pandas as pd  # noqa: E402
 
 EXIT_INPUT_ERROR = 2
 
-# Columns each script needs (names exactly as SPEC section 3 writes them).
+# Columns each script needs (names exactly as docs/method.md §3 writes them).
 PROFILE_CSV = "head_profile.csv"
 PROFILE_COLUMNS = ("layer", "q_head", "k_head", "q_bucket", "tau", "n_queries",
                    "plasticity", "n_pairs")

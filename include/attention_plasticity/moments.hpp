@@ -5,14 +5,18 @@
 // kurtosis of scipy.stats.skew / kurtosis (bias=False), accumulated in double whatever the
 // input's value type (docs/method.md §2.7, §7).
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
 #include <xtensor/xexpression.hpp>
 
 #include "detail/errors.hpp"
+#include "detail/scaling.hpp"
 #include "detail/strided.hpp"
 
 namespace attention_plasticity
@@ -31,98 +35,226 @@ struct moments_result
 
 namespace detail
 {
-    // Two-pass moments of a contiguous double range (finite values, n >= 1).
-    struct central_sums
+    /// Pairwise summation of M sums at once, as NumPy sums: block(start, length) returns the M
+    /// sums of a block of at most 128 terms (taken in a few interleaved partial sums: independent
+    /// chains that vectorize, combined as a tree), and the block sums are combined pairwise (a
+    /// binary counter): rounding error O((32 + log2(n / 128)) eps) instead of the O(n eps) of
+    /// one running sum.
+    template <std::size_t M, class Block>
+    std::array<double, M> pairwise_sum(std::size_t n, Block&& block)
     {
-        double mean;
-        double m2;  // 1/n central moments
-        double m3;
-        double m4;
-    };
-
-    inline central_sums central_moments(const double* x, std::size_t n) noexcept
-    {
-        const double nd = static_cast<double>(n);
-        double s = 0.0;
-        for (std::size_t i = 0; i < n; ++i)
+        constexpr std::size_t block_size = 128;
+        std::array<double, M> level[64];  // level[k]: the sum of 2^k blocks, when bit k of `blocks` is set
+        std::uint64_t blocks = 0;
+        for (std::size_t start = 0; start < n; start += block_size)
         {
-            s += x[i];
+            std::array<double, M> sum = block(start, std::min(block_size, n - start));
+            std::size_t k = 0;
+            for (; (blocks >> k) & 1u; ++k)
+            {
+                for (std::size_t m = 0; m < M; ++m)
+                {
+                    sum[m] = level[k][m] + sum[m];
+                }
+            }
+            level[k] = sum;
+            ++blocks;
         }
-        double mean = s / nd;
-        // One correction step: makes the mean exact for constant data, so that zero
-        // variance is detected reliably.
-        double c = 0.0;
-        for (std::size_t i = 0; i < n; ++i)
+        std::array<double, M> total{};
+        for (std::size_t k = 0; k < 64; ++k)
         {
-            c += x[i] - mean;
+            if ((blocks >> k) & 1u)
+            {
+                for (std::size_t m = 0; m < M; ++m)
+                {
+                    total[m] += level[k][m];
+                }
+            }
         }
-        mean += c / nd;
-        double s2 = 0.0, s3 = 0.0, s4 = 0.0;
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            const double d = x[i] - mean;
-            const double d2 = d * d;
-            s2 += d2;
-            s3 += d2 * d;
-            s4 += d2 * d2;
-        }
-        return {mean, s2 / nd, s3 / nd, s4 / nd};
+        return total;
     }
 
-    // central_moments of K columns at once, each with exactly the operations and order of
-    // central_moments (identical results): K independent accumulation chains instead of
-    // one latency-bound chain per column.
-    template <std::size_t K>
-    void central_moments_k(const double* const* x, std::size_t n, central_sums* out) noexcept
+    template <std::size_t L>
+    inline double lane_total(const double (&lane)[L]) noexcept
+    {
+        static_assert(L == 4 || L == 8, "4 or 8 lanes");
+        if constexpr (L == 4)
+        {
+            return (lane[0] + lane[1]) + (lane[2] + lane[3]);
+        }
+        else
+        {
+            return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+        }
+    }
+
+    /// Central moments of a finite sample, formed on exactly rescaled values so that nothing
+    /// overflows or underflows for any finite data (skewness and kurtosis are scale-free):
+    /// values are taken as x 2^value_exponent (only when their sum approaches DBL_MAX or the
+    /// subnormal range), deviations as d = (x 2^value_exponent - mean 2^value_exponent)
+    /// 2^deviation_exponent, at most 1. Sums are pairwise.
+    struct central_sums
+    {
+        double mean;             // of x
+        double m2;               // 1/n central moments of the scaled deviations d
+        double m3;
+        double m4;
+        double scaled_mean;      // mean 2^value_exponent = scaled_mean + scaled_mean_low, to twice the
+        double scaled_mean_low;  // precision of a double: deviations are (x - scaled_mean) - scaled_mean_low
+        int value_exponent;      // both in [-1022, 1000]: 2^e is one exact double factor
+        int deviation_exponent;
+    };
+
+    /// A power-of-two exponent that brings x (> 0) to at most 1, in [-1022, 1000].
+    inline int bounded_exponent(double x) noexcept
+    {
+        return std::min(1000, std::max(-1022, power_of_two_exponent(x)));
+    }
+
+    /// Two passes for the mean: the second sums the residuals from the first, which are exact
+    /// near the mean, and keeps their mean as a low-order part (a double mean is off by up to
+    /// half an ulp of itself, which would cost m3 ~ 3 ulp(mean) m2 of an offset sample; the
+    /// correction also makes constant data exactly zero variance). One pass for the powers of
+    /// the deviations, scaled by a power of two from sum |x| + |mean| >= max |x - mean|.
+    /// `Scaled`: the values are multiplied by 2^value_exponent (only for extreme data).
+    template <bool Scaled>
+    central_sums central_moments_of(const double* x, std::size_t n, int value_exponent) noexcept
     {
         const double nd = static_cast<double>(n);
-        double s[K] = {};
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            for (std::size_t k = 0; k < K; ++k)
+        const double value_factor = std::ldexp(1.0, value_exponent);
+        const auto value = [value_factor](double v) { return Scaled ? v * value_factor : v; };
+        const std::array<double, 2> sums = pairwise_sum<2>(n, [&](std::size_t start, std::size_t length) {
+            const double* p = x + start;
+            double s[8] = {}, a[8] = {};
+            std::size_t i = 0;
+            for (; i + 8 <= length; i += 8)
             {
-                s[k] += x[k][i];
+                for (std::size_t k = 0; k < 8; ++k)
+                {
+                    s[k] += value(p[i + k]);
+                    a[k] += std::fabs(value(p[i + k]));
+                }
+            }
+            std::array<double, 2> r{lane_total(s), lane_total(a)};
+            for (; i < length; ++i)
+            {
+                r[0] += value(p[i]);
+                r[1] += std::fabs(value(p[i]));
+            }
+            return r;
+        });
+        if constexpr (!Scaled)
+        {
+            // Sums near overflow, or values in the subnormal range: take them near 1.
+            if (!(sums[1] <= 0x1.0p1000) || (sums[1] < 0x1.0p-900 && sums[1] > 0.0))
+            {
+                double largest = 0.0;
+                for (std::size_t i = 0; i < n; ++i)
+                {
+                    largest = std::max(largest, std::fabs(x[i]));
+                }
+                return central_moments_of<true>(x, n, bounded_exponent(largest));
             }
         }
-        double mean[K];
-        for (std::size_t k = 0; k < K; ++k)
-        {
-            mean[k] = s[k] / nd;
-        }
-        double c[K] = {};
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            for (std::size_t k = 0; k < K; ++k)
+        const double mean = sums[0] / nd;
+        const double low = pairwise_sum<1>(n, [&](std::size_t start, std::size_t length) {
+            const double* p = x + start;
+            double s[8] = {};
+            std::size_t i = 0;
+            for (; i + 8 <= length; i += 8)
             {
-                c[k] += x[k][i] - mean[k];
+                for (std::size_t k = 0; k < 8; ++k)
+                {
+                    s[k] += value(p[i + k]) - mean;
+                }
             }
-        }
-        for (std::size_t k = 0; k < K; ++k)
-        {
-            mean[k] += c[k] / nd;
-        }
-        double s2[K] = {}, s3[K] = {}, s4[K] = {};
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            for (std::size_t k = 0; k < K; ++k)
+            std::array<double, 1> r{lane_total(s)};
+            for (; i < length; ++i)
             {
-                const double d = x[k][i] - mean[k];
+                r[0] += value(p[i]) - mean;
+            }
+            return r;
+        })[0] / nd;
+        central_sums c;
+        c.scaled_mean = mean;
+        c.scaled_mean_low = low;
+        c.mean = std::ldexp(mean + low, -value_exponent);
+        c.value_exponent = value_exponent;
+        c.deviation_exponent = sums[1] > 0.0 ? bounded_exponent(sums[1] + std::fabs(mean)) : 0;
+        const double deviation_factor = std::ldexp(1.0, c.deviation_exponent);
+        // Three sums of four lanes: three of eight would not fit the 16 SSE registers.
+        const std::array<double, 3> powers = pairwise_sum<3>(n, [&](std::size_t start, std::size_t length) {
+            const double* p = x + start;
+            double s2[4] = {}, s3[4] = {}, s4[4] = {};
+            std::size_t i = 0;
+            for (; i + 4 <= length; i += 4)
+            {
+                for (std::size_t k = 0; k < 4; ++k)
+                {
+                    const double d = ((value(p[i + k]) - mean) - low) * deviation_factor;
+                    const double d2 = d * d;
+                    s2[k] += d2;
+                    s3[k] += d2 * d;
+                    s4[k] += d2 * d2;
+                }
+            }
+            std::array<double, 3> r{lane_total(s2), lane_total(s3), lane_total(s4)};
+            for (; i < length; ++i)
+            {
+                const double d = ((value(p[i]) - mean) - low) * deviation_factor;
                 const double d2 = d * d;
-                s2[k] += d2;
-                s3[k] += d2 * d;
-                s4[k] += d2 * d2;
+                r[0] += d2;
+                r[1] += d2 * d;
+                r[2] += d2 * d2;
             }
-        }
-        for (std::size_t k = 0; k < K; ++k)
+            return r;
+        });
+        c.m2 = powers[0] / nd;
+        c.m3 = powers[1] / nd;
+        c.m4 = powers[2] / nd;
+        return c;
+    }
+
+    /// x: n >= 1 finite values.
+    inline central_sums central_moments(const double* x, std::size_t n) noexcept
+    {
+        return central_moments_of<false>(x, n, 0);
+    }
+
+    /// The ddof=1 standard deviation of the scaled deviations (of x: times 2^-(value_exponent +
+    /// deviation_exponent)).
+    inline double scaled_std_ddof1(const central_sums& c, std::size_t n) noexcept
+    {
+        return std::sqrt(c.m2 * static_cast<double>(n) / static_cast<double>(n - 1));
+    }
+
+    /// x <- (x - mean) / std(ddof=1) through the scaled deviations of c (the same values as
+    /// unscaled arithmetic where it does not overflow); divisor 1 when `unit_divisor`.
+    inline void standardize_in_place(double* x, std::size_t n, const central_sums& c, bool unit_divisor) noexcept
+    {
+        const double value_factor = std::ldexp(1.0, c.value_exponent);
+        if (unit_divisor)
         {
-            out[k] = {mean[k], s2[k] / nd, s3[k] / nd, s4[k] / nd};
+            const double back = std::ldexp(1.0, -c.value_exponent);
+            for (std::size_t i = 0; i < n; ++i)
+            {
+                x[i] = ((x[i] * value_factor - c.scaled_mean) - c.scaled_mean_low) * back;
+            }
+            return;
+        }
+        const double deviation_factor = std::ldexp(1.0, c.deviation_exponent);
+        const double sd = scaled_std_ddof1(c, n);
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            x[i] = ((x[i] * value_factor - c.scaled_mean) - c.scaled_mean_low) * deviation_factor / sd;
         }
     }
 
     // SciPy's "all values equal" rule of skew / kurtosis.
     inline bool is_zero_variance(const central_sums& c) noexcept
     {
-        const double r = 1e-15 * c.mean;  // np.finfo(float64).resolution
+        // m2 of x <= (1e-15 mean)^2 (1e-15: np.finfo(float64).resolution), in the units of d.
+        const double r = std::ldexp(1e-15 * (c.scaled_mean + c.scaled_mean_low), c.deviation_exponent);
         return c.m2 <= r * r;
     }
 
@@ -160,7 +292,7 @@ namespace detail
     {
         moments_result r;
         r.mean = c.mean;
-        r.std_ddof1 = n > 1 ? std::sqrt(c.m2 * static_cast<double>(n) / static_cast<double>(n - 1))
+        r.std_ddof1 = n > 1 ? std::ldexp(scaled_std_ddof1(c, n), -(c.value_exponent + c.deviation_exponent))
                             : std::numeric_limits<double>::quiet_NaN();
         r.skewness = skewness_from(c, n);
         r.excess_kurtosis = excess_kurtosis_from(c, n);

@@ -56,12 +56,7 @@ namespace detail
     // x <- (x - mean) / std(ddof=1), divisor 1 under zero variance (docs/method.md §2.8).
     inline void standardize_in_place(double* x, std::size_t n, const central_sums& c) noexcept
     {
-        const double sd = zero_std(c, n) ? 1.0
-                                         : std::sqrt(c.m2 * static_cast<double>(n) / static_cast<double>(n - 1));
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            x[i] = (x[i] - c.mean) / sd;
-        }
+        standardize_in_place(x, n, c, zero_std(c, n));
     }
 
     // numpy.median of a scratch copy (partially reorders v).
@@ -82,7 +77,6 @@ namespace detail
         const double lower = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
         return lower + (upper - lower) * 0.5;  // numpy's lerp of the two middle values
     }
-
 
     /// docs/method.md §2.7 on n contiguous finite values (standardized in place).
     inline residual_normality_result standardized_normality_of(double* values, std::size_t n, ks_workspace& ws)
@@ -158,41 +152,17 @@ namespace detail
         }
     }
 
-    /// Central sums of m contiguous columns of n values, four columns at a time (independent
-    /// accumulation chains; the same values as one column at a time).
-    inline std::vector<central_sums> column_central_sums(const double* columns, std::size_t n, std::size_t m)
-    {
-        std::vector<central_sums> sums(m);
-        constexpr std::size_t group = 4;
-        std::size_t j = 0;
-        for (; j + group <= m; j += group)
-        {
-            const double* cols[group];
-            for (std::size_t k = 0; k < group; ++k)
-            {
-                cols[k] = columns + (j + k) * n;
-            }
-            central_moments_k<group>(cols, n, sums.data() + j);
-        }
-        for (; j < m; ++j)
-        {
-            sums[j] = central_moments(columns + j * n, n);
-        }
-        return sums;
-    }
-
     /// docs/method.md §2.8 on m contiguous columns of n >= 2 finite values (the tested ones
     /// are standardized in place).
     inline noise_normality_result noise_normality_of(double* columns, std::size_t n, std::size_t m,
                                                      const std::vector<char>& tested, double p_alpha,
                                                      ks_workspace& ws)
     {
-        const std::vector<central_sums> sums = column_central_sums(columns, n, m);
         std::vector<double> abs_skew(m), abs_kurt(m), pvals;
         for (std::size_t j = 0; j < m; ++j)
         {
             // Skewness and kurtosis are scale-free: take them from the raw column.
-            const central_sums& c = sums[j];
+            const central_sums c = central_moments(columns + j * n, n);
             const bool zero = zero_std(c, n);
             abs_skew[j] = zero ? 0.0 : std::fabs(skewness_from(c, n));
             abs_kurt[j] = zero ? 0.0 : std::fabs(excess_kurtosis_from(c, n));

@@ -25,6 +25,7 @@
 #include "detail/errors.hpp"
 #include "detail/finite.hpp"
 #include "detail/matrix.hpp"
+#include "detail/scaling.hpp"
 #include "normal.hpp"
 
 namespace attention_plasticity
@@ -125,16 +126,6 @@ namespace detail
         return result;
     }
 
-    /// Power of two that brings x near 1 (exact scaling, mantissas untouched).
-    inline double power_of_two_scale(double x)
-    {
-        if (x == 0.0 || !std::isfinite(x))
-        {
-            return 1.0;
-        }
-        return std::ldexp(1.0, -std::ilogb(x));
-    }
-
     /// True when products of three such magnitudes (w' Sigma w) and sums over k stay far
     /// from overflow and underflow in T.
     template <class T>
@@ -181,25 +172,26 @@ namespace detail
     }
 
     /// The one rescaling (and conversion) of the kernel's operands: dst (rows x cols, dense) =
-    /// src (leading dimension ld) with row i multiplied by row_factor(i) (a power of two, so
-    /// exact) in double, then converted to T.
-    template <class T, class S, class Factor>
-    void scale_rows(const S* src, std::size_t rows, std::size_t cols, std::size_t ld, Factor&& row_factor, T* dst)
+    /// src (leading dimension ld) with row i multiplied by 2^row_exponent(i) (exact) in double,
+    /// then converted to T.
+    template <class T, class S, class Exponent>
+    void scale_rows(const S* src, std::size_t rows, std::size_t cols, std::size_t ld, Exponent&& row_exponent,
+                    T* dst)
     {
         for (std::size_t i = 0; i < rows; ++i)
         {
-            const double factor = row_factor(i);
+            const power_of_two scale(row_exponent(i));
             for (std::size_t j = 0; j < cols; ++j)
             {
-                dst[i * cols + j] = static_cast<T>(static_cast<double>(src[i * ld + j]) * factor);
+                dst[i * cols + j] = static_cast<T>(scale(static_cast<double>(src[i * ld + j])));
             }
         }
     }
 
     /// src as a matrix of T: the caller's buffer itself when it already is one and no scaling
     /// is needed, otherwise a copy through scale_rows.
-    template <class T, class S, class Factor>
-    matrix_view<T> working_matrix(const matrix_view<S>& src, bool scaled, Factor&& row_factor)
+    template <class T, class S, class Exponent>
+    matrix_view<T> working_matrix(const matrix_view<S>& src, bool scaled, Exponent&& row_exponent)
     {
         matrix_view<T> out;
         out.rows = src.rows;
@@ -215,13 +207,13 @@ namespace detail
         }
         out.ld = src.cols;
         out.storage.resize(src.rows * src.cols);
-        scale_rows(src.data, src.rows, src.cols, src.ld, row_factor, out.storage.data());
+        scale_rows(src.data, src.rows, src.cols, src.ld, row_exponent, out.storage.data());
         out.data = out.storage.data();
         return out;
     }
 
     template <class T, class S>
-    vector_view<T> working_vector(const vector_view<S>& src, bool scaled, double factor)
+    vector_view<T> working_vector(const vector_view<S>& src, bool scaled, int exponent)
     {
         vector_view<T> out;
         out.size = src.size;
@@ -234,21 +226,18 @@ namespace detail
             }
         }
         out.storage.resize(src.size);
-        scale_rows(src.data, 1, src.size, src.size, [factor](std::size_t) { return factor; }, out.storage.data());
+        scale_rows(src.data, 1, src.size, src.size, [exponent](std::size_t) { return exponent; }, out.storage.data());
         out.data = out.storage.data();
         return out;
     }
 
-    /// m * factor for the z-recovery of the scaled moments: m = 0 stays 0 (0 * inf would be
-    /// NaN) and a non-zero m keeps its sign when the product underflows (v may be 0).
-    inline double rescale_mean(double m, double factor) noexcept
+    /// m 2^exponent for the z-recovery of the scaled moments (exact unless it overflows, which
+    /// gives +-inf: z is then infinite too): a non-zero m keeps its sign when the result
+    /// underflows (v may be 0).
+    inline double rescale_mean(double m, int exponent) noexcept
     {
-        if (m == 0.0)
-        {
-            return 0.0;
-        }
-        const double r = m * factor;
-        return r != 0.0 ? r : std::copysign(std::numeric_limits<double>::denorm_min(), m);
+        const double r = std::ldexp(m, exponent);
+        return r != 0.0 || m == 0.0 ? r : std::copysign(std::numeric_limits<double>::denorm_min(), m);
     }
 
     /// The positional block of the structured model: mean and variance of component 0.
@@ -261,7 +250,11 @@ namespace detail
     /// The kernel on checked operands read in their own types: W (n x d), the query mean and
     /// covariance (d x d), or with `position` the structured model (mu, Sigma of components
     /// 1..d-1; component 0 has the given mean and variance and is uncorrelated with the rest).
-    /// Rescales by powers of two when a magnitude could overflow or underflow in T.
+    /// When a magnitude could overflow or underflow in T, every row of W, mu and Sigma are
+    /// scaled by powers of two to near 1 (Sigma by an even one), so that m / sqrt(v) of each
+    /// pair is exactly what the unscaled arithmetic gives where it does not overflow, for any
+    /// finite inputs (subnormals and values near DBL_MAX included); the double inputs of a
+    /// float kernel are scaled before they are converted.
     template <class T, class SW, class SMu, class SSigma>
     pair_moments kernel_moments(const matrix_view<SW>& w, bool rows_safe, const vector_view<SMu>& mu,
                                 const matrix_view<SSigma>& sigma, const positional_block* position)
@@ -275,22 +268,27 @@ namespace detail
             sigma_max = std::max(sigma_max, std::fabs(position->variance));
         }
         const bool scaled = !rows_safe || !in_safe_range<T>(mu_max) || !in_safe_range<T>(sigma_max);
-        const double mu_scale = scaled ? power_of_two_scale(mu_max) : 1.0;
-        const double sigma_scale = scaled ? power_of_two_scale(sigma_max) : 1.0;
+        const int mu_exponent = scaled ? power_of_two_exponent(mu_max) : 0;
+        const int sigma_exponent = scaled ? even_power_of_two_exponent(sigma_max) : 0;
         // Each row of W gets its own power of two: z of a row does not depend on its scale.
         const matrix_view<T> wt = working_matrix<T>(w, scaled, [&](std::size_t i) {
-            return scaled ? power_of_two_scale(max_abs(w.row(i), 1, w.cols, w.cols)) : 1.0;
+            return scaled ? power_of_two_exponent(max_abs(w.row(i), 1, w.cols, w.cols)) : 0;
         });
-        const vector_view<T> mut = working_vector<T>(mu, scaled, mu_scale);
-        const matrix_view<T> sigmat = working_matrix<T>(sigma, scaled, [sigma_scale](std::size_t) { return sigma_scale; });
+        const vector_view<T> mut = working_vector<T>(mu, scaled, mu_exponent);
+        const matrix_view<T> sigmat =
+            working_matrix<T>(sigma, scaled, [sigma_exponent](std::size_t) { return sigma_exponent; });
 
         const std::size_t n = w.rows;
         pair_moments result{xt::zeros<double>({n}), xt::zeros<double>({n})};
+        if (n == 0)
+        {
+            return result;  // no rows: W's data pointer may be null, so no offset from it
+        }
         const T* w_rest = wt.data;
         if (position != nullptr)
         {
-            const double scaled_mean = position->mean * mu_scale;
-            const double scaled_variance = position->variance * sigma_scale;
+            const double scaled_mean = power_of_two(mu_exponent)(position->mean);
+            const double scaled_variance = power_of_two(sigma_exponent)(position->variance);
             for (std::size_t i = 0; i < n; ++i)
             {
                 const double w0 = static_cast<double>(wt(i, 0));
@@ -302,14 +300,15 @@ namespace detail
         kernel_workspace<T> workspace;
         accumulate_moments<T>(w_rest, n, k, wt.ld, mut.data, sigmat.data, sigmat.ld, result.mean.data(),
                               result.variance.data(), workspace);
-        // Undo the scaling as far as z = m/sqrt(v) is concerned: row i of m carried c_i * mu_scale
-        // and v carried c_i^2 * sigma_scale; z is invariant to c_i, so only mu and Sigma scales matter.
+        // Undo the scaling as far as z = m/sqrt(v) is concerned: row i of m carried c_i 2^mu_exponent
+        // and v carried c_i^2 2^sigma_exponent; z is invariant to c_i, and 2^(sigma_exponent / 2) is
+        // exact, so m 2^(sigma_exponent / 2 - mu_exponent) / sqrt(v) is the unscaled z.
         if (scaled)
         {
-            const double z_factor = std::sqrt(sigma_scale) / mu_scale;
+            const int z_exponent = sigma_exponent / 2 - mu_exponent;
             for (std::size_t i = 0; i < n; ++i)
             {
-                result.mean(i) = rescale_mean(result.mean(i), z_factor);
+                result.mean(i) = rescale_mean(result.mean(i), z_exponent);
             }
         }
         return result;

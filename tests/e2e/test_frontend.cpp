@@ -189,10 +189,10 @@ TEST_CASE("option table: flags and YAML set the same keys; errors name the optio
     REQUIRE(config);
     CHECK(config->data_root == "D");
     CHECK(config->options.seed == 9);  // a later flag overrides an earlier one
-    CHECK(config->selection.layers->text() == "0-1");
+    CHECK(config->selection.layers->text() == "0,1");  // two indices: canonically "0,1"
     analyze_config c;
     apply_yaml(c, analyze_options(), "heads: [0-1, 5]\nseed: 3\n", "f.yaml");
-    CHECK(c.selection.q_heads->text() == "0-1,5");
+    CHECK(c.selection.q_heads->text() == "0,1,5");
     CHECK(c.selection.heads_label == "f.yaml: heads");
     CHECK(c.options.seed == 3);
     CHECK_THROWS_WITH(apply_yaml(c, analyze_options(), "seed: 1\nseed: 2\n", "f.yaml"), Contains("f.yaml: seed: given twice"));

@@ -1,4 +1,4 @@
-"""A small synthetic set of the driver's four CSVs (SPEC section 3), for the plot tests.
+"""A small synthetic set of the driver's four CSVs (docs/method.md §3), for the plot tests.
 
 Values are made up but shaped like real output: log2 position buckets, plasticity in
 [0, 1], NaN (written as ``nan``) where a head or cell has no value, and cells missing

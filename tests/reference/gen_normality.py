@@ -112,6 +112,39 @@ add_moment_case("n100_t3_offset", 1000.0 + rng.standard_t(3, 100))
 add_moment_case("n1000_lognormal", rng.lognormal(0.0, 0.7, 1000))
 add_moment_case("n1000_uniform", rng.uniform(-2.0, 3.0, 1000))
 
+# Large samples with near-zero skewness and excess kurtosis: their relative accuracy needs
+# accurate sums. The data are Box-Muller normals of ap_random.py (tests/test_util.hpp's
+# box_muller draws the same doubles in C++) plus a shift, too many to write out; the reference
+# is mpmath at 30 digits, SciPy is checked against it.
+mpmath.mp.dps = 30
+
+
+def mp_large_moments(x):
+    xs = [mpmath.mpf(v) for v in x]
+    n = len(xs)
+    mean = mpmath.fsum(xs) / n
+    d = [v - mean for v in xs]
+    d2 = [v * v for v in d]
+    m2 = mpmath.fsum(d2) / n
+    m3 = mpmath.fsum(a * b for a, b in zip(d2, d)) / n
+    m4 = mpmath.fsum(a * a for a in d2) / n
+    skew = mpmath.sqrt((n - 1) * n) / (n - 2) * m3 / m2 ** mpmath.mpf(1.5)
+    kurt = 1 / mpmath.mpf((n - 2) * (n - 3)) * ((n * n - 1) * m4 / m2 ** 2 - 3 * (n - 1) ** 2)
+    return float(skew), float(kurt)
+
+
+large_moment_cases = []  # (name, seed, n, shift, skew, kurt, scipy skew, scipy kurt)
+for name, seed, n, shift in (("n1e6_normal", 31, 10 ** 6, 0.0), ("n1e6_normal_shift1000", 32, 10 ** 6, 1000.0)):
+    x = np.array(ap_random.box_muller(seed, n)) + shift
+    ms, mk = mp_large_moments(x)
+    s = float(scipy.stats.skew(x, bias=False))
+    k = float(scipy.stats.kurtosis(x, fisher=True, bias=False))
+    for a, b in ((s, ms), (k, mk)):
+        if abs(a - b) > 1e-9 * abs(b):
+            sys.exit(f"{name}: SciPy {a!r} vs mpmath {b!r}")
+    large_moment_cases.append((name, seed, n, shift, ms, mk, s, k))
+mpmath.mp.dps = 50
+
 # ------------------------------------------------------------------ KS test on data
 ks_data_cases = []  # (name, data, D, p)
 
@@ -299,6 +332,24 @@ out.append("inline constexpr sample_case moment_cases[] = {")
 for i, (name, data, s, k, mean, sd, std_p) in enumerate(moment_cases):
     out.append(f"    {{\"{name}\", moment_data_{i}, {len(data)}, {lit(s)}, {lit(k)}, {lit(mean)}, {lit(sd)}, "
                f"{lit(std_p)}}},")
+out.append("};")
+out.append("")
+out.append("// ---- large samples: ap_test::box_muller(seed) draws n values, plus shift; skewness and excess")
+out.append("// kurtosis (bias=False) from mpmath at 30 digits, and what SciPy gives (for comparison).")
+out.append("struct large_moment_case")
+out.append("{")
+out.append("    const char* name;")
+out.append("    std::uint64_t seed;")
+out.append("    std::size_t n;")
+out.append("    double shift;")
+out.append("    double skewness;")
+out.append("    double excess_kurtosis;")
+out.append("    double scipy_skewness;")
+out.append("    double scipy_excess_kurtosis;")
+out.append("};")
+out.append("inline constexpr large_moment_case large_moment_cases[] = {")
+for name, seed, n, shift, ms, mk, s, k in large_moment_cases:
+    out.append(f"    {{\"{name}\", {seed}u, {n}, {lit(shift)}, {lit(ms)}, {lit(mk)}, {lit(s)}, {lit(k)}}},")
 out.append("};")
 out.append("")
 out.append("// ---- scipy.stats.kstest(x, 'norm'): statistic and p-value of float32-exact data.")
