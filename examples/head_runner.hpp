@@ -231,6 +231,9 @@ struct head_failure
 {
     std::string file;
     std::string reason;
+
+    /// "FILE: reason".
+    std::string message() const { return file + ": " + reason; }
 };
 
 /// The run's heads, in the plan's order: the rows of each analyzed head, or why it failed
@@ -305,36 +308,7 @@ inline void run_heads(const analyze_config& config, const dump_scan& scan, const
 inline std::string failure_line(const head_task& task, const head_failure& failure)
 {
     return "error: layer " + std::to_string(task.layer) + " q_head " + std::to_string(task.q_head) + ": "
-           + failure.file + ": " + failure.reason;
-}
-
-inline std::string plural(std::uint64_t n, const char* one, const char* many)
-{
-    return std::to_string(n) + " " + (n == 1 ? one : many);
-}
-
-/// The first line of a run: the layout, where it comes from, the heads present and to analyze.
-inline std::string run_plan_line(const analyze_config& config, const head_plan& plan, std::size_t threads)
-{
-    const dump_layout& layout = plan.layout;
-    return plural(layout.num_layers, "layer", "layers") + " x "
-           + plural(layout.num_q_heads, "query head", "query heads") + " ("
-           + plural(layout.num_k_heads, "key head", "key heads") + "; " + layout.origin + ") in "
-           + config.data_root + ": " + plural(plan.present_heads, "query head", "query heads") + " present, "
-           + std::to_string(plan.heads.size()) + " to analyze, " + std::to_string(config.options.num_pairs_per_bucket)
-           + " pairs per cell, " + plural(threads, "thread", "threads");
-}
-
-/// "P of the L query heads of the layout present[, S of them selected]: A analyzed, F failed".
-inline std::string run_counts_text(const head_plan& plan, std::size_t analyzed, std::size_t failed)
-{
-    std::string counts = std::to_string(plan.present_heads) + " of the " + std::to_string(plan.layout_heads)
-                         + " query heads of the layout present";
-    if (plan.heads.size() != plan.present_heads)
-    {
-        counts += ", " + std::to_string(plan.heads.size()) + " of them selected";
-    }
-    return counts + ": " + std::to_string(analyzed) + " analyzed, " + std::to_string(failed) + " failed";
+           + failure.message();
 }
 
 /// The formatted rows of the analyzed heads, in the plan's order (= (layer, q_head)).

@@ -2,8 +2,10 @@
 
 The same flags, --config file, defaults, checks, messages, result set and exit statuses as
 ``build/examples/ap_analyze`` (its option table and run, through the compiled module), and
-qk-sniffer's Parquet folders read directly (``l{LL}h{HH}{q|k}/data.parquet``). Progress is a
-tqdm bar on stderr when stderr is a terminal.
+qk-sniffer's Parquet folders read directly (``l{LL}h{HH}{q|k}/data.parquet``). With
+``--shard I/N`` it analyzes the heads of ``ap_analyze --shard I/N`` and writes the same files,
+shard.json included (ap_merge merges shards of either). Progress is a tqdm bar on stderr when
+stderr is a terminal.
 
 Exit status: 0 every present (selected) head analyzed, 1 some head failed or the set could
 not be written, 2 a usage or configuration error, or an output folder that cannot be used
@@ -14,7 +16,7 @@ import sys
 import time
 
 from . import _core
-from .dump import _run
+from .dump import _run, parquet_rows
 
 PROG = "python -m attention_plasticity"
 
@@ -26,7 +28,7 @@ def main(argv=None):
         print(f"{PROG}: {message}", file=sys.stderr, flush=True)
 
     try:
-        run = _core.DumpRun.from_command_line([PROG] + argv)
+        run = _core.DumpRun.from_command_line([PROG] + argv, parquet_rows=parquet_rows)
     except (ValueError, OSError, RuntimeError) as exc:
         say(exc)
         return 2
@@ -38,13 +40,15 @@ def main(argv=None):
         for note in run.notes():
             say(note)
         say(run.plan_line)
+        if run.shard_line is not None:
+            say(run.shard_line)
         try:
             _run(run, progress=None, warn=False, report=True)
         except KeyboardInterrupt:
             say("interrupted; nothing was written")
             return 130
         counts = run.counts_text()
-        if run.analyzed == 0:
+        if not run.has_results:
             where = (f"the earlier results in {run.output_dir} are left as they were"
                      if run.has_earlier_set() else f"nothing was written to {run.output_dir}")
             run.commit()

@@ -1373,19 +1373,21 @@ def analyze_help(program: str) -> str:
 
 class DumpRun:
     """
-    One run of the dump analysis (the engine of analyze_dump and of python -m attention_plasticity).
-    Made from options, it has checked them, read the layout and planned the heads (UsageError
-    otherwise) and, when it writes, checked and locked the output folder (OutputError).
+    One run of the dump analysis (the engine of analyze_dump and of python -m attention_plasticity):
+    ap_analyze's own (examples/analysis_run.hpp). Made from options, it has checked them, read the
+    layout and planned the heads, those of its shard with `shard` (UsageError otherwise) and, when it
+    writes, checked and locked the output folder (OutputError). parquet_rows(file) -> int: the rows a
+    data.parquet announces, which the shard plan weighs (None: attention_plasticity.dump.parquet_rows).
     """
 
     @staticmethod
-    def from_options(data_root: str, output_dir: object | None = None, config: object | None = None, options: dict = {}) -> DumpRun:
+    def from_options(data_root: str, output_dir: object | None = None, config: object | None = None, options: dict = {}, parquet_rows: object | None = None) -> DumpRun:
         """
         A run configured as analyze_dump(data_root, output_dir, config=..., **options) is.
         """
 
     @staticmethod
-    def from_command_line(argv: Sequence[str]) -> DumpRun:
+    def from_command_line(argv: Sequence[str], parquet_rows: object | None = None) -> DumpRun:
         """
         A run configured by ap_analyze's command line (argv[0] is the program); None for --help.
         """
@@ -1408,7 +1410,9 @@ class DumpRun:
 
     @property
     def heads(self) -> list:
-        """The heads to analyze, (layer, q_head, k_head) in order."""
+        """
+        The heads to analyze (the shard's, with `shard`), (layer, q_head, k_head) in order.
+        """
 
     @property
     def present_heads(self) -> int:
@@ -1419,8 +1423,16 @@ class DumpRun:
         """num_layers x num_q_heads."""
 
     @property
+    def shard(self) -> str | None:
+        """'I/N' when the run is shard I of N (docs/method.md §8.4), else None."""
+
+    @property
     def plan_line(self) -> str:
         """The first line ap_analyze prints for this run."""
+
+    @property
+    def shard_line(self) -> str | None:
+        """The line ap_analyze prints about the run's shard (None without one)."""
 
     def notes(self) -> list[str]:
         """Notes of the output folder's writer (leftovers of other runs, ...)."""
@@ -1440,6 +1452,13 @@ class DumpRun:
     def failed(self) -> int:
         """Heads that failed."""
 
+    @property
+    def has_results(self) -> bool:
+        """
+        Whether there is a result set to write: some head analyzed, or a shard (whose set, with
+        its shard.json, is written even without rows, so that ap_merge sees it finished).
+        """
+
     def failures(self) -> list:
         """
         The failed heads: (index, layer, q_head, k_head, file, reason, line), in (layer, q_head) order.
@@ -1452,12 +1471,13 @@ class DumpRun:
 
     def commit(self) -> bool:
         """
-        Writes the result set (as ap_analyze); False when no head was analyzed.
+        Writes the result set (as ap_analyze, with shard.json for a shard); False when there is none
+        (has_results).
         """
 
     def write_to(self, output_dir: str) -> bool:
         """
-        Writes the result set into output_dir (a writer of its own); False when no head was analyzed.
+        Writes the result set into output_dir (a writer of its own); False when there is none.
         """
 
     def has_earlier_set(self) -> bool:

@@ -2,7 +2,9 @@
 
 The options, the head selection, the run over the heads, the rows of the CSVs and the
 result-set writer are the C++ program's own (through the compiled module), so the tables and
-the files are the same, byte for byte. Added here: qk-sniffer's Parquet folders
+the files are the same, byte for byte; with ``shard="I/N"`` the same heads of the same shard
+and the same shard.json, so that ap_merge merges shards of either. Added here: qk-sniffer's
+Parquet folders
 (``l{LL}h{HH}{q|k}/data.parquet``, read by ``attention_plasticity.sniffed``), a tqdm progress
 bar, and the failed heads as warnings and as data.
 """
@@ -51,6 +53,10 @@ class DumpResult:
     summary : str
         ap_analyze's count line: "P of the L query heads of the layout present: A analyzed,
         F failed".
+    shard : str or None
+        "I/N" when the run was shard I of N (``shard`` option, docs/method.md §8.4): ``heads``,
+        ``tables`` and ``errors`` are then that shard's, and the result set written holds
+        shard.json for ap_merge.
     output_dir : str or None
         Where the CSVs were written (None: not written).
     notes : list of str
@@ -66,6 +72,7 @@ class DumpResult:
         self.heads = run.heads
         self.layout = run.layout
         self.summary = run.counts_text()
+        self.shard = run.shard
         self.output_dir = output_dir
         self.notes = run.notes()
 
@@ -95,12 +102,20 @@ class DumpResult:
     def write(self, output_dir):
         """Write the CSVs into ``output_dir`` as one result set, exactly as ap_analyze does
         (examples/README.md, "The result set"); raises OutputError when the folder cannot be
-        used. Returns False (and writes nothing) when no head was analyzed."""
+        used. With a shard, the set holds its shard.json. Returns False (and writes nothing)
+        when no head was analyzed in a run without a shard."""
         return self._run.write_to(os.fspath(output_dir))
 
     def __repr__(self):
         return (f"DumpResult({self.summary}; tables: "
                 f"{', '.join(f'{k} {len(v)} rows' for k, v in self.tables.items())})")
+
+
+def parquet_rows(file):
+    """The number of rows a data.parquet announces in its footer (no data is read): the weight
+    of a Parquet folder in the shard plan, as ap_analyze weighs an NPY folder by its header."""
+    import pyarrow.parquet as pq
+    return pq.read_metadata(file).num_rows
 
 
 def read_parquet_folder(folder):
@@ -138,7 +153,8 @@ def analyze_dump(data_root, output_dir=None, *, config=None, progress=True, warn
         The dump's folder.
     output_dir : str or os.PathLike, optional
         When given (or set in the config file), the four CSVs are written there as one result
-        set, byte-identical to ap_analyze's; the folder is checked and locked before any work
+        set, byte-identical to ap_analyze's (with ``shard``, also its shard.json, so that
+        ap_merge joins the shards' folders); the folder is checked and locked before any work
         (OutputError). None: nothing is written.
     config : str or os.PathLike, optional
         A YAML file with any of the options below (as ap_analyze's --config); keyword options
@@ -172,7 +188,8 @@ def analyze_dump(data_root, output_dir=None, *, config=None, progress=True, warn
     """
     run = _core.DumpRun.from_options(os.fspath(data_root),
                                      None if output_dir is None else os.fspath(output_dir),
-                                     None if config is None else os.fspath(config), options)
+                                     None if config is None else os.fspath(config), options,
+                                     parquet_rows=parquet_rows)
     target = run.output_dir
     try:
         errors = _run(run, progress=progress, warn=warn)
@@ -218,4 +235,4 @@ def _run(run, progress, warn, report=False):
     return errors
 
 
-__all__ = ["analyze_dump", "DumpResult", "HeadError", "HeadFailedWarning", "read_parquet_folder"]
+__all__ = ["analyze_dump", "DumpResult", "HeadError", "HeadFailedWarning", "parquet_rows", "read_parquet_folder"]

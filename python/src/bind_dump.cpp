@@ -1,9 +1,11 @@
 // The dump analysis of ap_analyze for Python (attention_plasticity.analyze_dump and
-// `python -m attention_plasticity`): the same option table (analyze_config.hpp), the same head
-// selection (dump_layout.hpp), the same run over the heads (head_runner.hpp), the same rows
-// (csv_rows.hpp) and the same result-set writer (result_set.hpp) as the C++ program. Added
-// here: qk-sniffer's Parquet folders, read by a Python function (pyarrow) and analyzed in
-// place, the GIL released while heads run, progress and Ctrl-C from the calling thread.
+// `python -m attention_plasticity`): the same option table (analyze_config.hpp) and the same
+// run from its configuration to its result set (analysis_run.hpp: the head selection, the
+// shard of --shard I/N with its shard.json, the run over the heads, the rows, the result-set
+// writer) as the C++ program. Added here: qk-sniffer's Parquet folders, read by a Python
+// function (pyarrow) and analyzed in place, and weighed for the shard plan by the rows their
+// footer announces; the GIL released while heads run, progress and Ctrl-C from the calling
+// thread.
 
 #include <atomic>
 #include <chrono>
@@ -27,6 +29,7 @@
 
 #include <attention_plasticity/detail/blas.hpp>
 
+#include "analysis_run.hpp"
 #include "analyze_config.hpp"
 #include "common.hpp"
 #include "config.hpp"
@@ -36,6 +39,7 @@
 #include "head_bindings.hpp"
 #include "head_runner.hpp"
 #include "result_set.hpp"
+#include "shard_plan.hpp"
 
 // From OpenBLAS (Debian's); declared here because the system <cblas.h> clashes with
 // xtensor-blas.
@@ -187,43 +191,69 @@ namespace
         int m_before;
     };
 
-    /// One run of the dump analysis: configured and planned when made (usage errors before
-    /// any work, the output folder checked and locked), then run, then written.
+    /// The shard plan's view of a folder (shard_plan.hpp): data.parquet where the folder holds
+    /// one (its rows from the Parquet footer, through `parquet_rows`: a Python function, called
+    /// with the GIL held), else the NPY layout's vector.npy, as dump_loader reads them.
+    ex::folder_probe dump_probe(nb::object parquet_rows)
+    {
+        return [parquet_rows = std::move(parquet_rows)](const std::string& folder) {
+            const std::string file = (fs::path(folder) / parquet_file).string();
+            if (ex::inspect_path(file).absent)
+            {
+                return ex::probe_npy_folder(folder);
+            }
+            const nb::object count = parquet_rows.is_none()
+                                         ? nb::module_::import_("attention_plasticity.dump").attr("parquet_rows")
+                                         : parquet_rows;
+            ex::vector_file_probe probe;
+            try
+            {
+                const nb::object rows = count(file);
+                probe.rows = nb::cast<std::uint64_t>(rows);
+            }
+            catch (nb::python_error& e)
+            {
+                if (e.matches(PyExc_KeyboardInterrupt) || e.matches(PyExc_MemoryError))
+                {
+                    throw;
+                }
+                probe.rows = 0;  // analyzing the head reports what is wrong
+            }
+            catch (const nb::cast_error&)
+            {
+                probe.rows = 0;
+            }
+            probe.fingerprint = ex::file_fingerprint(file);
+            return probe;
+        };
+    }
+
+    /// One run of the dump analysis: ap_analyze's (analysis_run.hpp), configured and planned
+    /// when made (usage errors before any work, the output folder checked and locked), then
+    /// run here with the GIL released, progress and Ctrl-C handled from the calling thread.
     class dump_run
     {
     public:
-        explicit dump_run(ex::analyze_config config, bool write) : m_config(std::move(config))
+        dump_run(ex::analyze_config config, bool write, nb::object parquet_rows)
+            : m_run(std::move(config), dump_probe(std::move(parquet_rows)))
         {
-            ex::check_analyze_config(m_config);
-            m_scan = ex::scan_dump(m_config.data_root);
-            const ex::dump_layout layout =
-                ex::resolve_layout(m_scan, m_config.layout, ex::read_dump_metadata(m_config.data_root));
-            m_plan = ex::plan_heads(m_scan, layout, m_config.selection);
-            m_threads = std::min(m_config.worker_threads(), m_plan.heads.size());
             if (write)
             {
-                m_writer.emplace(m_config.output_dir, ex::result_file_names());
+                m_run.open_output();
             }
         }
 
-        const ex::analyze_config& config() const { return m_config; }
-        const ex::head_plan& plan() const { return m_plan; }
-        std::size_t threads() const { return m_threads; }
-        bool writes() const { return m_writer.has_value(); }
-        bool has_run() const { return m_has_run; }
-
-        std::vector<std::string> notes() const { return m_writer ? m_writer->notes() : std::vector<std::string>{}; }
+        const ex::analysis_run& engine() const { return m_run; }
 
         /// Analyzes every head of the plan (GIL released); calls on_progress(done, failures)
         /// from this thread with the failures that came in since the last call, as tuples
         /// (index, layer, q_head, k_head, file, reason); Ctrl-C stops the run (no new head).
         void run(nb::object reader, nb::object on_progress)
         {
-            if (m_has_run)
+            if (m_run.has_run())
             {
                 throw std::invalid_argument("analyze_dump: a run is analyzed once");
             }
-            m_has_run = true;
             const ex::folder_loader loader = dump_loader(std::move(reader));
             std::mutex mutex;
             std::condition_variable changed;
@@ -245,7 +275,7 @@ namespace
             std::thread runner([&] {
                 try
                 {
-                    ex::run_heads(m_config, m_scan, m_plan, m_threads, loader, on_done, m_state, &stop);
+                    m_run.run(loader, on_done, &stop);
                 }
                 catch (...)
                 {
@@ -304,33 +334,13 @@ namespace
             }
         }
 
-        std::size_t analyzed() const
-        {
-            std::size_t n = 0;
-            for (const auto& r : m_state.results)
-            {
-                n += r ? 1 : 0;
-            }
-            return n;
-        }
-
-        std::size_t failed() const
-        {
-            std::size_t n = 0;
-            for (const auto& f : m_state.failures)
-            {
-                n += f ? 1 : 0;
-            }
-            return n;
-        }
-
         nb::list failure_tuples(const std::vector<std::size_t>& indices) const
         {
             nb::list out;
             for (std::size_t index : indices)
             {
-                const ex::head_task& task = m_plan.heads[index];
-                const ex::head_failure& failure = *m_state.failures[index];
+                const ex::head_task& task = m_run.plan().heads[index];
+                const ex::head_failure& failure = *m_run.state().failures[index];
                 out.append(nb::make_tuple(index, task.layer, task.q_head, task.k_head, failure.file, failure.reason,
                                           ex::failure_line(task, failure)));
             }
@@ -340,9 +350,10 @@ namespace
         nb::list all_failures() const
         {
             std::vector<std::size_t> indices;
-            for (std::size_t i = 0; i < m_state.failures.size(); ++i)
+            const auto& failures = m_run.state().failures;
+            for (std::size_t i = 0; i < failures.size(); ++i)
             {
-                if (m_state.failures[i])
+                if (failures[i])
                 {
                     indices.push_back(i);
                 }
@@ -355,7 +366,7 @@ namespace
         nb::dict tables_text() const
         {
             nb::dict out;
-            const std::vector<const ex::head_rows*> rows = ex::analyzed_rows(m_state);
+            const std::vector<const ex::head_rows*> rows = ex::analyzed_rows(m_run.state());
             for (const ex::result_file& file : ex::result_files(rows))
             {
                 std::string text;
@@ -368,52 +379,28 @@ namespace
             return out;
         }
 
-        /// Writes the result set (result_set.hpp), as ap_analyze does; nothing when no head was
-        /// analyzed (the earlier set stays). Returns whether a set was written.
+        /// Writes the result set (analysis_run::commit, as ap_analyze does). Returns whether a
+        /// set was written.
         bool commit()
         {
-            if (!m_writer)
+            if (!m_run.writes())
             {
                 throw std::invalid_argument("analyze_dump: this run has no output_dir");
             }
-            if (analyzed() == 0)
-            {
-                m_writer->abandon();
-                return false;
-            }
-            const std::vector<const ex::head_rows*> rows = ex::analyzed_rows(m_state);
-            without_gil([&] { m_writer->commit(ex::result_files(rows)); });
-            return true;
+            return without_gil([&] { return m_run.commit(); });
         }
 
         /// Writes the result set into another folder (a writer of its own, as ap_analyze's).
         bool write_to(const std::string& output_dir) const
         {
-            if (analyzed() == 0)
-            {
-                return false;
-            }
-            ex::result_set_writer writer(output_dir, ex::result_file_names());
-            const std::vector<const ex::head_rows*> rows = ex::analyzed_rows(m_state);
-            without_gil([&] { writer.commit(ex::result_files(rows)); });
-            return true;
+            return without_gil([&] { return m_run.write_to(output_dir); });
         }
 
-        bool has_earlier_set() const { return m_writer && m_writer->has_earlier_set(); }
-
         /// Drops the temporary set (if not written) and the lock on the output folder.
-        void close() { m_writer.reset(); }
-
-        std::string counts_text() const { return ex::run_counts_text(m_plan, analyzed(), failed()); }
+        void close() { m_run.close(); }
 
     private:
-        ex::analyze_config m_config;
-        ex::dump_scan m_scan;
-        ex::head_plan m_plan;
-        std::size_t m_threads = 1;
-        std::optional<ex::result_set_writer> m_writer;
-        ex::run_state m_state;
-        bool m_has_run = false;
+        ex::analysis_run m_run;
     };
 
     /// The text an option's value is read from: the table's setters parse text, as for the
@@ -549,21 +536,24 @@ void bind_dump(nb::module_& m)
 
     nb::class_<dump_run>(
         m, "DumpRun",
-        "One run of the dump analysis (the engine of analyze_dump and of python -m attention_plasticity).\n"
-        "Made from options, it has checked them, read the layout and planned the heads (UsageError\n"
-        "otherwise) and, when it writes, checked and locked the output folder (OutputError).")
+        "One run of the dump analysis (the engine of analyze_dump and of python -m attention_plasticity):\n"
+        "ap_analyze's own (examples/analysis_run.hpp). Made from options, it has checked them, read the\n"
+        "layout and planned the heads, those of its shard with `shard` (UsageError otherwise) and, when it\n"
+        "writes, checked and locked the output folder (OutputError). parquet_rows(file) -> int: the rows a\n"
+        "data.parquet announces, which the shard plan weighs (None: attention_plasticity.dump.parquet_rows).")
         .def_static(
             "from_options",
-            [](const std::string& data_root, nb::handle output_dir, nb::handle config, const nb::dict& options) {
+            [](const std::string& data_root, nb::handle output_dir, nb::handle config, const nb::dict& options,
+               nb::object parquet_rows) {
                 auto [cfg, write] = configure(data_root, output_dir, config, options);
-                return new dump_run(std::move(cfg), write);
+                return new dump_run(std::move(cfg), write, std::move(parquet_rows));
             },
             "data_root"_a, "output_dir"_a = nb::none(), "config"_a = nb::none(), "options"_a = nb::dict(),
-            nb::rv_policy::take_ownership,
+            "parquet_rows"_a = nb::none(), nb::rv_policy::take_ownership,
             "A run configured as analyze_dump(data_root, output_dir, config=..., **options) is.")
         .def_static(
             "from_command_line",
-            [](const std::vector<std::string>& argv) -> dump_run* {
+            [](const std::vector<std::string>& argv, nb::object parquet_rows) -> dump_run* {
                 std::vector<const char*> args;
                 for (const auto& a : argv)
                 {
@@ -574,53 +564,74 @@ void bind_dump(nb::module_& m)
                 {
                     return nullptr;
                 }
-                return new dump_run(*parsed, true);
+                return new dump_run(*parsed, true, std::move(parquet_rows));
             },
-            "argv"_a, nb::rv_policy::take_ownership,
+            "argv"_a, "parquet_rows"_a = nb::none(), nb::rv_policy::take_ownership,
             "A run configured by ap_analyze's command line (argv[0] is the program); None for --help.")
-        .def_prop_ro("data_root", [](const dump_run& r) { return r.config().data_root; }, "The dump's folder.")
+        .def_prop_ro("data_root", [](const dump_run& r) { return r.engine().config().data_root; }, "The dump's folder.")
         .def_prop_ro("output_dir",
-                     [](const dump_run& r) { return r.writes() ? std::optional<std::string>(r.config().output_dir)
-                                                               : std::nullopt; },
+                     [](const dump_run& r) {
+                         return r.engine().writes() ? std::optional<std::string>(r.engine().config().output_dir)
+                                                    : std::nullopt;
+                     },
                      "Where the run writes its result set; None when it does not write.")
-        .def_prop_ro("threads", &dump_run::threads, "Worker threads of the run.")
-        .def_prop_ro("layout", [](const dump_run& r) { return layout_dict(r.plan().layout); },
+        .def_prop_ro("threads", [](const dump_run& r) { return r.engine().threads(); }, "Worker threads of the run.")
+        .def_prop_ro("layout", [](const dump_run& r) { return layout_dict(r.engine().plan().layout); },
                      "num_layers, num_q_heads, num_k_heads and where they come from.")
         .def_prop_ro(
             "heads",
             [](const dump_run& r) {
                 nb::list out;
-                for (const auto& h : r.plan().heads)
+                for (const auto& h : r.engine().plan().heads)
                 {
                     out.append(nb::make_tuple(h.layer, h.q_head, h.k_head));
                 }
                 return out;
             },
-            "The heads to analyze, (layer, q_head, k_head) in order.")
-        .def_prop_ro("present_heads", [](const dump_run& r) { return r.plan().present_heads; },
+            "The heads to analyze (the shard's, with `shard`), (layer, q_head, k_head) in order.")
+        .def_prop_ro("present_heads", [](const dump_run& r) { return r.engine().plan().present_heads; },
                      "Query heads of the layout present in the dump (any selection).")
-        .def_prop_ro("layout_heads", [](const dump_run& r) { return r.plan().layout_heads; },
+        .def_prop_ro("layout_heads", [](const dump_run& r) { return r.engine().plan().layout_heads; },
                      "num_layers x num_q_heads.")
-        .def_prop_ro("plan_line",
-                     [](const dump_run& r) { return ex::run_plan_line(r.config(), r.plan(), r.threads()); },
+        .def_prop_ro("shard",
+                     [](const dump_run& r) {
+                         const auto& shard = r.engine().config().shard;
+                         return shard ? std::optional<std::string>(shard->text()) : std::nullopt;
+                     },
+                     "'I/N' when the run is shard I of N (docs/method.md §8.4), else None.")
+        .def_prop_ro("plan_line", [](const dump_run& r) { return r.engine().plan_line(); },
                      "The first line ap_analyze prints for this run.")
-        .def("notes", &dump_run::notes, "Notes of the output folder's writer (leftovers of other runs, ...).")
+        .def_prop_ro("shard_line",
+                     [](const dump_run& r) {
+                         return r.engine().shard() ? std::optional<std::string>(r.engine().shard_line())
+                                                   : std::nullopt;
+                     },
+                     "The line ap_analyze prints about the run's shard (None without one).")
+        .def("notes", [](const dump_run& r) { return r.engine().notes(); },
+             "Notes of the output folder's writer (leftovers of other runs, ...).")
         .def("run", &dump_run::run, "parquet_reader"_a, "on_progress"_a = nb::none(),
              "Analyzes the heads on the run's threads with the GIL released. parquet_reader(folder) -> dict of\n"
              "arrays (attention_plasticity.sniffed.read_sniffed_folder) reads Parquet folders;\n"
              "on_progress(done, failures) is called from this thread.")
-        .def_prop_ro("analyzed", &dump_run::analyzed, "Heads analyzed.")
-        .def_prop_ro("failed", &dump_run::failed, "Heads that failed.")
+        .def_prop_ro("analyzed", [](const dump_run& r) { return r.engine().analyzed(); }, "Heads analyzed.")
+        .def_prop_ro("failed", [](const dump_run& r) { return r.engine().failed(); }, "Heads that failed.")
+        .def_prop_ro("has_results", [](const dump_run& r) { return r.engine().has_results(); },
+                     "Whether there is a result set to write: some head analyzed, or a shard (whose set, with\n"
+                     "its shard.json, is written even without rows, so that ap_merge sees it finished).")
         .def("failures", &dump_run::all_failures,
              "The failed heads: (index, layer, q_head, k_head, file, reason, line), in (layer, q_head) order.")
         .def("tables_text", &dump_run::tables_text,
              "{table name: the bytes of its CSV (header and rows)}, as ap_analyze writes them.")
-        .def("commit", &dump_run::commit, "Writes the result set (as ap_analyze); False when no head was analyzed.")
+        .def("commit", &dump_run::commit,
+             "Writes the result set (as ap_analyze, with shard.json for a shard); False when there is none\n"
+             "(has_results).")
         .def("write_to", &dump_run::write_to, "output_dir"_a,
-             "Writes the result set into output_dir (a writer of its own); False when no head was analyzed.")
-        .def("has_earlier_set", &dump_run::has_earlier_set, "Whether the output folder held a result set before.")
+             "Writes the result set into output_dir (a writer of its own); False when there is none.")
+        .def("has_earlier_set", [](const dump_run& r) { return r.engine().has_earlier_set(); },
+             "Whether the output folder held a result set before.")
         .def("close", &dump_run::close, "Releases the output folder (its lock and an unwritten temporary set).")
-        .def("counts_text", &dump_run::counts_text, "'P of the L query heads of the layout present: ...'.");
+        .def("counts_text", [](const dump_run& r) { return r.engine().counts_text(); },
+             "'P of the L query heads of the layout present: ...'.");
 
     m.def(
         "set_blas_threads", [](int n) { openblas_set_num_threads(n < 1 ? 1 : n); }, "n"_a,
