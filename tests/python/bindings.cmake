@@ -21,9 +21,10 @@ set_tests_properties(python_package_install PROPERTIES TIMEOUT 1800 LABELS pytho
 set(_ap_binding_tests bindings_kernel bindings_steps bindings_memory bindings_api inmemory_profile)
 set(_ap_binding_env "")
 if(AP_BUILD_EXAMPLES)
-  # The comparisons with the C++ programs (same rows, same CSV bytes).
-  list(APPEND _ap_binding_tests bindings_head bindings_dump)
-  set(_ap_binding_env AP_ANALYZE=$<TARGET_FILE:ap_analyze> AP_SYNTH=$<TARGET_FILE:ap_synth>)
+  # The comparisons with the C++ programs (same rows, same CSV bytes, same shards).
+  list(APPEND _ap_binding_tests bindings_head bindings_dump bindings_shards)
+  set(_ap_binding_env AP_ANALYZE=$<TARGET_FILE:ap_analyze> AP_SYNTH=$<TARGET_FILE:ap_synth>
+                      AP_MERGE=$<TARGET_FILE:ap_merge>)
 endif()
 foreach(name IN LISTS _ap_binding_tests)
   add_test(NAME python_${name}

@@ -3,7 +3,7 @@ programs the results are compared with, and the independent reference code of te
 
 The package is the one installed into the running interpreter (the project's .venv; ctest's
 fixture python_package_install installs the current sources first). The programs come from
-$AP_ANALYZE / $AP_SYNTH (set by ctest), else build/examples/; not finding them is a failure.
+$AP_ANALYZE / $AP_SYNTH / $AP_MERGE (set by ctest), else build/examples/; not finding them is a failure.
 """
 
 import os
@@ -34,6 +34,10 @@ def ap_analyze():
 
 def ap_synth():
     return program("ap_synth", "AP_SYNTH")
+
+
+def ap_merge():
+    return program("ap_merge", "AP_MERGE")
 
 
 def run(args, **kwargs):
