@@ -60,6 +60,7 @@ double run_pipeline(benchmark::State& state, std::size_t n, const ap::head_optio
         sum.bucket_statistics += t.bucket_statistics;
         sum.sampling += t.sampling;
         sum.kernel += t.kernel;
+        sum.extensions += t.extensions;
         sum.total += t.total;
         ++heads;
     }
@@ -71,6 +72,7 @@ double run_pipeline(benchmark::State& state, std::size_t n, const ap::head_optio
     state.counters["bucket_stats_ms"] = sum.bucket_statistics * scale;
     state.counters["sampling_ms"] = sum.sampling * scale;
     state.counters["kernel_ms"] = sum.kernel * scale;
+    state.counters["extensions_ms"] = sum.extensions * scale;
     state.counters["total_ms"] = sum.total * scale;
     state.counters["ap_overall"] = checksum;
     return sum.total / static_cast<double>(heads);
@@ -82,6 +84,23 @@ void BM_pipeline_qwen3_8b(benchmark::State& state)
     run_pipeline(state, 50000, options);
 }
 BENCHMARK(BM_pipeline_qwen3_8b)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(3.0);
+
+// The extensions of docs/method.md §8 on the same head, A/B against the method alone (run
+// them in one invocation: --benchmark_filter=qwen3_8b). Arg: 0 method only (distance map off),
+// 1 the library's defaults with the distance map, 2 + intervals (ap_analyze's defaults), 3 +
+// empirical AP on 1024 queries per bucket, 4 + empirical AP on all queries.
+void BM_pipeline_qwen3_8b_extensions(benchmark::State& state)
+{
+    ap::head_options options;
+    const auto variant = state.range(0);
+    options.distance_map = variant >= 1;
+    options.confidence_intervals = variant >= 2;
+    options.empirical_ap = variant >= 3;
+    options.empirical_max_queries = variant == 3 ? 1024 : 0;
+    run_pipeline(state, 50000, options);
+}
+BENCHMARK(BM_pipeline_qwen3_8b_extensions)->DenseRange(0, 4)->Unit(benchmark::kMillisecond)->UseRealTime()
+    ->MinTime(2.0);
 
 void BM_scaling_tokens(benchmark::State& state)
 {

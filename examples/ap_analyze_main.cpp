@@ -1,5 +1,5 @@
 // ap_analyze: the attention plasticity of the heads of a qk dump (docs/method.md §1) -> the
-// four CSVs of docs/method.md §3. The front end only: the options are analyze_config.hpp's,
+// CSVs of docs/method.md §3 (and §8.1). The front end only: the options are analyze_config.hpp's,
 // the run from its configuration to its result set analysis_run.hpp's (shared with the Python
 // module: which heads, of which shard, the run over them, the files written), the reading
 // npy_dump.hpp's, and the analysis is the library's analyze_head.

@@ -21,7 +21,7 @@ Checks:
     test_reference_metrics.py (counts exact, regression 1e-9 relative, moments 1e-9,
     KS p-values 1e-6 absolute), and ap_analyze has no head or bucket the reference lacks;
   - plasticities lie in [0, 1], every captured head has a finite ap_overall and a profile;
-  - render_all.py draws the four figures (decoded, non-blank).
+  - render_all.py draws the five figures (decoded, non-blank).
 """
 
 import math
@@ -143,7 +143,7 @@ def main():
                                   figures, "--dpi", 60])
     c.check(code == 0, "render_all.py exited %d:\n%s" % (code, stderr))
     printed = [line for line in stdout.splitlines() if line.strip()]
-    c.check(len(printed) == 4, "render_all.py wrote %s" % printed)
+    c.check(len(printed) == 5, "render_all.py wrote %s" % printed)
     for path in printed:
         try:
             check_png(path)
