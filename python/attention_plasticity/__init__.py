@@ -11,6 +11,11 @@ taken, the errors and threads) and the dump analysis of ap_analyze:
   ``bucket_query_models``, ``full_gaussian``, ``group_key_buckets``,
   ``eligible_key_buckets``, ``cell_key_pairs``, ``cell_pair_seed`` / ``pair_sampler_seed`` /
   ``seeds_of_head``, ``query_bucket_plasticity``, ``plasticity_aggregates``;
+- the extensions (docs/method.md §8): distance maps ``cell_pair_distances``,
+  ``distance_plasticity_map``, ``distance_map_cell_pairs``, ``log_distance_bin``; the empirical
+  AP ``pair_preferences``, ``empirical_pair_plasticity``, ``query_bucket_empirical_plasticity``,
+  ``empirical_plasticity_variance``; the intervals ``bucket_plasticity_sensitivity``,
+  ``pair_sampling_variance``, ``plasticity_standard_errors``, ``plasticity_interval``;
 - the per-head analysis ``analyze_head(Tokens(...), Tokens(...), HeadId(...), HeadOptions(...))``;
 - the kernel (§4): ``pair_plasticity``, ``head_plasticity``, ``pair_moments_full``,
   ``structured_pair_moments``, ``plasticity_from_moments``, ``key_differences``; the sampler

@@ -41,8 +41,8 @@ class DumpResult:
     ----------
     tables : dict of str to pandas.DataFrame
         The CSVs of docs/method.md §3 by table name (``head_metrics``,
-        ``head_bucket_plasticity``, ``head_profile``, ``head_component_weights``, and any table
-        ap_analyze writes), rows of the analyzed heads in (layer, q_head) order. Also reachable
+        ``head_bucket_plasticity``, ``head_profile``, ``head_component_weights``,
+        ``head_distance_plasticity`` of §8.1, and any table ap_analyze writes), rows of the analyzed heads in (layer, q_head) order. Also reachable
         as ``result["head_metrics"]`` and ``result.head_metrics``.
     errors : list of HeadError
         The heads that failed, in (layer, q_head) order.
@@ -152,7 +152,7 @@ def analyze_dump(data_root, output_dir=None, *, config=None, progress=True, warn
     data_root : str or os.PathLike
         The dump's folder.
     output_dir : str or os.PathLike, optional
-        When given (or set in the config file), the four CSVs are written there as one result
+        When given (or set in the config file), the CSVs are written there as one result
         set, byte-identical to ap_analyze's (with ``shard``, also its shard.json, so that
         ap_merge joins the shards' folders); the folder is checked and locked before any work
         (OutputError). None: nothing is written.
@@ -166,7 +166,8 @@ def analyze_dump(data_root, output_dir=None, *, config=None, progress=True, warn
     **options
         The options of ap_analyze, by key, with its defaults and its checks (a value is read
         as ap_analyze reads the text of a flag: numbers, paths, and for ``layers`` / ``heads``
-        "0-3,7" or a list such as [0, 1, "4-6"]; None leaves the default):
+        "0-3,7" or a list such as [0, 1, "4-6"], for the on|off options of the extensions of
+        docs/method.md §8 also True / False; None leaves the default):
 
 {options}
 

@@ -475,7 +475,15 @@ namespace
                 throw ex::usage_error("unknown option '" + key + "' (the options of ap_analyze, as keywords: "
                                       + "see help(attention_plasticity.analyze_dump))");
             }
-            if (!value.is_none())
+            if (value.is_none())
+            {
+                continue;
+            }
+            if (PyBool_Check(value.ptr()) && std::string(option->metavar) == "on|off")
+            {
+                option->set(config, key, value.ptr() == Py_True ? "on" : "off");  // distance_map=False, ...
+            }
+            else
             {
                 option->set(config, key, option_text(key, value, option->takes_list));
             }

@@ -138,21 +138,36 @@ namespace
         const ap::head_options defaults;
         nb::class_<ap::head_options>(
             m, "HeadOptions",
-            "The parameters of docs/method.md §2 (defaults as there) and the head's sliding window.")
+            "The parameters of docs/method.md §2 (defaults as there), the head's sliding window and the\n"
+            "extensions of §8 (defaults: the library's, where confidence_intervals is off; ap_analyze and\n"
+            "analyze_dump turn it on).")
             .def(
                 "__init__",
                 [](ap::head_options* self, std::size_t max_tokens_per_head, std::size_t normality_max_dims,
                    double p_alpha, std::uint64_t seed, std::size_t num_pairs_per_bucket, double max_rel_dist,
-                   double covariance_epsilon, std::int64_t sliding_window) {
-                    new (self) ap::head_options{max_tokens_per_head, normality_max_dims, p_alpha, seed,
-                                                num_pairs_per_bucket, max_rel_dist, covariance_epsilon, sliding_window};
+                   double covariance_epsilon, std::int64_t sliding_window, bool distance_map,
+                   std::size_t distance_map_extra_pairs, std::size_t distance_bins_per_octave, bool empirical_ap,
+                   std::size_t empirical_max_queries, bool confidence_intervals, double confidence_level) {
+                    new (self) ap::head_options{max_tokens_per_head,     normality_max_dims,
+                                                p_alpha,                 seed,
+                                                num_pairs_per_bucket,    max_rel_dist,
+                                                covariance_epsilon,      sliding_window,
+                                                distance_map,            distance_map_extra_pairs,
+                                                distance_bins_per_octave, empirical_ap,
+                                                empirical_max_queries,   confidence_intervals,
+                                                confidence_level};
                 },
                 "max_tokens_per_head"_a = defaults.max_tokens_per_head,
                 "normality_max_dims"_a = defaults.normality_max_dims, "p_alpha"_a = defaults.p_alpha,
                 "seed"_a = defaults.seed, "num_pairs_per_bucket"_a = defaults.num_pairs_per_bucket,
                 "max_rel_dist"_a = defaults.max_rel_dist, "covariance_epsilon"_a = defaults.covariance_epsilon,
-                "sliding_window"_a = defaults.sliding_window,
-                "The options, by keyword; defaults as docs/method.md §2.")
+                "sliding_window"_a = defaults.sliding_window, "distance_map"_a = defaults.distance_map,
+                "distance_map_extra_pairs"_a = defaults.distance_map_extra_pairs,
+                "distance_bins_per_octave"_a = defaults.distance_bins_per_octave,
+                "empirical_ap"_a = defaults.empirical_ap, "empirical_max_queries"_a = defaults.empirical_max_queries,
+                "confidence_intervals"_a = defaults.confidence_intervals,
+                "confidence_level"_a = defaults.confidence_level,
+                "The options, by keyword; defaults as docs/method.md §2 and §8.")
             .def_rw("max_tokens_per_head", &ap::head_options::max_tokens_per_head,
                     "Cap on queries and on keys per head (§2.2), >= 2.")
             .def_rw("normality_max_dims", &ap::head_options::normality_max_dims,
@@ -165,6 +180,19 @@ namespace
             .def_rw("covariance_epsilon", &ap::head_options::covariance_epsilon, "Ridge on Sigma_j (§2.10).")
             .def_rw("sliding_window", &ap::head_options::sliding_window,
                     "The head's sliding window in tokens (§2.11); <= 0: none.")
+            .def_rw("distance_map", &ap::head_options::distance_map,
+                    "The distance map of §8.1 (HeadResult.distance_map, head_distance_plasticity.csv).")
+            .def_rw("distance_map_extra_pairs", &ap::head_options::distance_map_extra_pairs,
+                    "Extra pairs per cell for the distance map, from their own streams (§8.1).")
+            .def_rw("distance_bins_per_octave", &ap::head_options::distance_bins_per_octave,
+                    "Bins of the distance map per doubling of distance (§8.1), 1 to max_bins_per_octave.")
+            .def_rw("empirical_ap", &ap::head_options::empirical_ap,
+                    "The model-free AP from the actual queries (§8.2): pairs x queries GEMMs.")
+            .def_rw("empirical_max_queries", &ap::head_options::empirical_max_queries,
+                    "Queries per bucket for the empirical AP, a seeded subsample (§8.2); 0: all.")
+            .def_rw("confidence_intervals", &ap::head_options::confidence_intervals,
+                    "Standard errors, biases and intervals of AP_j and ap_overall (§8.3).")
+            .def_rw("confidence_level", &ap::head_options::confidence_level, "Level of the intervals (§8.3), in (0, 1).")
             .def("__repr__", [](const ap::head_options& o) {
                 return "HeadOptions(max_tokens_per_head=" + std::to_string(o.max_tokens_per_head)
                        + ", normality_max_dims=" + std::to_string(o.normality_max_dims)
@@ -172,7 +200,14 @@ namespace
                        + ", num_pairs_per_bucket=" + std::to_string(o.num_pairs_per_bucket)
                        + ", max_rel_dist=" + ap_examples::format_number(o.max_rel_dist)
                        + ", covariance_epsilon=" + ap_examples::format_number(o.covariance_epsilon)
-                       + ", sliding_window=" + std::to_string(o.sliding_window) + ")";
+                       + ", sliding_window=" + std::to_string(o.sliding_window)
+                       + ", distance_map=" + (o.distance_map ? "True" : "False")
+                       + ", distance_map_extra_pairs=" + std::to_string(o.distance_map_extra_pairs)
+                       + ", distance_bins_per_octave=" + std::to_string(o.distance_bins_per_octave)
+                       + ", empirical_ap=" + (o.empirical_ap ? "True" : "False")
+                       + ", empirical_max_queries=" + std::to_string(o.empirical_max_queries)
+                       + ", confidence_intervals=" + (o.confidence_intervals ? "True" : "False")
+                       + ", confidence_level=" + ap_examples::format_number(o.confidence_level) + ")";
             });
     }
 
@@ -201,13 +236,32 @@ namespace
             .def_ro("ap_overall", &hm::ap_overall, "Head-level attention plasticity (§2.14), in [0, 1] or NaN.")
             .def_ro("ap_first20", &hm::ap_first20, "§2.14.")
             .def_ro("ap_last20", &hm::ap_last20, "§2.14.")
-            .def_ro("ap_drop", &hm::ap_drop, "ap_first20 - ap_last20 (§2.14).");
+            .def_ro("ap_drop", &hm::ap_drop, "ap_first20 - ap_last20 (§2.14).")
+            .def_ro("ap_empirical_overall", &hm::ap_empirical_overall,
+                    "§2.14's aggregate of the empirical AP_j (§8.2); NaN when empirical_ap is off.")
+            .def_ro("ap_empirical_overall_se", &hm::ap_empirical_overall_se,
+                    "Its standard error over the query sample (§8.2-8.3); NaN unless both extensions are on.")
+            .def_ro("ap_overall_se", &hm::ap_overall_se, "Standard error of ap_overall (§8.3); NaN when off.")
+            .def_ro("ap_overall_bias", &hm::ap_overall_bias, "Estimated bias of ap_overall (§8.3); NaN when off.")
+            .def_ro("ap_overall_ci_low", &hm::ap_overall_ci_low,
+                    "Lower end of the interval of ap_overall at confidence_level (§8.3).")
+            .def_ro("ap_overall_ci_high", &hm::ap_overall_ci_high,
+                    "Upper end of the interval of ap_overall at confidence_level (§8.3).");
         nb::class_<ap::bucket_profile>(m, "BucketProfile", "A row of head_profile.csv (docs/method.md §3.4).")
             .def_ro("q_bucket", &ap::bucket_profile::q_bucket, "j > 0.")
             .def_ro("tau", &ap::bucket_profile::tau, "tau_j (tokens).")
             .def_ro("n_queries", &ap::bucket_profile::n_queries, "n_j.")
             .def_ro("plasticity", &ap::bucket_profile::plasticity, "AP_j; NaN without pairs.")
-            .def_ro("n_pairs", &ap::bucket_profile::n_pairs, "Pairs of all the cells of the bucket.");
+            .def_ro("n_pairs", &ap::bucket_profile::n_pairs, "Pairs of all the cells of the bucket.")
+            .def_ro("plasticity_empirical", &ap::bucket_profile::plasticity_empirical,
+                    "The empirical AP_j (§8.2); NaN when off.")
+            .def_ro("plasticity_empirical_se", &ap::bucket_profile::plasticity_empirical_se,
+                    "Its standard error (§8.2-8.3); NaN unless both extensions are on.")
+            .def_ro("plasticity_se", &ap::bucket_profile::plasticity_se, "Standard error of AP_j (§8.3).")
+            .def_ro("plasticity_bias", &ap::bucket_profile::plasticity_bias, "Estimated bias of AP_j (§8.3).")
+            .def_ro("plasticity_ci_low", &ap::bucket_profile::plasticity_ci_low, "Lower end of its interval (§8.3).")
+            .def_ro("plasticity_ci_high", &ap::bucket_profile::plasticity_ci_high,
+                    "Upper end of its interval (§8.3).");
         nb::class_<ap::stage_timings>(m, "StageTimings", "Wall time of each stage of analyze_head, in seconds.")
             .def_ro("preparation", &ap::stage_timings::preparation,
                     "Checks, orientation, subsampling, query conversion (s).")
@@ -219,6 +273,8 @@ namespace
             .def_ro("bucket_statistics", &ap::stage_timings::bucket_statistics, "Component weights, query models (s).")
             .def_ro("sampling", &ap::stage_timings::sampling, "Key buckets, eligible cells, pair sampling (s).")
             .def_ro("kernel", &ap::stage_timings::kernel, "Key differences, moments and plasticity, aggregates (s).")
+            .def_ro("extensions", &ap::stage_timings::extensions,
+                    "docs/method.md §8: distance map, empirical AP, intervals (s).")
             .def_ro("total", &ap::stage_timings::total, "The whole of analyze_head (s).");
         nb::class_<py_head_result>(m, "HeadResult",
                                    "Everything analyze_head computes for one head (docs/method.md §3).")
@@ -232,6 +288,10 @@ namespace
             .def_prop_ro(
                 "profile", [](const py_head_result& r) { return r.result.profile; },
                 "list of BucketProfile (head_profile.csv), by q_bucket.")
+            .def_prop_ro(
+                "distance_map", [](const py_head_result& r) { return r.result.distance_map; },
+                "list of DistancePlasticityBin (head_distance_plasticity.csv, docs/method.md §8.1); empty when\n"
+                "distance_map is off.")
             .def_prop_ro(
                 "component_r2",
                 [](nb::handle s) { return field_view(nb::cast<py_head_result&>(s).result.component_r2, s); },
@@ -251,8 +311,8 @@ namespace
                     return nb::module_::import_("attention_plasticity._tables").attr("frames")(self.attr("csv_rows")());
                 },
                 "The head's rows as pandas DataFrames with the columns of the CSVs (docs/method.md §3), by table\n"
-                "name: head_metrics, head_bucket_plasticity, head_profile, head_component_weights (and any table\n"
-                "ap_analyze writes). The numbers are the CSV's (17 significant digits), parsed exactly.");
+                "name: head_metrics, head_bucket_plasticity, head_profile, head_component_weights,\n"
+                "head_distance_plasticity (and any table ap_analyze writes). The numbers are the CSV's (17 significant digits), parsed exactly.");
 
         m.def(
             "analyze_head",
@@ -278,8 +338,9 @@ namespace
             "regression, rotation, normality summaries, component weights, bucket query models, eligible cells,\n"
             "key pairs, pair plasticity, aggregates) on the head's queries and keys (Tokens, read in place;\n"
             "keys need example_id), for head `head` (HeadId: its layer and q_head seed the pair sampler) under\n"
-            "`options` (HeadOptions, with the head's sliding window). The same function as ap_analyze's, so\n"
-            "the numbers are the same. The GIL is released; BLAS runs with set_blas_threads()'s count.\n"
+            "`options` (HeadOptions, with the head's sliding window and the extensions of §8 it turns on:\n"
+            "distance map, empirical AP, intervals). The same function as ap_analyze's, so the numbers are\n"
+            "the same (ap_analyze's defaults differ from HeadOptions() in confidence_intervals, on there). The GIL is released; BLAS runs with set_blas_threads()'s count.\n"
             "timings=True also measures each stage (HeadResult.timings).\n"
             "Raises InvalidArgumentError for inconsistent shapes or options (fewer than 2 queries, no key,\n"
             "different d) and DomainError for a non-finite vector or a negative position (the first, named\n"

@@ -36,14 +36,6 @@ namespace
         return std::string(text) + array_note;
     }
 
-    /// A small real vector (beta, tau, R2, ...) as float64: read in place, or converted once.
-    array_arg double_array(nb::handle obj, const char* fn, const char* name)
-    {
-        const array_arg a = real_array(obj, fn, name);
-        // Integer values of a real parameter: converted to float64 (exactly below 2^53).
-        return is_int64(a) ? float_array(obj, fn, name, 1) : a;
-    }
-
     /// f(view of t) for positions read as reals: int64 or float64 in place.
     template <class F>
     decltype(auto) visit_real(const array_arg& t, F&& f)
@@ -53,11 +45,6 @@ namespace
             return f(view<std::int64_t, 1>(t));
         }
         return f(view<double, 1>(t));
-    }
-
-    xt::xtensor<double, 1> copy_vector(const array_arg& a)
-    {
-        return visit_float<1>(a, [](const auto& x) { return xt::xtensor<double, 1>(xt::cast<double>(x)); });
     }
 
     xt::xtensor<double, 2> copy_matrix(const array_arg& a)
@@ -604,12 +591,22 @@ namespace
             .def_ro("q_bucket", &ap::cell_plasticity::q_bucket, "Query bucket id j.")
             .def_ro("k_bucket", &ap::cell_plasticity::k_bucket, "Key bucket id c.")
             .def_ro("plasticity", &ap::cell_plasticity::plasticity, "P_jc, mean PP of its pairs; NaN without pairs.")
-            .def_ro("n_pairs", &ap::cell_plasticity::n_pairs, "Pairs drawn for the cell: num_pairs_per_bucket or 0.");
+            .def_ro("n_pairs", &ap::cell_plasticity::n_pairs, "Pairs drawn for the cell: num_pairs_per_bucket or 0.")
+            .def_ro("plasticity_empirical", &ap::cell_plasticity::plasticity_empirical,
+                    "The empirical P_jc (docs/method.md §8.2) when computed (analyze_head with empirical_ap), else "
+                    "NaN.");
         nb::class_<ap::bucket_plasticity_result>(m, "BucketPlasticityResult",
                                                  "The cells of one query bucket and AP_j (docs/method.md §2.14).")
             .def_ro("cells", &ap::bucket_plasticity_result::cells, "list of CellPlasticity, in the order given.")
             .def_ro("plasticity", &ap::bucket_plasticity_result::plasticity, "AP_j; NaN without pairs.")
-            .def_ro("n_pairs", &ap::bucket_plasticity_result::n_pairs, "Pairs of all its cells.");
+            .def_ro("n_pairs", &ap::bucket_plasticity_result::n_pairs, "Pairs of all its cells.")
+            .def_prop_ro(
+                "pair_plasticity",
+                [](nb::handle s) { return field_view(nb::cast<ap::bucket_plasticity_result&>(s).pair_plasticity, s); },
+                "PP of every pair, float64 [n_pairs], cell after cell (the rows of bucket_key_differences).")
+            .def_ro("moments", &ap::bucket_plasticity_result::moments,
+                    "The pairs' PairMoments (m, v) as the kernel returned them (docs/method.md §4, §4.6); empty for\n"
+                    "query_bucket_empirical_plasticity.");
         m.def(
             "query_bucket_plasticity",
             [](const array_like& keys_rot, const std::vector<ap::cell_pairs>& cells,
@@ -631,7 +628,7 @@ namespace
                 "cell, w = k1 - k2 of the rotated keys keys_rot (n x d), PP under the bucket's query model (the\n"
                 "structured kernel of §4.5), all pairs in one batched call; a cell's plasticity is the mean PP\n"
                 "of its pairs, AP_j the mean over all. dtype: the precision of the kernel's products (None: the\n"
-                "keys'). Returns BucketPlasticityResult.")
+                "keys'). Returns BucketPlasticityResult (with every pair's PP and moments, for §8).")
                 .c_str());
     }
 

@@ -129,6 +129,10 @@ array_arg real_array(nb::handle obj, const char* fn, const char* name);
 /// True when an argument of real_array holds int64 values (else float64).
 bool is_int64(const array_arg& a);
 
+/// A 1-D float64 argument (a real parameter: beta, tau, distances, ...): float64 read in place,
+/// anything else converted once to float64.
+array_arg double_array(nb::handle obj, const char* fn, const char* name);
+
 /// A read-only xtensor view of an argument's data (no copy).
 template <class T, std::size_t N>
 ap::const_tensor_view<T, N> view(const array_arg& a)
@@ -151,6 +155,12 @@ decltype(auto) visit_float(const array_arg& a, F&& f)
         return f(view<float, N>(a));
     }
     return f(view<double, N>(a));
+}
+
+/// A 1-D float argument copied as float64 (for results that own their values).
+inline xt::xtensor<double, 1> copy_vector(const array_arg& a)
+{
+    return visit_float<1>(a, [](const auto& x) { return xt::xtensor<double, 1>(xt::cast<double>(x)); });
 }
 
 /// The working type a call asks for: "float32", "float64" or None (the input's type).
@@ -261,6 +271,7 @@ auto vector_field_view(const std::vector<T>& v, nb::handle owner)
 // The parts of the module, one per file.
 void bind_kernel(nb::module_& m);  // normal, random, sampler, plasticity kernel
 void bind_steps(nb::module_& m);   // the steps of docs/method.md §2.1-2.15 and their statistics
+void bind_extensions(nb::module_& m);  // the extensions of docs/method.md §8
 void bind_head(nb::module_& m);    // tokens, analyze_head and its result
 void bind_dump(nb::module_& m);    // the options of ap_analyze, dump runs, the result set
 }  // namespace ap_python

@@ -249,6 +249,13 @@ bool is_int64(const array_arg& a)
     return a.array.dtype() == nb::dtype<std::int64_t>();
 }
 
+array_arg double_array(nb::handle obj, const char* fn, const char* name)
+{
+    const array_arg a = real_array(obj, fn, name);
+    // Integer values of a real parameter: converted to float64 (exactly below 2^53).
+    return is_int64(a) ? float_array(obj, fn, name, 1) : a;
+}
+
 precision precision_arg(const nb::handle& dtype, const char* fn, const char* name)
 {
     if (dtype.is_none())
@@ -285,7 +292,8 @@ const char* const module_doc = R"doc(attention_plasticity: attention heads choos
 
 The compiled core of the package: every step of the method (docs/method.md §2), the
 pair-plasticity kernel (§4), the key-pair sampler (§5), the random streams (§6), the
-statistics (§7) and the per-head analysis, bound as thin wrappers over the C++ library (the
+statistics (§7), the extensions (§8: distance maps, the empirical AP, standard errors and
+intervals) and the per-head analysis, bound as thin wrappers over the C++ library (the
 numbers are the C++ library's, bit for bit), and the dump analysis of ap_analyze.
 
 Array arguments
@@ -390,6 +398,7 @@ NB_MODULE(_core, m)
         "('real').");
     ap_python::bind_kernel(m);
     ap_python::bind_steps(m);
+    ap_python::bind_extensions(m);
     ap_python::bind_head(m);
     ap_python::bind_dump(m);
 }

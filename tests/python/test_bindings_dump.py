@@ -62,7 +62,51 @@ def test_analyze_dump_writes_ap_analyzes_bytes(dumps, tmp_path, layout):
     assert result.summary == "8 of the 8 query heads of the layout present: 8 analyzed, 0 failed"
     assert len(result.head_metrics) == 8 and result["head_profile"] is result.tables["head_profile"]
     assert list(result.tables) == ["head_metrics", "head_bucket_plasticity", "head_profile",
-                                   "head_component_weights"]
+                                   "head_component_weights", "head_distance_plasticity"]
+    assert sorted(dumps["csv"]) == sorted(bu.CSV_FILES)
+    # ap_analyze's defaults for the extensions (docs/method.md §8): the distance map and the
+    # intervals on, the empirical AP off
+    assert len(result.head_distance_plasticity) > 0
+    assert result.head_metrics["ap_overall_se"].notna().all()
+    assert result.head_metrics["ap_empirical_overall"].isna().all()
+
+
+EXTENSION_OPTIONS = [
+    ({"empirical_ap": True, "empirical_max_queries": 30, "distance_map_extra_pairs": 20,
+      "distance_bins_per_octave": 3, "confidence_level": 0.8},
+     ["--empirical-ap", "on", "--empirical-max-queries", 30, "--distance-map-extra-pairs", 20,
+      "--distance-bins-per-octave", 3, "--confidence-level", 0.8]),
+    ({"distance_map": False, "confidence_intervals": "off", "empirical_ap": "on"},
+     ["--distance-map", "off", "--confidence-intervals", "off", "--empirical-ap", "on"]),
+]
+
+
+@pytest.mark.parametrize("options,flags", EXTENSION_OPTIONS)
+@pytest.mark.parametrize("layout", ["npy", "parquet"])
+def test_extension_options_write_ap_analyzes_bytes(dumps, tmp_path, options, flags, layout):
+    """The options of the extensions (docs/method.md §8), as keywords (bools or on/off) and as
+    ap_analyze's flags: the same files and bytes, the empirical columns filled or the map empty
+    as asked."""
+    bu.check_run([bu.ap_analyze(), "--data-root", dumps["npy"], "--output-dir", tmp_path / "cpp", "--threads", 2]
+                 + LAYOUT + flags)
+    want = bu.result_files(tmp_path / "cpp")
+    assert sorted(want) == sorted(bu.CSV_FILES)
+    result = ap.analyze_dump(dumps[layout], tmp_path / "py", num_q_heads=4, num_k_heads=2, threads=3,
+                             progress=False, **options)
+    assert_same_csvs(result, tmp_path / "py", want)
+    assert result.head_metrics["ap_empirical_overall"].notna().all()
+    assert result.head_profile["plasticity_ci_low"].notna().any() == (options.get("confidence_intervals") != "off")
+    assert (len(result.head_distance_plasticity) > 0) == (options.get("distance_map") is not False)
+    assert want != dumps["csv"]
+
+
+def test_extension_option_errors_are_ap_analyzes(dumps):
+    with pytest.raises(ap.UsageError, match="distance_map: 'maybe' is not on or off"):
+        ap.analyze_dump(dumps["npy"], num_q_heads=4, num_k_heads=2, distance_map="maybe", progress=False)
+    with pytest.raises(ap.UsageError, match="confidence_level: 1 is not strictly between 0 and 1"):
+        ap.analyze_dump(dumps["npy"], num_q_heads=4, num_k_heads=2, confidence_level=1, progress=False)
+    with pytest.raises(ap.UsageError, match="seed: expected a number, got a bool"):
+        ap.analyze_dump(dumps["npy"], num_q_heads=4, num_k_heads=2, seed=True, progress=False)
 
 
 def test_parquet_through_the_converter(dumps, tmp_path):

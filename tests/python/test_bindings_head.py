@@ -79,8 +79,9 @@ def write_npy_head(root, layer, q_head, k_head, q, k, position, bucket, example_
 def test_analyze_head_writes_the_rows_of_ap_analyze(tmp_path, dtype, window):
     q, k, position, bucket, example_id = make_head(seed=3, dtype=dtype)
     write_npy_head(tmp_path / "dump", 1, 2, 1, q, k, position, bucket, example_id, window)
+    # ap_analyze's defaults: the library's, with the intervals of docs/method.md §8.3 on
     options = ap.HeadOptions(seed=5, num_pairs_per_bucket=100, max_tokens_per_head=2500,
-                             sliding_window=window or 0)
+                             sliding_window=window or 0, confidence_intervals=True)
     bu.check_run([bu.ap_analyze(), "--data-root", tmp_path / "dump", "--output-dir", tmp_path / "out",
                   "--num-layers", 2, "--num-q-heads", 4, "--num-k-heads", 2, "--seed", 5,
                   "--num-pairs-per-bucket", 100, "--max-tokens-per-head", 2500])

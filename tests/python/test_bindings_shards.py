@@ -217,3 +217,20 @@ def test_a_shard_without_output_dir_and_written_later(dumps, tmp_path):
     assert result.output_dir is None and result.write(tmp_path / "later")
     ap_analyze_shard(dumps["npy"], tmp_path / "cpp", "2/3")
     same_shard(tmp_path / "later", tmp_path / "cpp")
+
+
+def test_shards_with_the_extensions_merge_across_front_ends(dumps, tmp_path):
+    """The extensions of docs/method.md §8 in shards: a Python shard and an ap_analyze shard with
+    the same extension options merge to the unsharded ap_analyze run with them; a shard whose
+    extension options differ is refused by the merge (its manifest names them)."""
+    flags = ["--empirical-ap", "on", "--distance-bins-per-octave", 2, "--confidence-level", 0.9]
+    bu.check_run([bu.ap_analyze(), "--data-root", dumps["npy"], "--output-dir", tmp_path / "whole"] + FLAGS + flags)
+    ap_analyze_shard(dumps["npy"], tmp_path / "cpp0", "0/2", flags)
+    ap.analyze_dump(dumps["npy"], tmp_path / "py1", shard="1/2", progress=False, empirical_ap=True,
+                    distance_bins_per_octave=2, confidence_level=0.9, **OPTIONS)
+    merge([tmp_path / "cpp0", tmp_path / "py1"], tmp_path / "merged")
+    assert bu.result_files(tmp_path / "merged") == bu.result_files(tmp_path / "whole")
+    assert json.loads(manifest_text(tmp_path / "py1"))["options"]["empirical_ap"] == "on"
+    ap.analyze_dump(dumps["npy"], tmp_path / "py1_default", shard="1/2", progress=False, **OPTIONS)
+    proc = merge([tmp_path / "cpp0", tmp_path / "py1_default"], tmp_path / "refused", expect=2)
+    assert "was run with other options than" in proc.stderr and "distance_bins_per_octave" in proc.stderr
