@@ -1453,7 +1453,7 @@ class HeadOptions:
     """
     The parameters of docs/method.md §2 (defaults as there), the head's sliding window and the
     extensions of §8 (defaults: the library's, where confidence_intervals is off; ap_analyze and
-    analyze_dump turn it on).
+    analyze_dump turn it on: analyze_default_options()).
     """
 
     def __init__(self, max_tokens_per_head: int = 50000, normality_max_dims: int = 64, p_alpha: float = 0.01, seed: int = 0, num_pairs_per_bucket: int = 256, max_rel_dist: float = 0.05, covariance_epsilon: float = 1e-12, sliding_window: int = 0, distance_map: bool = True, distance_map_extra_pairs: int = 0, distance_bins_per_octave: int = 1, empirical_ap: bool = False, empirical_max_queries: int = 0, confidence_intervals: bool = False, confidence_level: float = 0.95) -> None:
@@ -1853,6 +1853,12 @@ def analyze_options() -> list:
     """
     The options of ap_analyze (one table for the command line, the --config file and analyze_dump): a list
     of (key, flag, metavar, help, takes_list); the help ends with the default in brackets.
+    """
+
+def analyze_default_options() -> HeadOptions:
+    """
+    The HeadOptions of ap_analyze and analyze_dump when no option is given: the library's defaults
+    (HeadOptions()) with the confidence intervals of docs/method.md §8.3 on. Returns a new HeadOptions.
     """
 
 def analyze_help(program: str) -> str:

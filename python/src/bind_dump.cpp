@@ -538,6 +538,9 @@ void bind_dump(nb::module_& m)
         },
         "The options of ap_analyze (one table for the command line, the --config file and analyze_dump): a list\n"
         "of (key, flag, metavar, help, takes_list); the help ends with the default in brackets.");
+    m.def("analyze_default_options", &ex::analyze_default_options,
+          "The HeadOptions of ap_analyze and analyze_dump when no option is given: the library's defaults\n"
+          "(HeadOptions()) with the confidence intervals of docs/method.md §8.3 on. Returns a new HeadOptions.");
     m.def(
         "analyze_help", [](const std::string& program) { return ex::analyze_help(program.c_str()); }, "program"_a,
         "The --help text of ap_analyze, for `program`.");

@@ -140,7 +140,7 @@ namespace
             m, "HeadOptions",
             "The parameters of docs/method.md §2 (defaults as there), the head's sliding window and the\n"
             "extensions of §8 (defaults: the library's, where confidence_intervals is off; ap_analyze and\n"
-            "analyze_dump turn it on).")
+            "analyze_dump turn it on: analyze_default_options()).")
             .def(
                 "__init__",
                 [](ap::head_options* self, std::size_t max_tokens_per_head, std::size_t normality_max_dims,

@@ -352,6 +352,9 @@ def test_head_options_of_the_extensions():
             o.empirical_max_queries, o.confidence_intervals, o.confidence_level, o.seed) == (
         False, 7, 3, True, 50, True, 0.9, 4)
     assert "empirical_ap=True" in repr(o) and "confidence_level=0.9" in repr(o)
+    # ap_analyze's and analyze_dump's: the library's with the intervals on
+    d = ap.analyze_default_options()
+    assert d.confidence_intervals and repr(d) == repr(ap.HeadOptions(confidence_intervals=True))
     (qx, qt, qb, _), keys = head(1)
     with pytest.raises(ap.InvalidArgumentError,
                        match=r"analyze_head: options.distance_bins_per_octave must be in \[1, 1024\], got 0"):
