@@ -21,11 +21,13 @@ from scipy.special import ndtr
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "reference"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
 
 import gen_pipeline_reference as ref  # noqa: E402
-from attention_plasticity.sniffed import read_sniffed_folder  # noqa: E402
+from sniffed_fixtures import load_sniffed_module  # noqa: E402  (the repository's sniffed.py)
+
+read_sniffed_folder = load_sniffed_module().read_sniffed_folder
 
 SIGMA_EPS = 1e-12  # docs/method.md §2.10
 

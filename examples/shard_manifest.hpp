@@ -12,7 +12,8 @@
 //   - the files of the set other than the manifest (the CSVs, whatever they are), in order;
 //   - each head of the shard, in (layer, q_head) order: its weight in tokens, whether it was
 //     analyzed (else the error), and how many rows it has in each file (in the files' order).
-// make_shard_manifest() assembles it for a front end (ap_analyze) from its run.
+// make_shard_manifest() assembles it from a run (analysis_run.hpp: ap_analyze's and the
+// Python module's).
 // JSON, one head per line. Parsed with yaml-cpp (JSON is YAML); everything read is bounded.
 
 #include <algorithm>

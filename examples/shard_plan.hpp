@@ -7,15 +7,18 @@
 // same split on its own.
 //
 // The rule: a head weighs the tokens it analyzes, min(n_q, cap) + min(n_k, cap), with n_q and
-// n_k the rows of its query and key vector.npy as their NPY headers announce (no payload is
-// read) and cap = max_tokens_per_head; a head whose header cannot be read weighs 0 (it fails
-// in its shard like in any run). Heads in decreasing weight (ties in (layer, q_head) order)
-// go one by one to the shard with the least weight so far (ties to the lowest index): the
-// greedy longest-processing-time rule. A head's result does not depend on its shard.
+// n_k the rows of its query and key vectors as their files announce them (no payload is read:
+// the NPY header of vector.npy; for the Python module's qk-sniffer folders, the footer of
+// data.parquet, through a folder_probe of its own) and cap = max_tokens_per_head; a head whose
+// file cannot be read weighs 0 (it fails in its shard like in any run). Heads in decreasing
+// weight (ties in (layer, q_head) order) go one by one to the shard with the least weight so
+// far (ties to the lowest index): the greedy longest-processing-time rule. A head's result
+// does not depend on its shard.
 //
 // The dump's fingerprint, which ap_merge compares between shards, is a hash of the run's
-// head list and, for the query and key vector.npy of each head, of the file's size and its
-// first 4 KiB (header and first values): a cheap check that every shard read the same dump.
+// head list and, for the file of the query and key vectors of each head (vector.npy or
+// data.parquet), of its size and its first 4 KiB (header and first values): a cheap check that
+// every shard read the same dump.
 
 #include <algorithm>
 #include <cstdint>
@@ -23,6 +26,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <ios>
 #include <map>
 #include <numeric>
 #include <queue>
@@ -91,22 +95,40 @@ inline std::string hex64(std::uint64_t value)
     return text;
 }
 
-/// What the shard plan reads of a vector.npy: its rows (from the header) and a fingerprint.
+/// What the shard plan reads of the file of a folder's vectors: its rows (as the file
+/// announces them) and a fingerprint.
 struct vector_file_probe
 {
-    std::uint64_t rows = 0;         // 0 when the header cannot be read
+    std::uint64_t rows = 0;         // 0 when the file cannot be read
     std::uint64_t fingerprint = 0;  // of the size and the first 4 KiB, or of "unreadable"
 };
 
-/// Bytes of a vector.npy that enter the dump's fingerprint.
+/// Bytes of a vector file that enter the dump's fingerprint.
 inline constexpr std::size_t fingerprint_prefix_bytes = 4096;
 
+/// The fingerprint of a file: of its size and its first 4 KiB, or of "unreadable".
+inline std::uint64_t file_fingerprint(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    std::error_code ec;
+    const std::uintmax_t size = std::filesystem::file_size(path, ec);
+    if (!in.is_open() || ec)
+    {
+        return fnv1a64("unreadable");
+    }
+    std::string prefix(fingerprint_prefix_bytes, '\0');
+    in.read(prefix.data(), static_cast<std::streamsize>(prefix.size()));
+    prefix.resize(static_cast<std::size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+    return fnv1a64(prefix, fnv1a64("size " + std::to_string(size) + "\n"));
+}
+
+/// A vector.npy: its rows from the NPY header.
 inline vector_file_probe probe_vector_file(const std::string& path)
 {
     vector_file_probe probe;
-    std::ifstream in;
     try
     {
+        std::ifstream in;
         const npy_header h = open_npy(in, path);
         if (h.shape.size() == 2)
         {
@@ -117,20 +139,18 @@ inline vector_file_probe probe_vector_file(const std::string& path)
     {
         probe.rows = 0;  // analyzing the head reports what is wrong
     }
-    std::error_code ec;
-    const std::uintmax_t size = std::filesystem::file_size(path, ec);
-    if (!in.is_open() || ec)
-    {
-        probe.fingerprint = fnv1a64("unreadable");
-        return probe;
-    }
-    in.clear();
-    in.seekg(0);
-    std::string prefix(fingerprint_prefix_bytes, '\0');
-    in.read(prefix.data(), static_cast<std::streamsize>(prefix.size()));
-    prefix.resize(static_cast<std::size_t>(std::max<std::streamsize>(in.gcount(), 0)));
-    probe.fingerprint = fnv1a64(prefix, fnv1a64("size " + std::to_string(size) + "\n"));
+    probe.fingerprint = file_fingerprint(path);
     return probe;
+}
+
+/// How the shard plan reads a head folder (its path): the probe of the file of its vectors.
+/// A front end that reads other layouts than NPY gives its own.
+using folder_probe = std::function<vector_file_probe(const std::string& folder)>;
+
+/// A folder of the NPY layout: its vector.npy.
+inline vector_file_probe probe_npy_folder(const std::string& folder)
+{
+    return probe_vector_file(folder + "/vector.npy");
 }
 
 /// The weights of a run's heads and the dump's fingerprint.
@@ -140,22 +160,22 @@ struct head_weights
     std::uint64_t dump_fingerprint = 0;
 };
 
-/// Reads the NPY headers of the query and key vector.npy of every head (each key folder
-/// once). `cap`: max_tokens_per_head.
-inline head_weights weigh_heads(const std::string& data_root, const std::vector<head_task>& heads, std::uint64_t cap)
+/// Probes the query and key folder of every head (each key folder once). `cap`:
+/// max_tokens_per_head.
+inline head_weights weigh_heads(const std::string& data_root, const std::vector<head_task>& heads, std::uint64_t cap,
+                                const folder_probe& probe = probe_npy_folder)
 {
     head_weights out;
     std::map<std::pair<std::size_t, std::size_t>, vector_file_probe> keys;
     std::uint64_t fingerprint = fnv1a64("ap dump\n");
     for (const head_task& head : heads)
     {
-        const vector_file_probe q =
-            probe_vector_file(head_folder_path(data_root, head.layer, head.q_head, 'q') + "/vector.npy");
+        const vector_file_probe q = probe(head_folder_path(data_root, head.layer, head.q_head, 'q'));
         auto key = keys.find({head.layer, head.k_head});
         if (key == keys.end())
         {
             key = keys.emplace(std::make_pair(head.layer, head.k_head),
-                               probe_vector_file(head_folder_path(data_root, head.layer, head.k_head, 'k') + "/vector.npy"))
+                               probe(head_folder_path(data_root, head.layer, head.k_head, 'k')))
                       .first;
         }
         const vector_file_probe& k = key->second;
@@ -191,6 +211,7 @@ inline std::vector<std::size_t> assign_shards(const std::vector<std::uint64_t>& 
     }
     return shard_of;
 }
+
 /// The heads of one shard of a run, with what its manifest records of the plan.
 struct shard_selection
 {
@@ -203,10 +224,11 @@ struct shard_selection
 };
 
 /// The heads of shard `spec` among the run's `heads` ((layer, q_head) order, kept).
-inline shard_selection select_shard(const std::string& data_root, const std::vector<head_task>& heads, std::uint64_t cap,
-                                    const shard_spec& spec)
+inline shard_selection select_shard(const std::string& data_root, const std::vector<head_task>& heads,
+                                    std::uint64_t cap, const shard_spec& spec,
+                                    const folder_probe& probe = probe_npy_folder)
 {
-    const head_weights weights = weigh_heads(data_root, heads, cap);
+    const head_weights weights = weigh_heads(data_root, heads, cap, probe);
     const std::vector<std::size_t> shard_of = assign_shards(weights.tokens, spec.count);
     shard_selection out;
     out.run_heads = heads.size();

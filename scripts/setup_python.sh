@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Creates the project's Python virtual environment (default: .venv at the repository root)
-# with the pinned packages of requirements.txt. Needs a CPython 3.11 with the venv module:
-# the first of $AP_PYTHON_BASE, python3.11, python3 that is 3.11 (Debian's /usr/bin/python3
-# needs the python3-venv package; the machines' default python3 has it).
+# with the pinned packages of requirements.txt, and installs this project's Python package
+# into it (pip install . : the compiled module is built by this project's CMake through
+# scikit-build-core, in build/python-package, the folder ctest's python_package_install keeps
+# current; it needs the Debian packages of scripts/install_deps.sh). Needs a CPython 3.11 with
+# the venv module: the first of $AP_PYTHON_BASE, python3.11, python3 that is 3.11 (Debian's
+# /usr/bin/python3 needs the python3-venv package; the machines' default python3 has it).
 # usage: scripts/setup_python.sh [VENV_DIR]
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,4 +27,7 @@ if [[ ! -x "$venv/bin/python" ]]; then
   "$base" -m venv "$venv"
 fi
 "$venv/bin/python" -m pip install --quiet -r "$repo/requirements.txt"
-echo "setup_python.sh: $("$venv/bin/python" --version) in $venv"
+# The package, without build isolation: nanobind and scikit-build-core are pinned above.
+"$venv/bin/python" -m pip install --quiet --no-build-isolation --no-deps \
+  --config-settings=build-dir="$repo/build/python-package" "$repo"
+echo "setup_python.sh: $("$venv/bin/python" --version) in $venv, with attention_plasticity"

@@ -130,7 +130,7 @@ TEMPLATE_TEST_CASE("query_bucket_empirical_plasticity: cell means and AP_j of th
                           "query_bucket_empirical_plasticity: needs at least 2 queries, got 1");
     const xt::xtensor<TestType, 2> narrow = xt::zeros<TestType>({std::size_t{3}, emp_d - 1});
     AP_CHECK_THROWS_EXACT(ap::query_bucket_empirical_plasticity(keys, cells, narrow), std::invalid_argument,
-                          "query_bucket_empirical_plasticity: queries have d = 4 columns but differences have d = 5");
+                          "query_bucket_empirical_plasticity: bucket_queries have d = 4 columns but keys_rot has d = 5");
 }
 
 TEST_CASE("empirical steps: errors name the function and the argument", "[empirical]")

@@ -104,22 +104,26 @@ namespace detail
     }
 
     /// The operands of an empirical step in the working type T, checked: 2-D, same d, finite.
+    /// Errors name the queries `queries_name` and say where the differences' d comes from with
+    /// `differences_have` (the arguments as the caller of `fn` named them).
     template <class T, class EQ, class EW>
     std::pair<matrix_view<T>, matrix_view<T>> empirical_operands(const char* fn, const xt::xexpression<EQ>& queries,
                                                                  const xt::xexpression<EW>& differences,
-                                                                 std::size_t min_queries)
+                                                                 std::size_t min_queries,
+                                                                 const char* queries_name = "queries",
+                                                                 const char* differences_have = "differences have")
     {
-        auto q = as_matrix<T>(queries, fn, "queries");
+        auto q = as_matrix<T>(queries, fn, queries_name);
         auto w = as_matrix<T>(differences, fn, "differences");
         if (q.cols != w.cols)
         {
-            throw_invalid(fn, "queries have d = ", q.cols, " columns but differences have d = ", w.cols);
+            throw_invalid(fn, queries_name, " have d = ", q.cols, " columns but ", differences_have, " d = ", w.cols);
         }
         if (q.rows < min_queries)
         {
             throw_invalid(fn, "needs at least ", min_queries, " queries, got ", q.rows);
         }
-        require_finite(fn, "queries", q);
+        require_finite(fn, queries_name, q);
         require_finite(fn, "differences", w);
         return {std::move(q), std::move(w)};
     }
@@ -224,11 +228,9 @@ bucket_plasticity_result query_bucket_empirical_plasticity(const xt::xexpression
     detail::check_cells(fn, keys, cells);
     const auto rows = detail::pair_rows(cells);
     const auto w = key_differences<value_type>(keys_rot, rows.first, rows.second);
-    const auto [q, wv] = detail::empirical_operands<value_type>(fn, bucket_queries, w, 2);
-    if (keys.cols != q.cols)
-    {
-        detail::throw_invalid(fn, "bucket_queries have d = ", q.cols, " columns but keys_rot has d = ", keys.cols);
-    }
+    // (w has the columns of keys_rot)
+    const auto [q, wv] = detail::empirical_operands<value_type>(fn, bucket_queries, w, 2, "bucket_queries",
+                                                                "keys_rot has");
     return detail::bucket_empirical_of_preferences(detail::preferences_raw(q, wv), cells);
 }
 

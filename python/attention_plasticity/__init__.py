@@ -1,5 +1,37 @@
-"""attention_plasticity: measure whether attention heads choose keys by content or by position.
+"""attention_plasticity: whether attention heads choose keys by content or by position.
 
-The Python package is being built; for now it holds ``attention_plasticity.sniffed``, the
-reader of qk-sniffer's Parquet dumps (numpy + pyarrow).
+``import attention_plasticity as ap`` gives the C++ library on NumPy arrays and torch tensors
+(read in place, at C++ speed; see ``help(attention_plasticity._core)`` for how arrays are
+taken, the errors and threads) and the dump analysis of ap_analyze:
+
+- every step of the method (docs/method.md §2.1-2.15): ``orientation_signs``,
+  ``subsample_rows``, ``fit_linear``, ``scalar_position_predictability``,
+  ``householder_to_e1`` / ``Householder.apply``, ``fit_position_component``,
+  ``standardized_normality``, ``noise_normality``, ``component_weights``, ``query_buckets``,
+  ``bucket_query_models``, ``full_gaussian``, ``group_key_buckets``,
+  ``eligible_key_buckets``, ``cell_key_pairs``, ``cell_pair_seed`` / ``pair_sampler_seed`` /
+  ``seeds_of_head``, ``query_bucket_plasticity``, ``plasticity_aggregates``;
+- the extensions (docs/method.md §8): distance maps ``cell_pair_distances``,
+  ``distance_plasticity_map``, ``distance_map_cell_pairs``, ``log_distance_bin``; the empirical
+  AP ``pair_preferences``, ``empirical_pair_plasticity``, ``query_bucket_empirical_plasticity``,
+  ``empirical_plasticity_variance``; the intervals ``bucket_plasticity_sensitivity``,
+  ``pair_sampling_variance``, ``plasticity_standard_errors``, ``plasticity_interval``;
+- the per-head analysis ``analyze_head(Tokens(...), Tokens(...), HeadId(...), HeadOptions(...))``;
+- the kernel (§4): ``pair_plasticity``, ``head_plasticity``, ``pair_moments_full``,
+  ``structured_pair_moments``, ``plasticity_from_moments``, ``key_differences``; the sampler
+  (§5): ``sample_key_pairs``, ``sample_bucket_key_pairs``; the streams (§6): ``Rng``;
+  the statistics (§7): ``sample_moments``, ``ks_test_normal``, ``kolmogorov_sf``, ...;
+- ``analyze_dump(path, ...)``: a dump (NPY or qk-sniffer Parquet) analyzed as ap_analyze
+  does, the tables returned as DataFrames and optionally written as the same CSVs;
+  ``python -m attention_plasticity`` is its command line;
+- ``attention_plasticity.capture``: torch forward hooks that capture a transformers model's
+  per-head queries and keys in memory; ``attention_plasticity.sniffed``: the Parquet reader.
 """
+
+from ._core import *  # noqa: F401,F403  (the compiled library; see _core.pyi)
+from ._core import (DomainError, InvalidArgumentError, OutputError,  # noqa: F401
+                    UsageError)
+from .dump import (DumpResult, HeadError, HeadFailedWarning,  # noqa: F401
+                   analyze_dump)
+
+__version__ = "0.1.0"

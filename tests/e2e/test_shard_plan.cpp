@@ -1,7 +1,8 @@
 // Unit tests of sharding (docs/method.md §8.4): the --shard value, the assignment rule, what
-// the plan reads of the NPY headers, the manifest's JSON both ways, the options that
-// determine the results, and the positional arguments of ap_merge's command line. (The
-// programs end to end: tests/e2e/test_shards.py and test_slurm.py.)
+// the plan reads of the NPY headers (or through a front end's folder probe), the manifest's
+// JSON both ways, the options that determine the results, and the positional arguments of
+// ap_merge's command line. (The programs end to end: tests/e2e/test_shards.py and
+// test_slurm.py; from Python: tests/python/test_bindings_shards.py.)
 
 #include <catch2/catch.hpp>
 
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -162,6 +164,53 @@ TEST_CASE("weigh_heads: rows from the NPY headers, capped, and the dump's finger
     CHECK(weigh_heads(copy.root.string(), heads, 500).dump_fingerprint == w.dump_fingerprint);
     write_npy(copy.vector_file(0, 0, 'k'), "<f4", 2000, 2, floats(4002, 2.0f));
     CHECK(weigh_heads(copy.root.string(), heads, 500).dump_fingerprint != w.dump_fingerprint);
+}
+
+TEST_CASE("weigh_heads, select_shard: a front end's folder probe", "[shard]")
+{
+    // The Python module reads qk-sniffer folders: it weighs them by a probe of its own. Here a
+    // probe that announces 100 x (layer + 1) + 10 x head rows for folder l{LL}h{HH}{q|k}.
+    std::map<std::string, int> calls;
+    const folder_probe probe = [&](const std::string& folder) {
+        const std::string name = std::filesystem::path(folder).filename().string();
+        ++calls[name];
+        vector_file_probe p;
+        const auto layer = static_cast<std::uint64_t>(std::stoi(name.substr(1, 2)));
+        const auto head = static_cast<std::uint64_t>(std::stoi(name.substr(4, 2)));
+        p.rows = 100 * (layer + 1) + 10 * head;
+        p.fingerprint = fnv1a64(name);
+        return p;
+    };
+    // 2 layers x 4 query heads on 2 key heads (GQA groups of 2)
+    std::vector<head_task> heads;
+    for (std::size_t layer = 0; layer < 2; ++layer)
+    {
+        for (std::size_t q = 0; q < 4; ++q)
+        {
+            heads.push_back({layer, q, q / 2});
+        }
+    }
+    const head_weights w = weigh_heads("/nowhere", heads, 215, probe);
+    // query rows 100 + 10 q (layer 0), 200 + 10 q (layer 1), capped at 215; key rows 100 + 10 k, 200 + 10 k
+    CHECK(w.tokens == std::vector<std::uint64_t>{100 + 100, 110 + 100, 120 + 110, 130 + 110,
+                                                 200 + 200, 210 + 200, 215 + 210, 215 + 210});
+    CHECK(calls.size() == 12);  // 8 query folders, 4 key folders, each probed once
+    CHECK(std::all_of(calls.begin(), calls.end(), [](const auto& c) { return c.second == 1; }));
+    CHECK(calls.count("l01h01k") == 1);
+    CHECK(w.dump_fingerprint != weigh_heads("/nowhere", heads, 215).dump_fingerprint);  // the NPY probe: unreadable
+    // LPT over these weights, worked by hand for N = 3: 425 (1,2) -> 0, 425 (1,3) -> 1, 410 (1,1) -> 2,
+    // 400 (1,0) -> 2 (810), 240 (0,3) -> 0 (665), 230 (0,2) -> 1 (655), 210 (0,1) -> 1 (865), 200 (0,0) -> 0 (865).
+    const shard_selection s0 = select_shard("/nowhere", heads, 215, parse_shard_spec("--shard", "0/3"), probe);
+    std::vector<std::pair<std::size_t, std::size_t>> got;
+    for (const auto& h : s0.heads)
+    {
+        got.emplace_back(h.layer, h.q_head);
+    }
+    CHECK(got == std::vector<std::pair<std::size_t, std::size_t>>{{0, 0}, {0, 3}, {1, 2}});
+    CHECK(s0.tokens == std::vector<std::uint64_t>{200, 240, 425});
+    CHECK(s0.shard_tokens == 865);
+    CHECK(s0.run_tokens == 865 + 865 + 810);
+    CHECK(s0.run_heads == 8);
 }
 
 TEST_CASE("json_string: escapes, UTF-8 kept, other bytes replaced", "[shard]")

@@ -1,0 +1,251 @@
+#ifndef AP_EXAMPLES_ANALYSIS_RUN_HPP
+#define AP_EXAMPLES_ANALYSIS_RUN_HPP
+
+// One run of the dump analysis, from its configuration to its result set: what ap_analyze and
+// the Python module (analyze_dump, `python -m attention_plasticity`) share, so that for the
+// same options both analyze the same heads and write the same files, byte for byte:
+//   - the plan: the configuration's checks, the layout (dump_layout.hpp), the selection and,
+//     with `shard`, the heads of that shard (shard_plan.hpp, docs/method.md §8.4);
+//   - the output folder, checked and locked before any work (result_set.hpp);
+//   - the run over the heads (head_runner.hpp);
+//   - the result set: the CSVs (csv_rows.hpp) and, for a shard, its manifest shard.json
+//     (shard_manifest.hpp). A shard writes its set even when none of its heads was analyzed
+//     (or it has none), so that ap_merge sees that it finished; an unsharded run without an
+//     analyzed head writes nothing and leaves an earlier set as it was.
+// The front ends add how they report (progress, messages, exit statuses) and how they read a
+// folder (a folder_loader, a folder_probe: the Python module adds qk-sniffer's Parquet).
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analyze_config.hpp"
+#include "csv_rows.hpp"
+#include "dump_layout.hpp"
+#include "head_runner.hpp"
+#include "result_set.hpp"
+#include "shard_manifest.hpp"
+#include "shard_plan.hpp"
+
+namespace ap_examples
+{
+/// The program a shard's manifest names: ap_analyze's analysis at this version, whichever
+/// front end ran it (shards of ap_analyze and of the Python module merge together).
+inline std::string analysis_program()
+{
+    return std::string("ap_analyze ") + AP_VERSION;
+}
+
+inline std::string plural(std::uint64_t n, const char* one, const char* many)
+{
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+class analysis_run
+{
+public:
+    /// Checks the configuration, reads the dump's layout and plans the heads (the shard's,
+    /// with `shard`; `probe`: how the shard plan reads a folder). Throws usage_error or
+    /// input_error, before any work.
+    explicit analysis_run(analyze_config config, const folder_probe& probe = probe_npy_folder)
+        : m_config(std::move(config))
+    {
+        check_analyze_config(m_config);
+        m_scan = scan_dump(m_config.data_root);
+        const dump_layout layout = resolve_layout(m_scan, m_config.layout, read_dump_metadata(m_config.data_root));
+        m_plan = plan_heads(m_scan, layout, m_config.selection);
+        if (m_config.shard)
+        {
+            m_shard = select_shard(m_config.data_root, m_plan.heads, m_config.options.max_tokens_per_head,
+                                   *m_config.shard, probe);
+            m_plan.heads = m_shard->heads;
+        }
+        m_threads = std::max<std::size_t>(1, std::min(m_config.worker_threads(), m_plan.heads.size()));
+    }
+
+    /// Checks and locks the output folder (result_set_writer's errors): before any work.
+    void open_output() { m_writer.emplace(m_config.output_dir, file_names()); }
+
+    const analyze_config& config() const { return m_config; }
+    /// The heads of the run (of its shard, when sharded), in (layer, q_head) order.
+    const head_plan& plan() const { return m_plan; }
+    const std::optional<shard_selection>& shard() const { return m_shard; }
+    std::size_t threads() const { return m_threads; }
+    bool writes() const { return m_writer.has_value(); }
+    bool has_earlier_set() const { return m_writer && m_writer->has_earlier_set(); }
+    std::vector<std::string> notes() const { return m_writer ? m_writer->notes() : std::vector<std::string>{}; }
+
+    /// The files of the result set: the CSVs, and shard.json for a shard.
+    std::vector<std::string> file_names() const
+    {
+        std::vector<std::string> names = result_file_names();
+        if (m_shard)
+        {
+            names.emplace_back(shard_manifest_file);
+        }
+        return names;
+    }
+
+    /// Analyzes the heads (head_runner.hpp's run_heads on threads() threads).
+    void run(const folder_loader& loader, const head_done_callback& on_done, const std::atomic<bool>* stop = nullptr)
+    {
+        if (m_has_run)
+        {
+            throw std::logic_error("analysis_run: a run is analyzed once");
+        }
+        m_has_run = true;
+        const auto start = std::chrono::steady_clock::now();
+        run_heads(m_config, m_scan, m_plan, m_threads, loader, on_done, m_state, stop);
+        m_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+
+    bool has_run() const { return m_has_run; }
+    const run_state& state() const { return m_state; }
+    /// Wall time of run(), in seconds.
+    double seconds() const { return m_seconds; }
+
+    std::size_t analyzed() const
+    {
+        const auto& results = m_state.results;
+        return static_cast<std::size_t>(
+            std::count_if(results.begin(), results.end(), [](const auto& r) { return r.has_value(); }));
+    }
+
+    std::size_t failed() const
+    {
+        const auto& failures = m_state.failures;
+        return static_cast<std::size_t>(
+            std::count_if(failures.begin(), failures.end(), [](const auto& f) { return f.has_value(); }));
+    }
+
+    /// Whether the run has a result set to write: some head analyzed, or a shard.
+    bool has_results() const { return m_shard.has_value() || analyzed() > 0; }
+
+    /// Writes the result set into the output folder; when there is none to write, drops the
+    /// temporary set (an earlier set stays) and returns false.
+    bool commit()
+    {
+        if (!m_writer)
+        {
+            throw std::logic_error("analysis_run: the output folder is not open");
+        }
+        if (!has_results())
+        {
+            m_writer->abandon();
+            return false;
+        }
+        write(*m_writer);
+        return true;
+    }
+
+    /// Writes the result set into another folder (a writer of its own); false when there is
+    /// none to write.
+    bool write_to(const std::string& output_dir) const
+    {
+        if (!has_results())
+        {
+            return false;
+        }
+        result_set_writer writer(output_dir, file_names());
+        write(writer);
+        return true;
+    }
+
+    /// Releases the output folder (its lock and an unwritten temporary set).
+    void close() { m_writer.reset(); }
+
+    /// The text of shard.json (a shard that has run).
+    std::string manifest_text() const
+    {
+        if (!m_shard)
+        {
+            throw std::logic_error("analysis_run: a run without a shard has no manifest");
+        }
+        std::vector<const head_rows*> rows;
+        std::vector<std::string> errors;
+        for (std::size_t i = 0; i < m_plan.heads.size(); ++i)
+        {
+            const bool analyzed = i < m_state.results.size() && m_state.results[i];
+            const bool failed = i < m_state.failures.size() && m_state.failures[i];
+            rows.push_back(analyzed ? &*m_state.results[i] : nullptr);
+            errors.push_back(failed ? m_state.failures[i]->message() : std::string());
+        }
+        return manifest_json(
+            make_shard_manifest(analysis_program(), m_config, m_plan, *m_shard, rows, errors, m_seconds));
+    }
+
+    /// The first line of a run: the layout, where it comes from, the heads present and to analyze.
+    std::string plan_line() const
+    {
+        const dump_layout& layout = m_plan.layout;
+        return plural(layout.num_layers, "layer", "layers") + " x "
+               + plural(layout.num_q_heads, "query head", "query heads") + " ("
+               + plural(layout.num_k_heads, "key head", "key heads") + "; " + layout.origin + ") in "
+               + m_config.data_root + ": " + plural(m_plan.present_heads, "query head", "query heads") + " present, "
+               + std::to_string(m_plan.heads.size()) + " to analyze, "
+               + std::to_string(m_config.options.num_pairs_per_bucket) + " pairs per cell, "
+               + plural(m_threads, "thread", "threads");
+    }
+
+    /// "shard I/N: K heads of the run's R (T of U tokens)"; empty when not sharded.
+    std::string shard_line() const
+    {
+        if (!m_shard)
+        {
+            return "";
+        }
+        return "shard " + m_config.shard->text() + ": " + plural(m_plan.heads.size(), "head", "heads")
+               + " of the run's " + std::to_string(m_shard->run_heads) + " (" + std::to_string(m_shard->shard_tokens)
+               + " of " + std::to_string(m_shard->run_tokens) + " tokens)";
+    }
+
+    /// "P of the L query heads of the layout present[, S of them selected][; shard I/N: K
+    /// heads]: A analyzed, F failed" (S: the heads of the whole run).
+    std::string counts_text() const
+    {
+        std::string counts = std::to_string(m_plan.present_heads) + " of the " + std::to_string(m_plan.layout_heads)
+                             + " query heads of the layout present";
+        const std::size_t run_heads = m_shard ? m_shard->run_heads : m_plan.heads.size();
+        if (run_heads != m_plan.present_heads)
+        {
+            counts += ", " + std::to_string(run_heads) + " of them selected";
+        }
+        if (m_shard)
+        {
+            counts += "; shard " + m_config.shard->text() + ": " + plural(m_plan.heads.size(), "head", "heads");
+        }
+        return counts + ": " + std::to_string(analyzed()) + " analyzed, " + std::to_string(failed()) + " failed";
+    }
+
+private:
+    void write(result_set_writer& writer) const
+    {
+        std::vector<result_file> files = result_files(analyzed_rows(m_state));
+        std::string manifest;  // outlives the commit: the files hold views
+        if (m_shard)
+        {
+            manifest = manifest_text();
+            files.push_back({shard_manifest_file, {manifest}});
+        }
+        writer.commit(files);
+    }
+
+    analyze_config m_config;
+    dump_scan m_scan;
+    head_plan m_plan;
+    std::optional<shard_selection> m_shard;
+    std::size_t m_threads = 1;
+    std::optional<result_set_writer> m_writer;
+    run_state m_state;
+    bool m_has_run = false;
+    double m_seconds = 0.0;
+};
+}  // namespace ap_examples
+
+#endif

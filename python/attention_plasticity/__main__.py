@@ -1,0 +1,71 @@
+"""``python -m attention_plasticity``: ap_analyze's command line, in Python.
+
+The same flags, --config file, defaults, checks, messages, result set and exit statuses as
+``build/examples/ap_analyze`` (its option table and run, through the compiled module), and
+qk-sniffer's Parquet folders read directly (``l{LL}h{HH}{q|k}/data.parquet``). With
+``--shard I/N`` it analyzes the heads of ``ap_analyze --shard I/N`` and writes the same files,
+shard.json included (ap_merge merges shards of either). Progress is a tqdm bar on stderr when
+stderr is a terminal.
+
+Exit status: 0 every present (selected) head analyzed, 1 some head failed or the set could
+not be written, 2 a usage or configuration error, or an output folder that cannot be used
+(nothing was analyzed); 130 interrupted (nothing was written).
+"""
+
+import sys
+import time
+
+from . import _core
+from .dump import _run, parquet_rows
+
+PROG = "python -m attention_plasticity"
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+
+    def say(message):
+        print(f"{PROG}: {message}", file=sys.stderr, flush=True)
+
+    try:
+        run = _core.DumpRun.from_command_line([PROG] + argv, parquet_rows=parquet_rows)
+    except (ValueError, OSError, RuntimeError) as exc:
+        say(exc)
+        return 2
+    if run is None:
+        sys.stdout.write(_core.analyze_help(PROG))
+        return 0
+    start = time.perf_counter()
+    try:
+        for note in run.notes():
+            say(note)
+        say(run.plan_line)
+        if run.shard_line is not None:
+            say(run.shard_line)
+        try:
+            _run(run, progress=None, warn=False, report=True)
+        except KeyboardInterrupt:
+            say("interrupted; nothing was written")
+            return 130
+        counts = run.counts_text()
+        if not run.has_results:
+            where = (f"the earlier results in {run.output_dir} are left as they were"
+                     if run.has_earlier_set() else f"nothing was written to {run.output_dir}")
+            run.commit()
+            say(f"{counts}; no head was analyzed, so {where}")
+            return 1
+        try:
+            run.commit()
+        except (OSError, RuntimeError) as exc:
+            where = (f"the earlier results in {run.output_dir} are unchanged" if run.has_earlier_set()
+                     else f"no results were written to {run.output_dir}")
+            say(f"error: {exc}; {where}")
+            return 1
+        say(f"{counts}, in {time.perf_counter() - start:.1f} s; results in {run.output_dir}")
+        return 1 if run.failed else 0
+    finally:
+        run.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,656 @@
+// The dump analysis of ap_analyze for Python (attention_plasticity.analyze_dump and
+// `python -m attention_plasticity`): the same option table (analyze_config.hpp) and the same
+// run from its configuration to its result set (analysis_run.hpp: the head selection, the
+// shard of --shard I/N with its shard.json, the run over the heads, the rows, the result-set
+// writer) as the C++ program. Added here: qk-sniffer's Parquet folders, read by a Python
+// function (pyarrow) and analyzed in place, and weighed for the shard plan by the rows their
+// footer announces; the GIL released while heads run, progress and Ctrl-C from the calling
+// thread.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <dlfcn.h>
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/tuple.h>
+
+#include <attention_plasticity/detail/blas.hpp>
+
+#include "analysis_run.hpp"
+#include "analyze_config.hpp"
+#include "common.hpp"
+#include "config.hpp"
+#include "csv_rows.hpp"
+#include "dump_layout.hpp"
+#include "fs_util.hpp"
+#include "head_bindings.hpp"
+#include "head_runner.hpp"
+#include "result_set.hpp"
+#include "shard_plan.hpp"
+
+// From OpenBLAS (Debian's); declared here because the system <cblas.h> clashes with
+// xtensor-blas.
+extern "C" void openblas_set_num_threads(int);
+extern "C" int openblas_get_num_threads(void);
+
+namespace ap_python
+{
+namespace
+{
+    namespace ex = ap_examples;
+    namespace fs = std::filesystem;
+
+    constexpr const char* parquet_file = "data.parquet";
+
+    /// Python arrays that views point into: released with the GIL held, from any thread.
+    struct python_arrays
+    {
+        array_arg vectors;
+        array_arg position;
+        array_arg bucket;
+        array_arg example_id;
+        array_arg sliding_window;
+
+        ~python_arrays()
+        {
+            nb::gil_scoped_acquire gil;
+            vectors = {};
+            position = {};
+            bucket = {};
+            example_id = {};
+            sliding_window = {};
+        }
+    };
+
+    /// "FILE: reason" of a reader's exception as (file, reason); `file` when it names no file.
+    std::pair<std::string, std::string> split_message(const std::string& message, const std::string& file)
+    {
+        if (message.compare(0, file.size() + 2, file + ": ") == 0)
+        {
+            return {file, message.substr(file.size() + 2)};
+        }
+        return {file, message};
+    }
+
+    /// One folder of qk-sniffer's Parquet layout (docs/method.md §1.2), read by `reader`
+    /// (attention_plasticity.sniffed, pyarrow) and checked as load_folder checks NPY folders.
+    ex::loaded_folder load_parquet_folder(const std::string& folder, bool with_sliding_window, const nb::object& reader)
+    {
+        const std::string file = (fs::path(folder) / parquet_file).string();
+        auto arrays = std::make_shared<python_arrays>();
+        {
+            nb::gil_scoped_acquire gil;
+            nb::dict data;
+            try
+            {
+                data = nb::cast<nb::dict>(reader(folder));
+            }
+            catch (nb::python_error& e)
+            {
+                if (e.matches(PyExc_MemoryError))
+                {
+                    throw std::bad_alloc();
+                }
+                const auto [where, reason] = split_message(nb::cast<std::string>(nb::str(e.value())), file);
+                throw ex::input_error(where, reason);
+            }
+            constexpr const char* fn = "analyze_dump";
+            arrays->vectors = float_array(data["vector"], fn, "vector", 2);
+            arrays->position = int64_array(data["position"], fn, "position");
+            arrays->bucket = int64_array(data["bucket"], fn, "bucket");
+            arrays->example_id = int64_array(data["example_id"], fn, "example_id");
+            nb::object window = data.contains("sliding_window") ? nb::object(data["sliding_window"]) : nb::none();
+            if (with_sliding_window && !window.is_none())
+            {
+                arrays->sliding_window = int64_array(window, fn, "sliding_window");
+            }
+        }
+        const array_arg& v = arrays->vectors;
+        const std::size_t n = v.shape[0];
+        const std::size_t d = v.shape[1];
+        if (d > ex::max_head_dim)
+        {
+            throw ex::input_error(file, "column 'vector': vectors have d = " + std::to_string(d)
+                                            + " columns, more than the limit " + std::to_string(ex::max_head_dim)
+                                            + " of a head dimension");
+        }
+        for (const auto& [column, name] : {std::pair<const array_arg*, const char*>{&arrays->position, "position"},
+                                           {&arrays->bucket, "bucket"},
+                                           {&arrays->example_id, "example_id"}})
+        {
+            if (column->size() != n)
+            {
+                throw ex::input_error(file, std::string("column '") + name + "' has " + std::to_string(column->size())
+                                                + " rows but 'vector' has " + std::to_string(n));
+            }
+        }
+        ex::check_positions(view<std::int64_t, 1>(arrays->position), file, "column 'position': ");
+        using views = ex::loaded_folder::tokens_type;
+        auto tokens = [&](auto tag) {
+            using T = std::remove_pointer_t<decltype(tag)>;
+            return ap::tokens_view<T>{view<T, 2>(v), view<std::int64_t, 1>(arrays->position),
+                                      view<std::int64_t, 1>(arrays->bucket), view<std::int64_t, 1>(arrays->example_id)};
+        };
+        ex::loaded_folder out(v.is_float32 ? views(tokens(static_cast<float*>(nullptr)))
+                                           : views(tokens(static_cast<double*>(nullptr))));
+        out.folder = folder;
+        out.vector_file = file;
+        out.n = n;
+        out.d = d;
+        if (arrays->sliding_window.data != nullptr)
+        {
+            out.sliding_window = ex::sliding_window_of(view<std::int64_t, 1>(arrays->sliding_window), file,
+                                                       "column 'sliding_window': ");
+        }
+        out.owner = std::move(arrays);
+        return out;
+    }
+
+    /// The folder loader of a Python run: Parquet where the folder holds data.parquet, NPY
+    /// otherwise (docs/method.md §1.1-1.2).
+    ex::folder_loader dump_loader(nb::object reader)
+    {
+        return [reader = std::move(reader)](const std::string& folder, bool with_sliding_window) {
+            if (!ex::inspect_path((fs::path(folder) / parquet_file).string()).absent)
+            {
+                return load_parquet_folder(folder, with_sliding_window, reader);
+            }
+            const std::string npy = (fs::path(folder) / "vector.npy").string();
+            if (ex::inspect_path(folder).is_directory && ex::inspect_path(npy).absent)
+            {
+                throw ex::input_error(npy, "not found, nor is data.parquet: the folder holds neither the NPY layout "
+                                           "nor qk-sniffer's Parquet layout");
+            }
+            return ex::load_npy_folder(folder, with_sliding_window);
+        };
+    }
+
+    /// Sets BLAS to one thread for a run, and back.
+    class single_threaded_blas
+    {
+    public:
+        single_threaded_blas() : m_before(openblas_get_num_threads()) { openblas_set_num_threads(1); }
+        ~single_threaded_blas() { openblas_set_num_threads(m_before); }
+        single_threaded_blas(const single_threaded_blas&) = delete;
+        single_threaded_blas& operator=(const single_threaded_blas&) = delete;
+
+    private:
+        int m_before;
+    };
+
+    /// The shard plan's view of a folder (shard_plan.hpp): data.parquet where the folder holds
+    /// one (its rows from the Parquet footer, through `parquet_rows`: a Python function, called
+    /// with the GIL held), else the NPY layout's vector.npy, as dump_loader reads them.
+    ex::folder_probe dump_probe(nb::object parquet_rows)
+    {
+        return [parquet_rows = std::move(parquet_rows)](const std::string& folder) {
+            const std::string file = (fs::path(folder) / parquet_file).string();
+            if (ex::inspect_path(file).absent)
+            {
+                return ex::probe_npy_folder(folder);
+            }
+            const nb::object count = parquet_rows.is_none()
+                                         ? nb::module_::import_("attention_plasticity.dump").attr("parquet_rows")
+                                         : parquet_rows;
+            ex::vector_file_probe probe;
+            try
+            {
+                const nb::object rows = count(file);
+                probe.rows = nb::cast<std::uint64_t>(rows);
+            }
+            catch (nb::python_error& e)
+            {
+                if (e.matches(PyExc_KeyboardInterrupt) || e.matches(PyExc_MemoryError))
+                {
+                    throw;
+                }
+                probe.rows = 0;  // analyzing the head reports what is wrong
+            }
+            catch (const nb::cast_error&)
+            {
+                probe.rows = 0;
+            }
+            probe.fingerprint = ex::file_fingerprint(file);
+            return probe;
+        };
+    }
+
+    /// One run of the dump analysis: ap_analyze's (analysis_run.hpp), configured and planned
+    /// when made (usage errors before any work, the output folder checked and locked), then
+    /// run here with the GIL released, progress and Ctrl-C handled from the calling thread.
+    class dump_run
+    {
+    public:
+        dump_run(ex::analyze_config config, bool write, nb::object parquet_rows)
+            : m_run(std::move(config), dump_probe(std::move(parquet_rows)))
+        {
+            if (write)
+            {
+                m_run.open_output();
+            }
+        }
+
+        const ex::analysis_run& engine() const { return m_run; }
+
+        /// Analyzes every head of the plan (GIL released); calls on_progress(done, failures)
+        /// from this thread with the failures that came in since the last call, as tuples
+        /// (index, layer, q_head, k_head, file, reason); Ctrl-C stops the run (no new head).
+        void run(nb::object reader, nb::object on_progress)
+        {
+            if (m_run.has_run())
+            {
+                throw std::invalid_argument("analyze_dump: a run is analyzed once");
+            }
+            const ex::folder_loader loader = dump_loader(std::move(reader));
+            std::mutex mutex;
+            std::condition_variable changed;
+            std::size_t done = 0;
+            bool finished = false;
+            std::vector<std::size_t> fresh_failures;
+            std::exception_ptr error;
+            std::atomic<bool> stop{false};
+            auto on_done = [&](std::size_t index, const ex::head_task&, const ex::head_failure* failure) {
+                std::lock_guard<std::mutex> lock(mutex);
+                ++done;
+                if (failure != nullptr)
+                {
+                    fresh_failures.push_back(index);
+                }
+                changed.notify_all();
+            };
+            single_threaded_blas blas;
+            std::thread runner([&] {
+                try
+                {
+                    m_run.run(loader, on_done, &stop);
+                }
+                catch (...)
+                {
+                    error = std::current_exception();
+                }
+                std::lock_guard<std::mutex> lock(mutex);
+                finished = true;
+                changed.notify_all();
+            });
+            auto join = [&] {
+                nb::gil_scoped_release release;
+                runner.join();
+            };
+            std::size_t reported = static_cast<std::size_t>(-1);
+            for (;;)
+            {
+                bool all_done = false;
+                std::size_t now_done = 0;
+                std::vector<std::size_t> failures;
+                {
+                    nb::gil_scoped_release release;
+                    std::unique_lock<std::mutex> lock(mutex);
+                    changed.wait_for(lock, std::chrono::milliseconds(100),
+                                     [&] { return finished || done != reported || !fresh_failures.empty(); });
+                    all_done = finished;
+                    now_done = done;
+                    failures.swap(fresh_failures);
+                }
+                try
+                {
+                    if (PyErr_CheckSignals() != 0)
+                    {
+                        throw nb::python_error();
+                    }
+                    if (!on_progress.is_none() && (now_done != reported || !failures.empty()))
+                    {
+                        on_progress(now_done, failure_tuples(failures));
+                    }
+                }
+                catch (...)
+                {
+                    stop = true;
+                    join();
+                    throw;
+                }
+                reported = now_done;
+                if (all_done)
+                {
+                    break;
+                }
+            }
+            join();
+            if (error)
+            {
+                std::rethrow_exception(error);
+            }
+        }
+
+        nb::list failure_tuples(const std::vector<std::size_t>& indices) const
+        {
+            nb::list out;
+            for (std::size_t index : indices)
+            {
+                const ex::head_task& task = m_run.plan().heads[index];
+                const ex::head_failure& failure = *m_run.state().failures[index];
+                out.append(nb::make_tuple(index, task.layer, task.q_head, task.k_head, failure.file, failure.reason,
+                                          ex::failure_line(task, failure)));
+            }
+            return out;
+        }
+
+        nb::list all_failures() const
+        {
+            std::vector<std::size_t> indices;
+            const auto& failures = m_run.state().failures;
+            for (std::size_t i = 0; i < failures.size(); ++i)
+            {
+                if (failures[i])
+                {
+                    indices.push_back(i);
+                }
+            }
+            return failure_tuples(indices);
+        }
+
+        /// {table name: header + rows of the analyzed heads in (layer, q_head) order}: the bytes
+        /// of each CSV as it is written.
+        nb::dict tables_text() const
+        {
+            nb::dict out;
+            const std::vector<const ex::head_rows*> rows = ex::analyzed_rows(m_run.state());
+            for (const ex::result_file& file : ex::result_files(rows))
+            {
+                std::string text;
+                for (const auto& piece : file.pieces)
+                {
+                    text.append(piece.data(), piece.size());
+                }
+                out[table_name(file.name).c_str()] = text;
+            }
+            return out;
+        }
+
+        /// Writes the result set (analysis_run::commit, as ap_analyze does). Returns whether a
+        /// set was written.
+        bool commit()
+        {
+            if (!m_run.writes())
+            {
+                throw std::invalid_argument("analyze_dump: this run has no output_dir");
+            }
+            return without_gil([&] { return m_run.commit(); });
+        }
+
+        /// Writes the result set into another folder (a writer of its own, as ap_analyze's).
+        bool write_to(const std::string& output_dir) const
+        {
+            return without_gil([&] { return m_run.write_to(output_dir); });
+        }
+
+        /// Drops the temporary set (if not written) and the lock on the output folder.
+        void close() { m_run.close(); }
+
+    private:
+        ex::analysis_run m_run;
+    };
+
+    /// The text an option's value is read from: the table's setters parse text, as for the
+    /// command line and the --config file.
+    std::string option_text(const std::string& key, nb::handle value, bool takes_list)
+    {
+        if (PyBool_Check(value.ptr()))
+        {
+            throw ex::usage_error(key + ": expected a number, got a bool");
+        }
+        if (nb::isinstance<nb::str>(value))
+        {
+            return nb::cast<std::string>(value);
+        }
+        if (PyIndex_Check(value.ptr()))  // int, numpy integers
+        {
+            nb::object index = nb::steal(PyNumber_Index(value.ptr()));
+            if (!index.is_valid())
+            {
+                throw nb::python_error();
+            }
+            return nb::cast<std::string>(nb::str(index));
+        }
+        if (PyFloat_Check(value.ptr()) || nb::hasattr(value, "__float__"))  // float, numpy floats
+        {
+            return nb::cast<std::string>(nb::repr(nb::float_(value)));  // shortest round-trip text
+        }
+        if (nb::hasattr(value, "__fspath__"))
+        {
+            return nb::cast<std::string>(nb::module_::import_("os").attr("fspath")(value));
+        }
+        if (takes_list && (nb::isinstance<nb::list>(value) || nb::isinstance<nb::tuple>(value)
+                           || nb::hasattr(value, "__iter__")))
+        {
+            std::string joined;
+            for (nb::handle item : value)
+            {
+                joined += (joined.empty() ? "" : ",") + option_text(key, item, false);
+            }
+            if (joined.empty())
+            {
+                throw ex::usage_error(key + ": empty list");
+            }
+            return joined;
+        }
+        const nb::handle type(reinterpret_cast<PyObject*>(Py_TYPE(value.ptr())));
+        throw ex::usage_error(key + ": expected " + (takes_list ? "a value or a list of values" : "a single value")
+                              + ", got " + nb::cast<std::string>(nb::str(type)));
+    }
+
+    /// The configuration of analyze_dump(data_root, output_dir, config=..., **options): the
+    /// --config file first, then the options by key (a key of the option table), then the
+    /// arguments. Returns whether results are to be written (an output_dir given here or in the
+    /// file).
+    std::pair<ex::analyze_config, bool> configure(const std::string& data_root, nb::handle output_dir,
+                                                  nb::handle config_file, const nb::dict& options)
+    {
+        const auto& table = ex::analyze_options();
+        ex::analyze_config config;
+        config.output_dir.clear();  // set only by the file or the argument
+        if (!config_file.is_none())
+        {
+            const std::string path = option_text("config", config_file, false);
+            ex::apply_yaml(config, table, ex::read_config_file(path, "config"), path);
+        }
+        for (const auto& [key_object, value] : options)
+        {
+            const std::string key = nb::cast<std::string>(key_object);
+            const auto* option = ex::find_option(table, key);
+            if (option == nullptr || key == "data_root" || key == "output_dir")
+            {
+                throw ex::usage_error("unknown option '" + key + "' (the options of ap_analyze, as keywords: "
+                                      + "see help(attention_plasticity.analyze_dump))");
+            }
+            if (value.is_none())
+            {
+                continue;
+            }
+            if (PyBool_Check(value.ptr()) && std::string(option->metavar) == "on|off")
+            {
+                option->set(config, key, value.ptr() == Py_True ? "on" : "off");  // distance_map=False, ...
+            }
+            else
+            {
+                option->set(config, key, option_text(key, value, option->takes_list));
+            }
+        }
+        ex::find_option(table, "data_root")->set(config, "data_root", data_root);
+        if (!output_dir.is_none())
+        {
+            ex::find_option(table, "output_dir")
+                ->set(config, "output_dir", option_text("output_dir", output_dir, false));
+        }
+        const bool write = !config.output_dir.empty();
+        if (!write)
+        {
+            config.output_dir = ".";
+        }
+        return {std::move(config), write};
+    }
+
+    nb::dict layout_dict(const ex::dump_layout& layout)
+    {
+        nb::dict out;
+        out["num_layers"] = layout.num_layers;
+        out["num_q_heads"] = layout.num_q_heads;
+        out["num_k_heads"] = layout.num_k_heads;
+        out["origin"] = layout.origin;
+        return out;
+    }
+
+    std::string blas_library()
+    {
+        Dl_info info{};
+        if (dladdr(reinterpret_cast<void*>(&cblas_dgemm), &info) == 0 || info.dli_fname == nullptr)
+        {
+            return "";
+        }
+        return info.dli_fname;
+    }
+}  // namespace
+
+void bind_dump(nb::module_& m)
+{
+    m.def(
+        "analyze_options",
+        [] {
+            nb::list out;
+            for (const auto& option : ex::analyze_options())
+            {
+                out.append(nb::make_tuple(option.name, ex::flag_of(option.name), option.metavar, option.help,
+                                          option.takes_list));
+            }
+            return out;
+        },
+        "The options of ap_analyze (one table for the command line, the --config file and analyze_dump): a list\n"
+        "of (key, flag, metavar, help, takes_list); the help ends with the default in brackets.");
+    m.def("analyze_default_options", &ex::analyze_default_options,
+          "The HeadOptions of ap_analyze and analyze_dump when no option is given: the library's defaults\n"
+          "(HeadOptions()) with the confidence intervals of docs/method.md §8.3 on. Returns a new HeadOptions.");
+    m.def(
+        "analyze_help", [](const std::string& program) { return ex::analyze_help(program.c_str()); }, "program"_a,
+        "The --help text of ap_analyze, for `program`.");
+
+    nb::class_<dump_run>(
+        m, "DumpRun",
+        "One run of the dump analysis (the engine of analyze_dump and of python -m attention_plasticity):\n"
+        "ap_analyze's own (examples/analysis_run.hpp). Made from options, it has checked them, read the\n"
+        "layout and planned the heads, those of its shard with `shard` (UsageError otherwise) and, when it\n"
+        "writes, checked and locked the output folder (OutputError). parquet_rows(file) -> int: the rows a\n"
+        "data.parquet announces, which the shard plan weighs (None: attention_plasticity.dump.parquet_rows).")
+        .def_static(
+            "from_options",
+            [](const std::string& data_root, nb::handle output_dir, nb::handle config, const nb::dict& options,
+               nb::object parquet_rows) {
+                auto [cfg, write] = configure(data_root, output_dir, config, options);
+                return new dump_run(std::move(cfg), write, std::move(parquet_rows));
+            },
+            "data_root"_a, "output_dir"_a = nb::none(), "config"_a = nb::none(), "options"_a = nb::dict(),
+            "parquet_rows"_a = nb::none(), nb::rv_policy::take_ownership,
+            "A run configured as analyze_dump(data_root, output_dir, config=..., **options) is.")
+        .def_static(
+            "from_command_line",
+            [](const std::vector<std::string>& argv, nb::object parquet_rows) -> dump_run* {
+                std::vector<const char*> args;
+                for (const auto& a : argv)
+                {
+                    args.push_back(a.c_str());
+                }
+                const auto parsed = ex::parse_analyze_command_line(static_cast<int>(args.size()), args.data());
+                if (!parsed)
+                {
+                    return nullptr;
+                }
+                return new dump_run(*parsed, true, std::move(parquet_rows));
+            },
+            "argv"_a, "parquet_rows"_a = nb::none(), nb::rv_policy::take_ownership,
+            "A run configured by ap_analyze's command line (argv[0] is the program); None for --help.")
+        .def_prop_ro("data_root", [](const dump_run& r) { return r.engine().config().data_root; }, "The dump's folder.")
+        .def_prop_ro("output_dir",
+                     [](const dump_run& r) {
+                         return r.engine().writes() ? std::optional<std::string>(r.engine().config().output_dir)
+                                                    : std::nullopt;
+                     },
+                     "Where the run writes its result set; None when it does not write.")
+        .def_prop_ro("threads", [](const dump_run& r) { return r.engine().threads(); }, "Worker threads of the run.")
+        .def_prop_ro("layout", [](const dump_run& r) { return layout_dict(r.engine().plan().layout); },
+                     "num_layers, num_q_heads, num_k_heads and where they come from.")
+        .def_prop_ro(
+            "heads",
+            [](const dump_run& r) {
+                nb::list out;
+                for (const auto& h : r.engine().plan().heads)
+                {
+                    out.append(nb::make_tuple(h.layer, h.q_head, h.k_head));
+                }
+                return out;
+            },
+            "The heads to analyze (the shard's, with `shard`), (layer, q_head, k_head) in order.")
+        .def_prop_ro("present_heads", [](const dump_run& r) { return r.engine().plan().present_heads; },
+                     "Query heads of the layout present in the dump (any selection).")
+        .def_prop_ro("layout_heads", [](const dump_run& r) { return r.engine().plan().layout_heads; },
+                     "num_layers x num_q_heads.")
+        .def_prop_ro("shard",
+                     [](const dump_run& r) {
+                         const auto& shard = r.engine().config().shard;
+                         return shard ? std::optional<std::string>(shard->text()) : std::nullopt;
+                     },
+                     "'I/N' when the run is shard I of N (docs/method.md §8.4), else None.")
+        .def_prop_ro("plan_line", [](const dump_run& r) { return r.engine().plan_line(); },
+                     "The first line ap_analyze prints for this run.")
+        .def_prop_ro("shard_line",
+                     [](const dump_run& r) {
+                         return r.engine().shard() ? std::optional<std::string>(r.engine().shard_line())
+                                                   : std::nullopt;
+                     },
+                     "The line ap_analyze prints about the run's shard (None without one).")
+        .def("notes", [](const dump_run& r) { return r.engine().notes(); },
+             "Notes of the output folder's writer (leftovers of other runs, ...).")
+        .def("run", &dump_run::run, "parquet_reader"_a, "on_progress"_a = nb::none(),
+             "Analyzes the heads on the run's threads with the GIL released. parquet_reader(folder) -> dict of\n"
+             "arrays (attention_plasticity.sniffed.read_sniffed_folder) reads Parquet folders;\n"
+             "on_progress(done, failures) is called from this thread.")
+        .def_prop_ro("analyzed", [](const dump_run& r) { return r.engine().analyzed(); }, "Heads analyzed.")
+        .def_prop_ro("failed", [](const dump_run& r) { return r.engine().failed(); }, "Heads that failed.")
+        .def_prop_ro("has_results", [](const dump_run& r) { return r.engine().has_results(); },
+                     "Whether there is a result set to write: some head analyzed, or a shard (whose set, with\n"
+                     "its shard.json, is written even without rows, so that ap_merge sees it finished).")
+        .def("failures", &dump_run::all_failures,
+             "The failed heads: (index, layer, q_head, k_head, file, reason, line), in (layer, q_head) order.")
+        .def("tables_text", &dump_run::tables_text,
+             "{table name: the bytes of its CSV (header and rows)}, as ap_analyze writes them.")
+        .def("commit", &dump_run::commit,
+             "Writes the result set (as ap_analyze, with shard.json for a shard); False when there is none\n"
+             "(has_results).")
+        .def("write_to", &dump_run::write_to, "output_dir"_a,
+             "Writes the result set into output_dir (a writer of its own); False when there is none.")
+        .def("has_earlier_set", [](const dump_run& r) { return r.engine().has_earlier_set(); },
+             "Whether the output folder held a result set before.")
+        .def("close", &dump_run::close, "Releases the output folder (its lock and an unwritten temporary set).")
+        .def("counts_text", [](const dump_run& r) { return r.engine().counts_text(); },
+             "'P of the L query heads of the layout present: ...'.");
+
+    m.def(
+        "set_blas_threads", [](int n) { openblas_set_num_threads(n < 1 ? 1 : n); }, "n"_a,
+        "Sets the number of threads of OpenBLAS (Debian's, which the module links) for the calls made from\n"
+        "Python (analyze_dump runs one BLAS thread per worker and restores this afterwards).");
+    m.def("get_blas_threads", [] { return openblas_get_num_threads(); }, "The number of threads of OpenBLAS.");
+    m.def("_blas_library", &blas_library,
+          "The shared library the module's cblas_dgemm resolves to (to check that no other BLAS, e.g. NumPy's\n"
+          "or torch's, interposes).");
+}
+}  // namespace ap_python

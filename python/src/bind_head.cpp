@@ -1,0 +1,391 @@
+// The per-head analysis (docs/method.md §2): the tokens of a head over the caller's arrays,
+// the options, analyze_head and its result, with the rows of the CSVs of §3 formatted by the
+// C++ programs' own csv_rows.hpp (so that columns added there reach Python unchanged).
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nanobind/stl/optional.h>
+
+#include <attention_plasticity/pipeline.hpp>
+
+#include "common.hpp"
+#include "csv_rows.hpp"
+#include "head_bindings.hpp"
+
+namespace ap_python
+{
+py_tokens::py_tokens(const array_like& vectors_, const array_like& position_, const array_like& bucket_,
+                     nb::handle example_id_)
+{
+    constexpr const char* fn = "Tokens";
+    vectors = float_array(vectors_.object, fn, "vectors", 2);
+    position = int64_array(position_.object, fn, "position");
+    bucket = int64_array(bucket_.object, fn, "bucket");
+    if (!example_id_.is_none())
+    {
+        example_id = int64_array(example_id_, fn, "example_id");
+    }
+}
+
+nb::dict csv_rows_of(const ap::head_result& result)
+{
+    const ap_examples::head_rows rows = ap_examples::format_head(result);
+    nb::dict out;
+    for (const auto& table : ap_examples::result_tables())
+    {
+        out[table_name(table.file).c_str()] = std::string(table.header) + "\n" + rows.*(table.rows);
+    }
+    return out;
+}
+
+std::string table_name(const std::string& file)
+{
+    const std::string suffix = ".csv";
+    return file.size() > suffix.size() && file.compare(file.size() - suffix.size(), suffix.size(), suffix) == 0
+               ? file.substr(0, file.size() - suffix.size())
+               : file;
+}
+
+namespace
+{
+    template <class T>
+    ap::tokens_view<T> tokens_view_of(const py_tokens& t)
+    {
+        static const std::int64_t none = 0;
+        array_arg ids = t.example_id;
+        if (ids.data == nullptr)
+        {
+            ids.data = &none;
+            ids.shape = {0};
+        }
+        return ap::tokens_view<T>{view<T, 2>(t.vectors), view<std::int64_t, 1>(t.position),
+                                  view<std::int64_t, 1>(t.bucket), view<std::int64_t, 1>(ids)};
+    }
+
+    template <class F>
+    decltype(auto) visit_tokens(const py_tokens& t, F&& f)
+    {
+        if (t.vectors.is_float32)
+        {
+            return f(tokens_view_of<float>(t));
+        }
+        return f(tokens_view_of<double>(t));
+    }
+
+    nb::dict data_addresses(const py_tokens& t)
+    {
+        nb::dict out;
+        out["vectors"] = reinterpret_cast<std::uintptr_t>(t.vectors.data);
+        out["position"] = reinterpret_cast<std::uintptr_t>(t.position.data);
+        out["bucket"] = reinterpret_cast<std::uintptr_t>(t.bucket.data);
+        if (t.example_id.data != nullptr)
+        {
+            out["example_id"] = reinterpret_cast<std::uintptr_t>(t.example_id.data);
+        }
+        return out;
+    }
+
+    nb::list converted_columns(const py_tokens& t)
+    {
+        nb::list out;
+        const std::pair<const char*, const array_arg*> columns[] = {
+            {"vectors", &t.vectors}, {"position", &t.position}, {"bucket", &t.bucket}, {"example_id", &t.example_id}};
+        for (const auto& [name, column] : columns)
+        {
+            if (column->converted)
+            {
+                out.append(name);
+            }
+        }
+        return out;
+    }
+
+    void bind_tokens(nb::module_& m)
+    {
+        nb::class_<py_tokens>(
+            m, "Tokens",
+            "One kind (queries or keys) of one head (docs/method.md §1): n vectors of dimension d with their\n"
+            "position, bucket and example id columns, held by reference. vectors: a C-contiguous float32 or\n"
+            "float64 array [n, d] (NumPy or a CPU torch tensor) is read in place, anything else is converted\n"
+            "once (float16/bfloat16 to float32, others to float64); the columns: int64 [n] read in place,\n"
+            "other integer dtypes converted once to int64. example_id may be None for queries. The arrays\n"
+            "must not be modified while an analysis reads them.")
+            .def(nb::init<const array_like&, const array_like&, const array_like&, nb::handle>(), "vectors"_a,
+                 "position"_a, "bucket"_a, "example_id"_a = nb::none(),
+                 "vectors [n, d] float; position, bucket, example_id [n] integers (see the class docstring).")
+            .def_prop_ro("n", [](const py_tokens& t) { return t.vectors.shape[0]; }, "Rows (tokens).")
+            .def_prop_ro("d", [](const py_tokens& t) { return t.vectors.shape[1]; }, "Vector dimension.")
+            .def_prop_ro(
+                "dtype", [](const py_tokens& t) { return t.vectors.is_float32 ? "float32" : "float64"; },
+                "The value type the vectors are read in.")
+            .def("converted_columns", &converted_columns,
+                 "The columns that had to be converted (copied once) rather than read in place.")
+            .def("data_addresses", &data_addresses,
+                 "The address of the data each column is read from (for checking that nothing was copied).")
+            .def("__repr__", [](const py_tokens& t) {
+                return "Tokens(n=" + std::to_string(t.vectors.shape[0]) + ", d=" + std::to_string(t.vectors.shape[1])
+                       + ", " + (t.vectors.is_float32 ? "float32" : "float64") + ")";
+            });
+    }
+
+    void bind_options(nb::module_& m)
+    {
+        const ap::head_options defaults;
+        nb::class_<ap::head_options>(
+            m, "HeadOptions",
+            "The parameters of docs/method.md §2 (defaults as there), the head's sliding window and the\n"
+            "extensions of §8 (defaults: the library's, where confidence_intervals is off; ap_analyze and\n"
+            "analyze_dump turn it on: analyze_default_options()).")
+            .def(
+                "__init__",
+                [](ap::head_options* self, std::size_t max_tokens_per_head, std::size_t normality_max_dims,
+                   double p_alpha, std::uint64_t seed, std::size_t num_pairs_per_bucket, double max_rel_dist,
+                   double covariance_epsilon, std::int64_t sliding_window, bool distance_map,
+                   std::size_t distance_map_extra_pairs, std::size_t distance_bins_per_octave, bool empirical_ap,
+                   std::size_t empirical_max_queries, bool confidence_intervals, double confidence_level) {
+                    new (self) ap::head_options{max_tokens_per_head,     normality_max_dims,
+                                                p_alpha,                 seed,
+                                                num_pairs_per_bucket,    max_rel_dist,
+                                                covariance_epsilon,      sliding_window,
+                                                distance_map,            distance_map_extra_pairs,
+                                                distance_bins_per_octave, empirical_ap,
+                                                empirical_max_queries,   confidence_intervals,
+                                                confidence_level};
+                },
+                "max_tokens_per_head"_a = defaults.max_tokens_per_head,
+                "normality_max_dims"_a = defaults.normality_max_dims, "p_alpha"_a = defaults.p_alpha,
+                "seed"_a = defaults.seed, "num_pairs_per_bucket"_a = defaults.num_pairs_per_bucket,
+                "max_rel_dist"_a = defaults.max_rel_dist, "covariance_epsilon"_a = defaults.covariance_epsilon,
+                "sliding_window"_a = defaults.sliding_window, "distance_map"_a = defaults.distance_map,
+                "distance_map_extra_pairs"_a = defaults.distance_map_extra_pairs,
+                "distance_bins_per_octave"_a = defaults.distance_bins_per_octave,
+                "empirical_ap"_a = defaults.empirical_ap, "empirical_max_queries"_a = defaults.empirical_max_queries,
+                "confidence_intervals"_a = defaults.confidence_intervals,
+                "confidence_level"_a = defaults.confidence_level,
+                "The options, by keyword; defaults as docs/method.md §2 and §8.")
+            .def_rw("max_tokens_per_head", &ap::head_options::max_tokens_per_head,
+                    "Cap on queries and on keys per head (§2.2), >= 2.")
+            .def_rw("normality_max_dims", &ap::head_options::normality_max_dims,
+                    "Noise components with a KS test (§2.8).")
+            .def_rw("p_alpha", &ap::head_options::p_alpha, "Significance level (§2.8), in [0, 1].")
+            .def_rw("seed", &ap::head_options::seed, "Seed of every random choice (§2.15).")
+            .def_rw("num_pairs_per_bucket", &ap::head_options::num_pairs_per_bucket, "Key pairs per cell (§2.12).")
+            .def_rw("max_rel_dist", &ap::head_options::max_rel_dist,
+                    "Pair window as a fraction of the example length (§5), >= 0.")
+            .def_rw("covariance_epsilon", &ap::head_options::covariance_epsilon, "Ridge on Sigma_j (§2.10).")
+            .def_rw("sliding_window", &ap::head_options::sliding_window,
+                    "The head's sliding window in tokens (§2.11); <= 0: none.")
+            .def_rw("distance_map", &ap::head_options::distance_map,
+                    "The distance map of §8.1 (HeadResult.distance_map, head_distance_plasticity.csv).")
+            .def_rw("distance_map_extra_pairs", &ap::head_options::distance_map_extra_pairs,
+                    "Extra pairs per cell for the distance map, from their own streams (§8.1).")
+            .def_rw("distance_bins_per_octave", &ap::head_options::distance_bins_per_octave,
+                    "Bins of the distance map per doubling of distance (§8.1), 1 to max_bins_per_octave.")
+            .def_rw("empirical_ap", &ap::head_options::empirical_ap,
+                    "The model-free AP from the actual queries (§8.2): pairs x queries GEMMs.")
+            .def_rw("empirical_max_queries", &ap::head_options::empirical_max_queries,
+                    "Queries per bucket for the empirical AP, a seeded subsample (§8.2); 0: all.")
+            .def_rw("confidence_intervals", &ap::head_options::confidence_intervals,
+                    "Standard errors, biases and intervals of AP_j and ap_overall (§8.3).")
+            .def_rw("confidence_level", &ap::head_options::confidence_level, "Level of the intervals (§8.3), in (0, 1).")
+            .def("__repr__", [](const ap::head_options& o) {
+                return "HeadOptions(max_tokens_per_head=" + std::to_string(o.max_tokens_per_head)
+                       + ", normality_max_dims=" + std::to_string(o.normality_max_dims)
+                       + ", p_alpha=" + ap_examples::format_number(o.p_alpha) + ", seed=" + std::to_string(o.seed)
+                       + ", num_pairs_per_bucket=" + std::to_string(o.num_pairs_per_bucket)
+                       + ", max_rel_dist=" + ap_examples::format_number(o.max_rel_dist)
+                       + ", covariance_epsilon=" + ap_examples::format_number(o.covariance_epsilon)
+                       + ", sliding_window=" + std::to_string(o.sliding_window)
+                       + ", distance_map=" + (o.distance_map ? "True" : "False")
+                       + ", distance_map_extra_pairs=" + std::to_string(o.distance_map_extra_pairs)
+                       + ", distance_bins_per_octave=" + std::to_string(o.distance_bins_per_octave)
+                       + ", empirical_ap=" + (o.empirical_ap ? "True" : "False")
+                       + ", empirical_max_queries=" + std::to_string(o.empirical_max_queries)
+                       + ", confidence_intervals=" + (o.confidence_intervals ? "True" : "False")
+                       + ", confidence_level=" + ap_examples::format_number(o.confidence_level) + ")";
+            });
+    }
+
+    void bind_result(nb::module_& m)
+    {
+        using hm = ap::head_metrics;
+        nb::class_<hm>(m, "HeadMetrics",
+                       "A row of head_metrics.csv (docs/method.md §3.2; units and ranges there). For every column\n"
+                       "of the CSV, including any added later, use HeadResult.tables()['head_metrics'].")
+            .def_ro("n_q_tokens", &hm::n_q_tokens, "Queries analyzed (after subsampling).")
+            .def_ro("n_k_tokens", &hm::n_k_tokens, "Keys analyzed (after subsampling).")
+            .def_ro("d_model", &hm::d_model, "Vector dimension d.")
+            .def_ro("q_R2_pos", &hm::q_R2_pos, "Mean R2 of the position regression (§2.3).")
+            .def_ro("q_beta_norm", &hm::q_beta_norm, "||beta|| (§2.3), vector units per token.")
+            .def_ro("q_R2_scalar", &hm::q_R2_scalar, "R2 of log2(t + 1) on x . beta_hat (§2.4).")
+            .def_ro("q_mae_baseline", &hm::q_mae_baseline, "§2.4, log2-position units.")
+            .def_ro("q_mae_proj", &hm::q_mae_proj, "§2.4, log2-position units.")
+            .def_ro("q_mae_ratio", &hm::q_mae_ratio, "q_mae_proj / q_mae_baseline (§2.4).")
+            .def_ro("q_resid0_skew", &hm::q_resid0_skew, "§2.7.")
+            .def_ro("q_resid0_kurt", &hm::q_resid0_kurt, "§2.7.")
+            .def_ro("q_resid0_ks_p", &hm::q_resid0_ks_p, "§2.7.")
+            .def_ro("q_noise_med_abs_skew", &hm::q_noise_med_abs_skew, "§2.8.")
+            .def_ro("q_noise_med_abs_kurt", &hm::q_noise_med_abs_kurt, "§2.8.")
+            .def_ro("q_noise_med_ks_p", &hm::q_noise_med_ks_p, "§2.8.")
+            .def_ro("q_noise_frac_ks_p_lt_alpha", &hm::q_noise_frac_ks_p_lt_alpha, "§2.8.")
+            .def_ro("ap_overall", &hm::ap_overall, "Head-level attention plasticity (§2.14), in [0, 1] or NaN.")
+            .def_ro("ap_first20", &hm::ap_first20, "§2.14.")
+            .def_ro("ap_last20", &hm::ap_last20, "§2.14.")
+            .def_ro("ap_drop", &hm::ap_drop, "ap_first20 - ap_last20 (§2.14).")
+            .def_ro("ap_empirical_overall", &hm::ap_empirical_overall,
+                    "§2.14's aggregate of the empirical AP_j (§8.2); NaN when empirical_ap is off.")
+            .def_ro("ap_empirical_overall_se", &hm::ap_empirical_overall_se,
+                    "Its standard error over the query sample (§8.2-8.3); NaN unless both extensions are on.")
+            .def_ro("ap_overall_se", &hm::ap_overall_se, "Standard error of ap_overall (§8.3); NaN when off.")
+            .def_ro("ap_overall_bias", &hm::ap_overall_bias, "Estimated bias of ap_overall (§8.3); NaN when off.")
+            .def_ro("ap_overall_ci_low", &hm::ap_overall_ci_low,
+                    "Lower end of the interval of ap_overall at confidence_level (§8.3).")
+            .def_ro("ap_overall_ci_high", &hm::ap_overall_ci_high,
+                    "Upper end of the interval of ap_overall at confidence_level (§8.3).");
+        nb::class_<ap::bucket_profile>(m, "BucketProfile", "A row of head_profile.csv (docs/method.md §3.4).")
+            .def_ro("q_bucket", &ap::bucket_profile::q_bucket, "j > 0.")
+            .def_ro("tau", &ap::bucket_profile::tau, "tau_j (tokens).")
+            .def_ro("n_queries", &ap::bucket_profile::n_queries, "n_j.")
+            .def_ro("plasticity", &ap::bucket_profile::plasticity, "AP_j; NaN without pairs.")
+            .def_ro("n_pairs", &ap::bucket_profile::n_pairs, "Pairs of all the cells of the bucket.")
+            .def_ro("plasticity_empirical", &ap::bucket_profile::plasticity_empirical,
+                    "The empirical AP_j (§8.2); NaN when off.")
+            .def_ro("plasticity_empirical_se", &ap::bucket_profile::plasticity_empirical_se,
+                    "Its standard error (§8.2-8.3); NaN unless both extensions are on.")
+            .def_ro("plasticity_se", &ap::bucket_profile::plasticity_se, "Standard error of AP_j (§8.3).")
+            .def_ro("plasticity_bias", &ap::bucket_profile::plasticity_bias, "Estimated bias of AP_j (§8.3).")
+            .def_ro("plasticity_ci_low", &ap::bucket_profile::plasticity_ci_low, "Lower end of its interval (§8.3).")
+            .def_ro("plasticity_ci_high", &ap::bucket_profile::plasticity_ci_high,
+                    "Upper end of its interval (§8.3).");
+        nb::class_<ap::stage_timings>(m, "StageTimings", "Wall time of each stage of analyze_head, in seconds.")
+            .def_ro("preparation", &ap::stage_timings::preparation,
+                    "Checks, orientation, subsampling, query conversion (s).")
+            .def_ro("regression", &ap::stage_timings::regression,
+                    "Position regression, scalar predictability, query rotation (s).")
+            .def_ro("rotation", &ap::stage_timings::rotation, "Key conversion and rotation (s).")
+            .def_ro("normality", &ap::stage_timings::normality,
+                    "Component-0 fit, first-component and noise summaries (s).")
+            .def_ro("bucket_statistics", &ap::stage_timings::bucket_statistics, "Component weights, query models (s).")
+            .def_ro("sampling", &ap::stage_timings::sampling, "Key buckets, eligible cells, pair sampling (s).")
+            .def_ro("kernel", &ap::stage_timings::kernel, "Key differences, moments and plasticity, aggregates (s).")
+            .def_ro("extensions", &ap::stage_timings::extensions,
+                    "docs/method.md §8: distance map, empirical AP, intervals (s).")
+            .def_ro("total", &ap::stage_timings::total, "The whole of analyze_head (s).");
+        nb::class_<py_head_result>(m, "HeadResult",
+                                   "Everything analyze_head computes for one head (docs/method.md §3).")
+            .def_prop_ro(
+                "id", [](const py_head_result& r) { return r.result.id; }, "The head (HeadId).")
+            .def_prop_ro(
+                "metrics", [](const py_head_result& r) { return r.result.metrics; }, "HeadMetrics.")
+            .def_prop_ro(
+                "cells", [](const py_head_result& r) { return r.result.cells; },
+                "list of CellPlasticity (head_bucket_plasticity.csv), by q_bucket then k_bucket.")
+            .def_prop_ro(
+                "profile", [](const py_head_result& r) { return r.result.profile; },
+                "list of BucketProfile (head_profile.csv), by q_bucket.")
+            .def_prop_ro(
+                "distance_map", [](const py_head_result& r) { return r.result.distance_map; },
+                "list of DistancePlasticityBin (head_distance_plasticity.csv, docs/method.md §8.1); empty when\n"
+                "distance_map is off.")
+            .def_prop_ro(
+                "component_r2",
+                [](nb::handle s) { return field_view(nb::cast<py_head_result&>(s).result.component_r2, s); },
+                "R2_d of the position regression (§2.3), float64 [d].")
+            .def_prop_ro(
+                "component_weight",
+                [](nb::handle s) { return field_view(nb::cast<py_head_result&>(s).result.component_weight, s); },
+                "w_d (§2.9), float64 [d].")
+            .def_ro("timings", &py_head_result::timings, "StageTimings when asked for (timings=True), else None.")
+            .def(
+                "csv_rows", [](const py_head_result& r) { return csv_rows_of(r.result); },
+                "The head's rows of each CSV of docs/method.md §3, formatted as ap_analyze writes them, with the\n"
+                "header: {table name: text}.")
+            .def(
+                "tables",
+                [](nb::handle self) {
+                    return nb::module_::import_("attention_plasticity._tables").attr("frames")(self.attr("csv_rows")());
+                },
+                "The head's rows as pandas DataFrames with the columns of the CSVs (docs/method.md §3), by table\n"
+                "name: head_metrics, head_bucket_plasticity, head_profile, head_component_weights,\n"
+                "head_distance_plasticity (and any table ap_analyze writes). The numbers are the CSV's (17 significant digits), parsed exactly.");
+
+        m.def(
+            "analyze_head",
+            [](const py_tokens& queries, const py_tokens& keys, const ap::head_id& head,
+               const ap::head_options& options, bool timings) {
+                return without_gil([&] {
+                    py_head_result out;
+                    ap::stage_timings t;
+                    out.result = visit_tokens(queries, [&](const auto& q) {
+                        return visit_tokens(keys, [&](const auto& k) {
+                            return ap::analyze_head(q, k, head, options, timings ? &t : nullptr);
+                        });
+                    });
+                    if (timings)
+                    {
+                        out.timings = t;
+                    }
+                    return out;
+                });
+            },
+            "queries"_a, "keys"_a, "head"_a = ap::head_id{}, "options"_a = ap::head_options{}, "timings"_a = false,
+            "The attention plasticity of one head: all of docs/method.md §2 (orientation, subsampling, position\n"
+            "regression, rotation, normality summaries, component weights, bucket query models, eligible cells,\n"
+            "key pairs, pair plasticity, aggregates) on the head's queries and keys (Tokens, read in place;\n"
+            "keys need example_id), for head `head` (HeadId: its layer and q_head seed the pair sampler) under\n"
+            "`options` (HeadOptions, with the head's sliding window and the extensions of §8 it turns on:\n"
+            "distance map, empirical AP, intervals). The same function as ap_analyze's, so the numbers are\n"
+            "the same (ap_analyze's defaults differ from HeadOptions() in confidence_intervals, on there). The GIL is released; BLAS runs with set_blas_threads()'s count.\n"
+            "timings=True also measures each stage (HeadResult.timings).\n"
+            "Raises InvalidArgumentError for inconsistent shapes or options (fewer than 2 queries, no key,\n"
+            "different d) and DomainError for a non-finite vector or a negative position (the first, named\n"
+            "by row, queries before keys). Returns HeadResult.");
+    }
+}  // namespace
+
+void bind_head(nb::module_& m)
+{
+    bind_tokens(m);
+    bind_options(m);
+    bind_result(m);
+    m.def(
+        "_analyze_head_seconds",
+        [](const py_tokens& queries, const py_tokens& keys, const ap::head_id& head, const ap::head_options& options,
+           std::size_t repeats) {
+            std::vector<double> seconds;
+            double checksum = 0.0;
+            without_gil([&] {
+                for (std::size_t r = 0; r < repeats; ++r)
+                {
+                    const auto start = std::chrono::steady_clock::now();
+                    const ap::head_result result = visit_tokens(queries, [&](const auto& q) {
+                        return visit_tokens(keys, [&](const auto& k) { return ap::analyze_head(q, k, head, options); });
+                    });
+                    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+                    checksum = result.metrics.ap_overall;
+                }
+            });
+            return nb::make_tuple(seconds, checksum);
+        },
+        "queries"_a, "keys"_a, "head"_a, "options"_a, "repeats"_a = 1,
+        "Benchmark hook: the wall time of each of `repeats` calls of the C++ analyze_head on the same views,\n"
+        "made from C++ (no Python in the loop), and the last ap_overall. benchmarks/bench_python.py compares\n"
+        "it with ap.analyze_head called from Python.");
+    m.def(
+        "result_tables",
+        [] {
+            nb::list out;
+            for (const auto& table : ap_examples::result_tables())
+            {
+                out.append(nb::make_tuple(table_name(table.file), table.file, table.header));
+            }
+            return out;
+        },
+        "The CSVs of docs/method.md §3 as ap_analyze writes them: a list of (table name, file name, header).");
+}
+}  // namespace ap_python

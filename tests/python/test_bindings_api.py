@@ -1,0 +1,106 @@
+"""The package's surface: the committed type stubs are the ones nanobind's stubgen makes of the
+installed module, every function, class, method and property has a docstring, help() on the
+kernel says what it computes (shapes, units, the method's sections), the exceptions are
+ValueError/OSError subclasses, and the README's Python example runs exactly as written.
+
+Regenerate the stubs after changing the bindings:
+    .venv/bin/python -m nanobind.stubgen -m attention_plasticity._core -o python/attention_plasticity/_core.pyi
+Run: .venv/bin/python -m pytest -q tests/python/test_bindings_api.py
+"""
+
+import inspect
+import os
+import pydoc
+import re
+import subprocess
+import sys
+
+import bindings_util as bu
+import attention_plasticity as ap
+
+STUB = os.path.join(bu.ROOT, "python", "attention_plasticity", "_core.pyi")
+
+
+def test_the_committed_stubs_are_current(tmp_path):
+    out = tmp_path / "_core.pyi"
+    bu.check_run([sys.executable, "-m", "nanobind.stubgen", "-m", "attention_plasticity._core", "-o", out])
+    with open(STUB) as f:
+        committed = f.read()
+    assert out.read_text() == committed, (
+        "python/attention_plasticity/_core.pyi is out of date; regenerate it with\n"
+        "  .venv/bin/python -m nanobind.stubgen -m attention_plasticity._core "
+        "-o python/attention_plasticity/_core.pyi")
+    installed = os.path.join(os.path.dirname(ap.__file__), "_core.pyi")
+    assert os.path.exists(installed) and os.path.exists(os.path.join(os.path.dirname(ap.__file__), "py.typed"))
+
+
+def documented(doc, name):
+    """The text of a docstring beyond nanobind's signature line."""
+    doc = (doc or "").strip()
+    if doc.startswith(name + "(") or doc.startswith("(self"):
+        doc = doc.split("\n", 1)[1] if "\n" in doc else ""
+    return doc.strip()
+
+
+def test_every_public_name_has_a_docstring():
+    missing = []
+    for name in dir(ap):
+        obj = getattr(ap, name)
+        if name.startswith("_") or inspect.ismodule(obj):
+            continue
+        if isinstance(obj, type):
+            if not documented(obj.__doc__, name):
+                missing.append(name)
+            for attr, value in vars(obj).items():
+                special = attr in ("__init__", "__call__", "__len__")
+                if (attr.startswith("_") and not special) or isinstance(value, type):
+                    continue  # (nested types: nanobind's iterator types, made on first use)
+                if callable(value) or isinstance(value, (property, staticmethod, classmethod)):
+                    if not documented(getattr(value, "__doc__", None), attr):
+                        missing.append(f"{name}.{attr}")
+        elif callable(obj) and not documented(obj.__doc__, name):
+            missing.append(name)
+    assert missing == []
+    assert {"analyze_dump", "analyze_head", "pair_plasticity", "orientation_signs", "subsample_rows", "fit_linear",
+            "scalar_position_predictability", "householder_to_e1", "fit_position_component",
+            "standardized_normality", "noise_normality", "component_weights", "query_buckets",
+            "bucket_query_models", "full_gaussian", "group_key_buckets", "eligible_key_buckets",
+            "cell_key_pairs", "cell_pair_seed", "pair_sampler_seed", "seeds_of_head", "query_bucket_plasticity",
+            "plasticity_aggregates", "structured_pair_moments", "pair_moments_full", "key_differences",
+            "sample_key_pairs", "sample_bucket_key_pairs", "ks_test_normal", "kolmogorov_sf",
+            "sample_moments", "fit_gaussian"} <= set(dir(ap))
+
+
+def test_help_of_the_kernel_says_what_how_and_where():
+    text = pydoc.render_doc(ap.pair_plasticity, renderer=pydoc.plaintext)
+    for needed in ("pair_plasticity(differences", "4 p (1 - p)", "docs/method.md §4", "N x d", "d x d",
+                   "units", "[0, 1]", "Returns an array [N]", "InvalidArgumentError", "DomainError",
+                   "read in place"):
+        assert needed in text, needed
+    assert "analyze_head" in pydoc.render_doc(ap, renderer=pydoc.plaintext)
+    dump_doc = ap.analyze_dump.__doc__
+    for key, *_ in ap.analyze_options():
+        assert key in dump_doc or key in ("data_root", "output_dir"), key
+
+
+def test_exception_types():
+    assert issubclass(ap.InvalidArgumentError, ValueError)
+    assert issubclass(ap.DomainError, ValueError)
+    assert issubclass(ap.UsageError, ap.InvalidArgumentError)
+    assert issubclass(ap.OutputError, OSError)
+    assert ap.InvalidArgumentError.__module__ == "attention_plasticity"
+
+
+def test_the_readme_example_runs_as_written(tmp_path):
+    with open(os.path.join(bu.ROOT, "README.md")) as f:
+        readme = f.read()
+    section = readme.split("\n## Python\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(blocks) == 1
+    script = tmp_path / "readme_example.py"
+    script.write_text(blocks[0])
+    proc = bu.check_run([sys.executable, script], cwd=bu.ROOT)
+    assert proc.stdout.startswith("AP = 0.")
+    assert "ap_overall" in proc.stdout and "q_bucket" in proc.stdout
+    install = re.findall(r"```bash\n(.*?)```", section, re.S)[0]
+    assert install.split("#")[0].strip() == ".venv/bin/pip install ."
