@@ -90,11 +90,21 @@ struct head_pair
 {
     ap::head_tokens<float> queries;
     ap::head_tokens<float> keys;
+
+    /// The head's own data: every byte of the queries' and keys' vectors and columns.
+    std::size_t input_bytes() const
+    {
+        const auto kind = [](const ap::head_tokens<float>& t) {
+            return t.vectors.size() * sizeof(float)
+                   + (t.position.size() + t.bucket.size() + t.example_id.size()) * sizeof(std::int64_t);
+        };
+        return kind(queries) + kind(keys);
+    }
 };
 
-inline head_pair synthetic_head(std::size_t n, std::size_t d = 128)
+inline head_pair synthetic_head(std::size_t n, std::size_t d = 128, std::size_t buckets = 12)
 {
-    return {synthetic_tokens<float>(n, d, 8, 12, 6.0, 1), synthetic_tokens<float>(n, d, 8, 12, 2.0, 2)};
+    return {synthetic_tokens<float>(n, d, 8, buckets, 6.0, 1), synthetic_tokens<float>(n, d, 8, buckets, 2.0, 2)};
 }
 }  // namespace ap_bench
 

@@ -9,6 +9,9 @@
 // Heads run on `threads` workers. A worker loads one query head (and the key head of its GQA
 // group, shared with the other query heads of the group and freed after the last of them),
 // analyzes it and keeps only the formatted rows, so memory stays near `threads` heads' data.
+// With fewer heads than threads, each head's analysis shares its work among the threads left
+// (head_options::threads; the results are the same). The OpenBLAS kernels in use are
+// reported, and chosen when OpenBLAS fell back to generic ones (blas_core.hpp).
 
 #include <algorithm>
 #include <atomic>
@@ -28,6 +31,7 @@
 #include <attention_plasticity/pipeline.hpp>
 
 #include "analyze_config.hpp"
+#include "blas_core.hpp"
 #include "csv_rows.hpp"
 #include "dump_layout.hpp"
 #include "npy_dump.hpp"
@@ -260,6 +264,7 @@ int main(int argc, char** argv)
             return 0;
         }
         config = *parsed;
+        select_blas_core("ap_analyze", argv);  // may run the program again with other BLAS kernels
         scan = scan_dump(config.data_root);
         const dump_layout layout = resolve_layout(*scan, config.layout, read_dump_metadata(config.data_root));
         plan = plan_heads(*scan, layout, config.selection);
@@ -292,6 +297,8 @@ int main(int argc, char** argv)
     const dump_layout& layout = plan->layout;
     const std::size_t total = plan->heads.size();
     const std::size_t threads = std::min(config.worker_threads(), total);
+    // Fewer heads than threads: the threads left share each head's work.
+    config.options.threads = std::max<std::size_t>(1, config.worker_threads() / std::max<std::size_t>(1, threads));
     std::fprintf(stderr,
                  "ap_analyze: %s x %s (%s; %s) in %s: %s present, %zu to analyze, %zu pairs per cell, %s\n",
                  plural(layout.num_layers, "layer", "layers").c_str(),
@@ -299,6 +306,11 @@ int main(int argc, char** argv)
                  plural(layout.num_k_heads, "key head", "key heads").c_str(), layout.origin.c_str(),
                  config.data_root.c_str(), plural(plan->present_heads, "query head", "query heads").c_str(), total,
                  config.options.num_pairs_per_bucket, plural(threads, "thread", "threads").c_str());
+    if (config.options.threads > 1)
+    {
+        std::fprintf(stderr, "ap_analyze: each head on %zu threads\n", config.options.threads);
+    }
+    std::fprintf(stderr, "%s\n", blas_core_line("ap_analyze").c_str());
 
     progress_reporter progress(total);
     run_state state;

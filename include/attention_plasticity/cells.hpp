@@ -20,6 +20,7 @@
 #include "detail/errors.hpp"
 #include "detail/matrix.hpp"
 #include "detail/finite.hpp"
+#include "detail/row_source.hpp"
 #include "detail/rows.hpp"
 #include "plasticity.hpp"
 #include "query_model.hpp"
@@ -164,11 +165,12 @@ struct bucket_plasticity_result
 
 namespace detail
 {
-    /// docs/method.md §2.13-2.14 for one query bucket; the pairs are valid rows of keys_rot.
-    template <class T, class EK>
-    bucket_plasticity_result query_bucket_plasticity_raw(const xt::xexpression<EK>& keys_rot,
-                                                         const std::vector<cell_pairs>& cells,
-                                                         const bucket_query_model& model)
+    /// docs/method.md §2.13-2.14 for one query bucket: differences(first, second) gives the key
+    /// differences W (pairs x d, of value type T) of the pairs' rows (xt::xtensor<size_t, 1>
+    /// each), all pairs of the bucket in one call, cell by cell.
+    template <class T, class Differences>
+    bucket_plasticity_result query_bucket_plasticity_of(const std::vector<cell_pairs>& cells,
+                                                        const bucket_query_model& model, Differences&& differences)
     {
         bucket_plasticity_result result;
         std::size_t total = 0;
@@ -197,7 +199,7 @@ namespace detail
                 second(at) = cell.pairs.second(p);
             }
         }
-        const auto w = key_differences<T>(keys_rot, first, second);
+        const xt::xtensor<T, 2> w = differences(first, second);
         const pair_moments moments = structured_pair_moments<T>(w, model.position_mean, model.position_variance,
                                                                 model.semantic.mean, model.semantic.covariance);
         double bucket_sum = 0.0;
@@ -218,6 +220,66 @@ namespace detail
         }
         result.plasticity = bucket_sum / static_cast<double>(total);
         return result;
+    }
+
+    /// Key differences W(p) = keys[first(p)] - keys[second(p)] of the rows of a source, in
+    /// double: the rows of a few pairs are read together (the pipeline's source orients and
+    /// reflects them as it reads), the rows of the pairs after them requested from memory
+    /// meanwhile. A difference that is not finite gets key_differences' error.
+    template <class TK, class EI>
+    xt::xtensor<double, 2> key_row_differences(const row_source<TK>& keys, const EI& first, const EI& second)
+    {
+        const std::size_t n = first.size();
+        const std::size_t d = keys.cols;
+        xt::xtensor<double, 2> w = xt::xtensor<double, 2>::from_shape({n, d});
+        constexpr std::size_t group = 4;  // pairs read together
+        constexpr std::size_t ahead = 4;  // groups requested ahead
+        std::size_t ids[2 * group];
+        std::vector<double> rows(2 * group * d);
+        for (std::size_t p = 0; p < n && p < ahead * group; ++p)
+        {
+            keys.prefetch(first(p));
+            keys.prefetch(second(p));
+        }
+        for (std::size_t p0 = 0; p0 < n; p0 += group)
+        {
+            const std::size_t count = std::min(group, n - p0);
+            for (std::size_t p = p0 + ahead * group; p < n && p < p0 + (ahead + 1) * group; ++p)
+            {
+                keys.prefetch(first(p));
+                keys.prefetch(second(p));
+            }
+            for (std::size_t p = 0; p < count; ++p)
+            {
+                ids[2 * p] = first(p0 + p);
+                ids[2 * p + 1] = second(p0 + p);
+            }
+            keys.load_rows(ids, 2 * count, rows.data());
+            for (std::size_t p = 0; p < count; ++p)
+            {
+                const double* a = rows.data() + 2 * p * d;
+                const double* b = a + d;
+                double* out = w.data() + (p0 + p) * d;
+                for (std::size_t j = 0; j < d; ++j)
+                {
+                    out[j] = a[j] - b[j];
+                }
+                check_difference_row("key_differences", out, a, b, ids[2 * p], ids[2 * p + 1], d);
+            }
+        }
+        return w;
+    }
+
+    /// query_bucket_plasticity_of with the differences of the rows of a source (the pipeline:
+    /// the caller's keys, kept, oriented and reflected as they are read; docs/method.md §2.12).
+    template <class TK>
+    bucket_plasticity_result query_bucket_plasticity_raw(const row_source<TK>& keys,
+                                                         const std::vector<cell_pairs>& cells,
+                                                         const bucket_query_model& model)
+    {
+        return query_bucket_plasticity_of<double>(cells, model, [&](const auto& first, const auto& second) {
+            return key_row_differences(keys, first, second);
+        });
     }
 }  // namespace detail
 
@@ -269,7 +331,9 @@ bucket_plasticity_result query_bucket_plasticity(const xt::xexpression<EK>& keys
             }
         }
     }
-    return detail::query_bucket_plasticity_raw<value_type>(keys_rot, cells, model);
+    return detail::query_bucket_plasticity_of<value_type>(cells, model, [&](const auto& first, const auto& second) {
+        return key_differences<value_type>(keys_rot, first, second);
+    });
 }
 }  // namespace attention_plasticity
 
