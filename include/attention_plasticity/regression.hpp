@@ -136,53 +136,100 @@ namespace detail
         std::vector<double> sxx(d, 0.0);
         const chunks columns = even_chunks(d, worker_count(threads), 8);
         std::vector<char> non_finite(columns.count(), 0);
+        // Without a reflection the signs are applied to the sums instead of every value: the
+        // same numbers (s sum x = sum s x exactly, a sign change being exact).
+        const bool signs_after = x.reflection == nullptr;
         parallel_for(columns.count(), threads, [&](std::size_t task, std::size_t) {
             const std::size_t j0 = columns.begin(task);
             const std::size_t j1 = columns.end(task);
             const std::size_t w = j1 - j0;
-            std::vector<double> buffer(4 * w, 0.0);
+            std::vector<double> buffer(5 * w, 0.0);
             double* row = buffer.data();
             double* sum = row + w;
             double* tx = sum + w;
             double* xx = tx + w;
-            float_bits<double>::type flags = 0;
-            for (std::size_t i = 0; i < n; ++i)
+            double* centre = xx + w;  // the column means, of the values as read
+            bool bad = false;
+            if (signs_after)
             {
-                x.load(i, j0, j1, row);
-                for (std::size_t k = 0; k < w; ++k)
+                typename float_bits<T>::type flags = 0;
+                for (std::size_t i = 0; i < n; ++i)
                 {
-                    sum[k] += row[k];
-                }
-                if (check_name != nullptr)
-                {
+                    const T* in = x.raw(i) + j0;
                     for (std::size_t k = 0; k < w; ++k)
                     {
-                        flags |= non_finite_flag(row[k]);
+                        sum[k] += static_cast<double>(in[k]);
+                    }
+                    if (check_name != nullptr)
+                    {
+                        for (std::size_t k = 0; k < w; ++k)
+                        {
+                            flags |= non_finite_flag(in[k]);
+                        }
                     }
                 }
+                bad = has_non_finite_flag<T>(flags);
             }
-            if (has_non_finite_flag<double>(flags))
+            else
+            {
+                float_bits<double>::type flags = 0;
+                for (std::size_t i = 0; i < n; ++i)
+                {
+                    x.load(i, j0, j1, row);
+                    for (std::size_t k = 0; k < w; ++k)
+                    {
+                        sum[k] += row[k];
+                    }
+                    if (check_name != nullptr)
+                    {
+                        for (std::size_t k = 0; k < w; ++k)
+                        {
+                            flags |= non_finite_flag(row[k]);
+                        }
+                    }
+                }
+                bad = has_non_finite_flag<double>(flags);
+            }
+            if (bad)
             {
                 non_finite[task] = 1;
                 return;
             }
             for (std::size_t k = 0; k < w; ++k)
             {
-                mean[j0 + k] = sum[k] / static_cast<double>(n);
+                centre[k] = sum[k] / static_cast<double>(n);
             }
             for (std::size_t i = 0; i < n; ++i)
             {
-                x.load(i, j0, j1, row);
                 const double tc = t[i] - t_mean;
-                for (std::size_t k = 0; k < w; ++k)
+                if (signs_after)
                 {
-                    const double xc = row[k] - mean[j0 + k];
-                    tx[k] += tc * xc;
-                    xx[k] += xc * xc;
+                    const T* in = x.raw(i) + j0;
+                    for (std::size_t k = 0; k < w; ++k)
+                    {
+                        const double xc = static_cast<double>(in[k]) - centre[k];
+                        tx[k] += tc * xc;
+                        xx[k] += xc * xc;
+                    }
+                }
+                else
+                {
+                    x.load(i, j0, j1, row);
+                    for (std::size_t k = 0; k < w; ++k)
+                    {
+                        const double xc = row[k] - centre[k];
+                        tx[k] += tc * xc;
+                        xx[k] += xc * xc;
+                    }
                 }
             }
-            std::copy(tx, tx + w, stx.begin() + static_cast<std::ptrdiff_t>(j0));
-            std::copy(xx, xx + w, sxx.begin() + static_cast<std::ptrdiff_t>(j0));
+            for (std::size_t k = 0; k < w; ++k)
+            {
+                const double s = signs_after && x.sign != nullptr ? x.sign[j0 + k] : 1.0;
+                mean[j0 + k] = s * centre[k];
+                stx[j0 + k] = s * tx[k];
+                sxx[j0 + k] = xx[k];
+            }
         });
         if (std::find(non_finite.begin(), non_finite.end(), char(1)) != non_finite.end())
         {
@@ -321,15 +368,10 @@ namespace detail
         return result;
     }
 
-    /// y = log2(t + 1) of docs/method.md §2.4; throws for n = 0 or t <= -1.
-    inline std::vector<double> log2_positions(const double* t, std::size_t n, const char* fn)
+    /// y[i] = log2(t[i] + 1) of docs/method.md §2.4 for i in [first, last); throws for t <= -1.
+    inline void log2_positions(const double* t, std::size_t first, std::size_t last, double* y, const char* fn)
     {
-        if (n == 0)
-        {
-            throw_invalid(fn, "needs at least 1 sample, got 0");
-        }
-        std::vector<double> y(n);
-        for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t i = first; i < last; ++i)
         {
             if (!(t[i] > -1.0))
             {
@@ -337,7 +379,6 @@ namespace detail
             }
             y[i] = std::log2(t[i] + 1.0);
         }
-        return y;
     }
 
     inline double squared_norm(const double* v, std::size_t d) noexcept
@@ -367,7 +408,11 @@ namespace detail
     {
         const std::size_t n = x.rows;
         const std::size_t d = x.cols;
-        const std::vector<double> y = log2_positions(t, n, fn);
+        if (n == 0)
+        {
+            throw_invalid(fn, "needs at least 1 sample, got 0");
+        }
+        std::vector<double> y(n);
         const double norm2 = squared_norm(beta, d);
         const bool project = norm2 > 0.0;
         const double inv_norm = project ? 1.0 / std::sqrt(norm2) : 0.0;
@@ -375,6 +420,7 @@ namespace detail
         const chunks tasks{n, scalar_task_rows};
         std::vector<std::vector<double>> blocks(std::min(worker_count(threads), tasks.count()));
         parallel_for(tasks.count(), threads, [&](std::size_t task, std::size_t worker) {
+            log2_positions(t, tasks.begin(task), tasks.end(task), y.data(), fn);
             std::vector<double>& block = blocks[worker];
             block.resize(scalar_block_rows * d);
             double dots[scalar_block_rows];
