@@ -167,7 +167,7 @@ namespace detail
 {
     /// docs/method.md §2.13-2.14 for one query bucket: differences(first, second) gives the key
     /// differences W (pairs x d, of value type T) of the pairs' rows (xt::xtensor<size_t, 1>
-    /// each), all pairs of the bucket in one call, cell by cell.
+    /// each), for the pairs of the bucket cell by cell, kernel_block_rows at a time.
     template <class T, class Differences>
     bucket_plasticity_result query_bucket_plasticity_of(const std::vector<cell_pairs>& cells,
                                                         const bucket_query_model& model, Differences&& differences)
@@ -187,30 +187,46 @@ namespace detail
             }
             return result;
         }
-        // All pairs of the bucket in one kernel call: W = K[first] - K[second], cell by cell.
-        xt::xtensor<std::size_t, 1> first = xt::xtensor<std::size_t, 1>::from_shape({total});
-        xt::xtensor<std::size_t, 1> second = xt::xtensor<std::size_t, 1>::from_shape({total});
-        std::size_t at = 0;
+        // The pairs of the bucket, cell by cell, through the kernel in blocks of its GEMM's rows
+        // (the same blocks as one call over all of them): W = K[first] - K[second] of a block.
+        std::vector<std::size_t> first, second;
+        first.reserve(total);
+        second.reserve(total);
         for (const auto& cell : cells)
         {
-            for (std::size_t p = 0; p < cell.pairs.size(); ++p, ++at)
+            for (std::size_t p = 0; p < cell.pairs.size(); ++p)
             {
-                first(at) = cell.pairs.first(p);
-                second(at) = cell.pairs.second(p);
+                first.push_back(cell.pairs.first(p));
+                second.push_back(cell.pairs.second(p));
             }
         }
-        const xt::xtensor<T, 2> w = differences(first, second);
-        const pair_moments moments = structured_pair_moments<T>(w, model.position_mean, model.position_variance,
-                                                                model.semantic.mean, model.semantic.covariance);
+        std::vector<double> pp(total);
+        for (std::size_t b0 = 0; b0 < total; b0 += kernel_block_rows)
+        {
+            const std::size_t rows = std::min(kernel_block_rows, total - b0);
+            xt::xtensor<std::size_t, 1> block_first = xt::xtensor<std::size_t, 1>::from_shape({rows});
+            xt::xtensor<std::size_t, 1> block_second = xt::xtensor<std::size_t, 1>::from_shape({rows});
+            std::copy(first.begin() + static_cast<std::ptrdiff_t>(b0),
+                      first.begin() + static_cast<std::ptrdiff_t>(b0 + rows), block_first.begin());
+            std::copy(second.begin() + static_cast<std::ptrdiff_t>(b0),
+                      second.begin() + static_cast<std::ptrdiff_t>(b0 + rows), block_second.begin());
+            const xt::xtensor<T, 2> w = differences(block_first, block_second);
+            const pair_moments moments = structured_pair_moments<T>(
+                w, model.position_mean, model.position_variance, model.semantic.mean, model.semantic.covariance);
+            for (std::size_t p = 0; p < rows; ++p)
+            {
+                pp[b0 + p] = pair_plasticity_from_moments(moments.mean(p), moments.variance(p));
+            }
+        }
         double bucket_sum = 0.0;
-        at = 0;
+        std::size_t at = 0;
         for (const auto& cell : cells)
         {
             double cell_sum = 0.0;
             const std::size_t count = cell.pairs.size();
             for (std::size_t p = 0; p < count; ++p, ++at)
             {
-                cell_sum += pair_plasticity_from_moments(moments.mean(at), moments.variance(at));
+                cell_sum += pp[at];
             }
             bucket_sum += cell_sum;
             result.cells.push_back({cell.q_bucket, cell.k_bucket,

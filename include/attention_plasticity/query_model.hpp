@@ -117,15 +117,25 @@ namespace detail
                 result[g].mean(j) /= static_cast<double>(sets[g].count);
             }
         }
-        // Covariances: each chunk's centred rows through SYRK into its own m x m sum.
-        partial.assign(tasks.size() * m * m, 0.0);
+        // Covariances: each chunk's centred rows through SYRK into its own m x m sum (the set's
+        // covariance itself when the set is one chunk).
+        std::vector<std::size_t> slot(tasks.size(), 0);  // partial sum of task k, 1-based; 0: none
+        std::size_t slots = 0;
+        for (std::size_t k = 0; k < tasks.size(); ++k)
+        {
+            if (tasks[k].begin != 0 || tasks[k].end != sets[tasks[k].set].count)
+            {
+                slot[k] = ++slots;
+            }
+        }
+        partial.assign(slots * m * m, 0.0);
         parallel_for(tasks.size(), threads, [&](std::size_t k, std::size_t worker) {
             const task& job = tasks[k];
             const double* mean = result[job.set].mean.data();
             const double alpha = 1.0 / static_cast<double>(sets[job.set].count - 1);
             std::vector<double>& block = scratch[worker];
             block.resize(gaussian_block_rows * m);
-            double* sum = partial.data() + k * m * m;
+            double* sum = slot[k] != 0 ? partial.data() + (slot[k] - 1) * m * m : result[job.set].covariance.data();
             for (std::size_t b = job.begin; b < job.end; b += gaussian_block_rows)
             {
                 const std::size_t rows = std::min(gaussian_block_rows, job.end - b);
@@ -147,8 +157,12 @@ namespace detail
         });
         for (std::size_t k = 0; k < tasks.size(); ++k)
         {
+            if (slot[k] == 0)
+            {
+                continue;
+            }
             double* c = result[tasks[k].set].covariance.data();
-            const double* sum = partial.data() + k * m * m;
+            const double* sum = partial.data() + (slot[k] - 1) * m * m;
             for (std::size_t i = 0; i < m; ++i)
             {
                 for (std::size_t j = i; j < m; ++j)
@@ -218,10 +232,30 @@ namespace detail
     /// Rows of each bucket id, in increasing bucket id.
     inline std::map<std::int64_t, std::vector<std::size_t>> rows_by_bucket(const std::int64_t* buckets, std::size_t n)
     {
+        // Counted first, so that each list is allocated once; runs of equal ids share a lookup.
         std::map<std::int64_t, std::vector<std::size_t>> groups;
+        std::map<std::int64_t, std::size_t> counts;
+        auto count = counts.end();
         for (std::size_t i = 0; i < n; ++i)
         {
-            groups[buckets[i]].push_back(i);
+            if (count == counts.end() || count->first != buckets[i])
+            {
+                count = counts.emplace(buckets[i], 0).first;
+            }
+            ++count->second;
+        }
+        for (const auto& [bucket, size] : counts)
+        {
+            groups[bucket].reserve(size);
+        }
+        auto group = groups.end();
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            if (group == groups.end() || group->first != buckets[i])
+            {
+                group = groups.find(buckets[i]);
+            }
+            group->second.push_back(i);
         }
         return groups;
     }
