@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -17,6 +19,7 @@
 // OpenBLAS (Debian's pthreads build): the benchmarks measure one thread, as ap_analyze runs
 // one head per worker with BLAS threading off.
 extern "C" void openblas_set_num_threads(int);
+extern "C" char* openblas_get_corename(void) __attribute__((weak));
 
 namespace ap_bench
 {
@@ -32,6 +35,11 @@ inline void single_threaded_blas()
 inline bool run_benchmarks(int& argc, char** argv)
 {
     single_threaded_blas();
+    if (openblas_get_corename != nullptr)
+    {
+        std::printf("OpenBLAS kernels: %s (OPENBLAS_CORETYPE=%s)\n", openblas_get_corename(),
+                    std::getenv("OPENBLAS_CORETYPE") != nullptr ? std::getenv("OPENBLAS_CORETYPE") : "");
+    }
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv))
     {

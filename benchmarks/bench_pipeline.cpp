@@ -369,16 +369,22 @@ void run_scaling(benchmark::State& state, const char* series, double x, std::siz
                  std::size_t buckets, const ap::head_options& options)
 {
     const auto& head = head_of(n, d, buckets);
-    std::vector<double> seconds;
+    std::vector<double> seconds, normality, bucket_statistics, kernel;
     double peak_extra = 0.0;
     for (auto _ : state)
     {
         const pipeline_run run = run_head(head, options);
         seconds.push_back(run.stages.total);
+        normality.push_back(run.stages.normality);
+        bucket_statistics.push_back(run.stages.bucket_statistics);
+        kernel.push_back(run.stages.kernel);
         peak_extra = std::max(peak_extra, run.peak_extra_bytes);
     }
     const double input = static_cast<double>(head.input_bytes());
     const double ratio = (input + peak_extra) / input;
+    state.counters["normality_ms"] = median(normality) * 1e3;
+    state.counters["bucket_stats_ms"] = median(bucket_statistics) * 1e3;
+    state.counters["kernel_ms"] = median(kernel) * 1e3;
     state.counters["total_ms"] = median(seconds) * 1e3;
     state.counters["peak_extra_MB"] = peak_extra / 1e6;
     state.counters["input_MB"] = input / 1e6;
