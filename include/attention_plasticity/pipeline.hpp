@@ -419,6 +419,23 @@ namespace detail
         return cells;
     }
 
+    /// The query models by decreasing number of pairs (ties in order): the order to hand
+    /// them to threads in, so that the largest do not come last.
+    inline std::vector<std::size_t> largest_first(const std::vector<std::vector<cell_pairs>>& cells)
+    {
+        std::vector<std::size_t> pairs(cells.size(), 0), order(cells.size());
+        for (std::size_t j = 0; j < cells.size(); ++j)
+        {
+            order[j] = j;
+            for (const auto& cell : cells[j])
+            {
+                pairs[j] += cell.pairs.size();
+            }
+        }
+        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return pairs[a] > pairs[b]; });
+        return order;
+    }
+
     /// §2.14 over the profile rows, with C = max query position + 1.
     inline plasticity_aggregates_result aggregates_of(const std::vector<bucket_profile>& profile,
                                                       const std::vector<double>& query_positions)
@@ -522,7 +539,9 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     clock.lap(&stage_timings::sampling);
     // §2.13: one kernel call per query bucket, over the pairs' keys as they are read.
     std::vector<bucket_plasticity_result> buckets(models.size());
-    detail::parallel_for(models.size(), threads, [&](std::size_t j, std::size_t) {
+    const std::vector<std::size_t> order = detail::largest_first(cells);  // threads finish together
+    detail::parallel_for(models.size(), threads, [&](std::size_t task, std::size_t) {
+        const std::size_t j = order[task];
         buckets[j] = detail::query_bucket_plasticity_raw(k_rows, cells[j], models[j]);
     });
     for (std::size_t j = 0; j < models.size(); ++j)
