@@ -12,6 +12,8 @@
 //       gemm_ms    the BLAS calls of the kernel alone (the same GEMMs);
 //       sort_ms    std::sort of the KS samples (the K tested columns and the residual);
 //     and the peak of the memory analyze_head allocates, as a multiple of the head's input.
+// BM_pipeline_qwen3_8b_extensions/v: the same head, one thread, with the extensions of
+//     docs/method.md §8 switched on one after another (see there).
 // BM_scaling_tokens/n, BM_scaling_dim/d, BM_scaling_buckets/b, BM_scaling_pairs/p: one
 //     thread, no subsampling; total time and peak memory.
 // After the run: the stage table (median of the rounds) and the fitted exponents of time ~ x^a.
@@ -276,7 +278,8 @@ double sort_floor(std::size_t samples, std::size_t n, std::vector<double>& value
 // ----- the stage table ----------------------------------------------------------------------
 struct stage_row
 {
-    std::vector<double> preparation, regression, rotation, normality, bucket_statistics, sampling, kernel, total;
+    std::vector<double> preparation, regression, rotation, normality, bucket_statistics, sampling, kernel, extensions,
+        total;
     std::vector<double> stream, syrk, gemm, sort;
     double peak_ratio = 0.0;
     double peak_extra_mb = 0.0;
@@ -310,6 +313,7 @@ void BM_pipeline_qwen3_8b(benchmark::State& state)
         row.bucket_statistics.push_back(run.stages.bucket_statistics);
         row.sampling.push_back(run.stages.sampling);
         row.kernel.push_back(run.stages.kernel);
+        row.extensions.push_back(run.stages.extensions);
         row.total.push_back(run.stages.total);
         row.peak_extra_mb = std::max(row.peak_extra_mb, run.peak_extra_bytes / 1e6);
         // The floors, interleaved with the pipeline (not part of the timed iteration).
@@ -338,6 +342,7 @@ void BM_pipeline_qwen3_8b(benchmark::State& state)
     state.counters["bucket_stats_ms"] = ms(row.bucket_statistics);
     state.counters["sampling_ms"] = ms(row.sampling);
     state.counters["kernel_ms"] = ms(row.kernel);
+    state.counters["extensions_ms"] = ms(row.extensions);
     state.counters["stream_floor_ms"] = ms(row.stream);
     state.counters["syrk_floor_ms"] = ms(row.syrk);
     state.counters["gemm_floor_ms"] = ms(row.gemm);
@@ -350,6 +355,36 @@ void BM_pipeline_qwen3_8b(benchmark::State& state)
 }
 BENCHMARK(BM_pipeline_qwen3_8b)->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()
     ->MinTime(3.0);
+
+// The extensions of docs/method.md §8 on the same head, one thread, A/B against the method
+// alone (run them in one invocation: --benchmark_filter=qwen3_8b_extensions). Arg: 0 method
+// only (distance map off), 1 the library's defaults with the distance map, 2 + intervals
+// (ap_analyze's defaults), 3 + empirical AP on 1024 queries per bucket, 4 + empirical AP on
+// all queries.
+void BM_pipeline_qwen3_8b_extensions(benchmark::State& state)
+{
+    ap::head_options options;
+    const auto variant = state.range(0);
+    options.distance_map = variant >= 1;
+    options.confidence_intervals = variant >= 2;
+    options.empirical_ap = variant >= 3;
+    options.empirical_max_queries = variant == 3 ? 1024 : 0;
+    const auto& head = head_of(50000, 128, 12);
+    std::vector<double> total, extensions;
+    double peak_extra_mb = 0.0;
+    for (auto _ : state)
+    {
+        const pipeline_run run = run_head(head, options);
+        total.push_back(run.stages.total);
+        extensions.push_back(run.stages.extensions);
+        peak_extra_mb = std::max(peak_extra_mb, run.peak_extra_bytes / 1e6);
+    }
+    state.counters["total_ms"] = median(total) * 1e3;
+    state.counters["extensions_ms"] = median(extensions) * 1e3;
+    state.counters["peak_extra_MB"] = peak_extra_mb;
+}
+BENCHMARK(BM_pipeline_qwen3_8b_extensions)->DenseRange(0, 4)->Unit(benchmark::kMillisecond)->UseRealTime()
+    ->MinTime(2.0);
 
 // ----- scaling --------------------------------------------------------------------------------
 struct scaling_point
@@ -475,6 +510,7 @@ void print_stage_tables()
         line("bucket_statistics", ms(row.bucket_statistics), ms(row.syrk), "the SYRK calls alone");
         line("sampling", ms(row.sampling), 0.0, "(no floor)");
         line("kernel", ms(row.kernel), ms(row.gemm), "the GEMM calls alone");
+        line("extensions", ms(row.extensions), 0.0, "(no floor; docs/method.md §8.1 distance map)");
         line("total", ms(row.total), 0.0, "");
         std::printf("  peak memory allocated by analyze_head: %.1f MB beyond the head's %.1f MB of input (%.2fx)\n",
                     row.peak_extra_mb, row.input_mb, row.peak_ratio);

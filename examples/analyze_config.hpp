@@ -8,27 +8,45 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <attention_plasticity/pipeline.hpp>
 
 #include "cli_util.hpp"
 #include "config.hpp"
+#include "csv_rows.hpp"
 #include "dump_layout.hpp"
+#include "shard_plan.hpp"
 
 namespace ap_examples
 {
+/// ap_analyze's defaults: the library's (docs/method.md §2), with the confidence intervals of
+/// §8.3 on (they cost about one more kernel per head; the empirical AP of §8.2 stays opt-in).
+inline attention_plasticity::head_options analyze_default_options()
+{
+    attention_plasticity::head_options options;
+    options.confidence_intervals = true;
+    return options;
+}
+
 struct analyze_config
 {
     std::string data_root;
     layout_counts layout;      // unset counts come from metadata.json or the folder names
     head_selection selection;  // --layers / --heads
-    attention_plasticity::head_options options;  // the parameters of docs/method.md §2, its defaults
+    attention_plasticity::head_options options = analyze_default_options();  // docs/method.md §2 and §8
     std::string output_dir = ".";
     std::size_t threads = 0;  // 0: std::thread::hardware_concurrency()
+    std::optional<shard_spec> shard;  // --shard I/N: this shard's heads only (docs/method.md §8.4)
+    /// The text each option was last set from (key -> text), as the option table's setters
+    /// record it: what a shard's manifest says of an option it has no canonical form for.
+    std::map<std::string, std::string> given;
 
     std::size_t worker_threads() const
     {
@@ -39,6 +57,18 @@ struct analyze_config
 /// The largest thread count accepted.
 inline constexpr std::size_t max_threads = 4096;
 
+/// A setter of an on|off option of head_options.
+inline auto on_off(bool attention_plasticity::head_options::*field)
+{
+    return [field](analyze_config& config, const std::string& label, const std::string& text) {
+        if (text != "on" && text != "off")
+        {
+            throw usage_error(label + ": '" + text + "' is not on or off");
+        }
+        config.options.*field = text == "on";
+    };
+}
+
 inline const option_table<analyze_config>& analyze_options()
 {
     using c = analyze_config;
@@ -48,7 +78,7 @@ inline const option_table<analyze_config>& analyze_options()
             config.layout.*field = static_cast<std::size_t>(parse_unsigned(label, text, 1, max_count));
         };
     };
-    static const option_table<analyze_config> table = {
+    static option_table<analyze_config> table = {
         {"data_root", "DIR", "root of the dump: l{LL}h{HH}{q|k}/*.npy (required)", set_option::path(&c::data_root)},
         {"num_layers", "N", "layers of the model [metadata.json, else the highest layer present + 1]",
          count(&layout_counts::num_layers)},
@@ -95,10 +125,113 @@ inline const option_table<analyze_config>& analyze_options()
          [](c& config, const std::string& label, const std::string& text) {
              config.options.max_rel_dist = parse_real(label, text, 0.0, 1.0);
          }},
-        {"output_dir", "DIR", "where the four CSVs are written (created if needed) [.]", set_option::path(&c::output_dir)},
+        {"output_dir", "DIR", "where the CSVs are written (created if needed) [.]", set_option::path(&c::output_dir)},
         {"threads", "N", "worker threads, 0 = hardware concurrency [0]", set_option::unsigned_in(&c::threads, 0, max_threads)},
+        {"shard", "I/N",
+         "analyze shard I of N only (0 <= I < N; in a Slurm array job $SLURM_ARRAY_TASK_ID/N): a share of the heads "
+         "balanced by token count, with shard.json for ap_merge [all heads]",
+         [](c& config, const std::string& label, const std::string& text) {
+             config.shard = parse_shard_spec(label, text);
+         }},
+        // The extensions of docs/method.md §8 (they add columns and files, never change the others).
+        {"distance_map", "on|off", "head_distance_plasticity.csv, PP by key and query distance (§8.1) [on]",
+         on_off(&attention_plasticity::head_options::distance_map)},
+        {"distance_map_extra_pairs", "N", "extra pairs per cell for the distance map, own streams (§8.1) [0]",
+         [](c& config, const std::string& label, const std::string& text) {
+             config.options.distance_map_extra_pairs =
+                 static_cast<std::size_t>(parse_unsigned(label, text, 0, std::uint64_t{1} << 32));
+         }},
+        {"distance_bins_per_octave", "N", "bins of the distance map per doubling of distance, 1-1024 (§8.1) [1]",
+         [](c& config, const std::string& label, const std::string& text) {
+             config.options.distance_bins_per_octave = static_cast<std::size_t>(
+                 parse_unsigned(label, text, 1, attention_plasticity::max_bins_per_octave));
+         }},
+        {"empirical_ap", "on|off", "model-free AP from the actual queries, pairs x queries GEMMs (§8.2) [off]",
+         on_off(&attention_plasticity::head_options::empirical_ap)},
+        {"empirical_max_queries", "N", "queries per bucket for the empirical AP, seeded subsample; 0 = all (§8.2) [0]",
+         [](c& config, const std::string& label, const std::string& text) {
+             config.options.empirical_max_queries =
+                 static_cast<std::size_t>(parse_unsigned(label, text, 0, std::uint64_t{1} << 40));
+         }},
+        {"confidence_intervals", "on|off", "standard errors, bias and intervals of AP_j and ap_overall (§8.3) [on]",
+         on_off(&attention_plasticity::head_options::confidence_intervals)},
+        {"confidence_level", "X", "level of the intervals, in (0, 1) (§8.3) [0.95]",
+         [](c& config, const std::string& label, const std::string& text) {
+             const double level = parse_real(label, text, 0.0, 1.0);
+             if (!(level > 0.0 && level < 1.0))
+             {
+                 throw usage_error(label + ": " + text + " is not strictly between 0 and 1");
+             }
+             config.options.confidence_level = level;
+         }},
     };
+    static const bool recording = [] {
+        for (auto& option : table)
+        {
+            option.set = [set = option.set, key = std::string(option.name)](c& config, const std::string& label,
+                                                                         const std::string& text) {
+                set(config, label, text);
+                config.given[key] = text;
+            };
+        }
+        return true;
+    }();
+    (void)recording;
     return table;
+}
+
+/// Options that change no number of any head: where a run reads and writes, how many
+/// threads, which shard. Every other option determines the results.
+inline bool is_run_option(const std::string& key)
+{
+    return key == "data_root" || key == "output_dir" || key == "threads" || key == "shard";
+}
+
+/// The options that determine a run's results, key -> canonical value, in the order of the
+/// option table: what shards must share to be merged (docs/method.md §8.4). The layout is the
+/// resolved one (whatever it came from); an option without a canonical form here is
+/// compared by the text it was given ("(default)" when it was not).
+inline std::vector<std::pair<std::string, std::string>> result_options(const analyze_config& config,
+                                                                      const dump_layout& layout)
+{
+    const auto& o = config.options;
+    auto set_text = [](const std::optional<index_set>& set) { return set ? set->text() : std::string("all"); };
+    const std::map<std::string, std::string> canonical = {
+        {"num_layers", std::to_string(layout.num_layers)},
+        {"num_q_heads", std::to_string(layout.num_q_heads)},
+        {"num_k_heads", std::to_string(layout.num_k_heads)},
+        {"layers", set_text(config.selection.layers)},
+        {"heads", set_text(config.selection.q_heads)},
+        {"max_tokens_per_head", std::to_string(o.max_tokens_per_head)},
+        {"normality_max_dims", std::to_string(o.normality_max_dims)},
+        {"p_alpha", format_number(o.p_alpha)},
+        {"seed", std::to_string(o.seed)},
+        {"num_pairs_per_bucket", std::to_string(o.num_pairs_per_bucket)},
+        {"max_rel_dist", format_number(o.max_rel_dist)},
+        {"distance_map", o.distance_map ? "on" : "off"},
+        {"distance_map_extra_pairs", std::to_string(o.distance_map_extra_pairs)},
+        {"distance_bins_per_octave", std::to_string(o.distance_bins_per_octave)},
+        {"empirical_ap", o.empirical_ap ? "on" : "off"},
+        {"empirical_max_queries", std::to_string(o.empirical_max_queries)},
+        {"confidence_intervals", o.confidence_intervals ? "on" : "off"},
+        {"confidence_level", format_number(o.confidence_level)},
+    };
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& option : analyze_options())
+    {
+        const std::string key = option.name;
+        if (is_run_option(key))
+        {
+            continue;
+        }
+        const auto known = canonical.find(key);
+        const auto given = config.given.find(key);
+        out.emplace_back(key, known != canonical.end() ? known->second
+                              : given != config.given.end() ? "given as '" + given->second + "'"
+                                                            : std::string("(default)"));
+    }
+    out.emplace_back("covariance_epsilon", format_number(o.covariance_epsilon));  // a library option only
+    return out;
 }
 
 inline std::string analyze_help(const char* program)
@@ -106,9 +239,13 @@ inline std::string analyze_help(const char* program)
     std::ostringstream out;
     out << "usage: " << program << " --data-root DIR --output-dir DIR [--config FILE] [options]\n\n"
         << "Measures the attention plasticity of the heads of a qk dump (docs/method.md §1) and\n"
-        << "writes head_metrics.csv, head_bucket_plasticity.csv, head_profile.csv and\n"
-        << "head_component_weights.csv into output_dir (docs/method.md §3), as one set: a reader\n"
-        << "sees the whole earlier set or the whole new one.\n\n"
+        << "writes head_metrics.csv, head_bucket_plasticity.csv, head_profile.csv,\n"
+        << "head_component_weights.csv and head_distance_plasticity.csv into output_dir\n"
+        << "(docs/method.md §3, §8.1), as one set: a reader sees the whole earlier set or the whole\n"
+        << "new one. Columns of an extension that is off (§8) are nan.\n\n"
+        << "With --shard I/N it analyzes shard I of N only (docs/method.md §8.4) and writes, besides\n"
+        << "its part of the CSVs, shard.json; ap_merge joins the N shard folders into the CSVs of one\n"
+        << "run, byte for byte.\n\n"
         << "Heads that were not captured (no query folder) are not errors. The layout (num_layers,\n"
         << "num_q_heads, num_k_heads) comes from the options, from data_root/" << dump_metadata_file << ", or\n"
         << "from the folder names when every head is present.\n\n"

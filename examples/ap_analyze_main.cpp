@@ -1,5 +1,5 @@
 // ap_analyze: the attention plasticity of the heads of a qk dump (docs/method.md §1) -> the
-// four CSVs of docs/method.md §3. The front end only: the options are analyze_config.hpp's,
+// CSVs of docs/method.md §3 (and §8.1). The front end only: the options are analyze_config.hpp's,
 // which heads to analyze dump_layout.hpp's, the reading npy_dump.hpp's, the rows
 // csv_rows.hpp's, the writing result_set.hpp's, and the analysis is the library's
 // analyze_head.
@@ -12,6 +12,11 @@
 // With fewer heads than threads, each head's analysis shares its work among the threads left
 // (head_options::threads; the results are the same). The OpenBLAS kernels in use are
 // reported, and chosen when OpenBLAS fell back to generic ones (blas_core.hpp).
+//
+// With --shard I/N (docs/method.md §8.4) the run analyzes only the heads shard_plan.hpp gives
+// shard I, and its result set holds, besides their rows, the manifest shard.json
+// (shard_manifest.hpp) that ap_merge needs; a shard writes its set even when none of its
+// heads succeeded (or it has none), so that the merge sees it finished.
 
 #include <algorithm>
 #include <atomic>
@@ -37,6 +42,8 @@
 #include "npy_dump.hpp"
 #include "progress.hpp"
 #include "result_set.hpp"
+#include "shard_manifest.hpp"
+#include "shard_plan.hpp"
 
 // From OpenBLAS; declared here because the system <cblas.h> clashes with xtensor-blas.
 extern "C" void openblas_set_num_threads(int);
@@ -189,6 +196,7 @@ head_rows analyze_one(const analyze_config& config, const dump_scan& scan, key_c
 struct run_state
 {
     std::vector<std::optional<head_rows>> results;
+    std::vector<std::string> errors;  // of the heads that failed: "FILE: reason"
     std::vector<double> seconds;
 };
 
@@ -197,6 +205,7 @@ void run_heads(const analyze_config& config, const dump_scan& scan, const head_p
 {
     const std::size_t total = plan.heads.size();
     state.results.assign(total, std::nullopt);
+    state.errors.assign(total, std::string());
     state.seconds.assign(total, 0.0);
     key_cache cache(plan.heads);
     std::atomic<std::size_t> next{0};
@@ -225,6 +234,7 @@ void run_heads(const analyze_config& config, const dump_scan& scan, const head_p
             state.seconds[index] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             if (!error.empty())
             {
+                state.errors[index] = error;
                 progress.message("error: layer " + std::to_string(task.layer) + " q_head " + std::to_string(task.q_head)
                                  + ": " + error);
             }
@@ -255,6 +265,7 @@ int main(int argc, char** argv)
     analyze_config config;
     std::optional<dump_scan> scan;
     std::optional<head_plan> plan;
+    std::optional<shard_selection> shard;
     try
     {
         const auto parsed = parse_analyze_command_line(argc, argv);
@@ -268,6 +279,11 @@ int main(int argc, char** argv)
         scan = scan_dump(config.data_root);
         const dump_layout layout = resolve_layout(*scan, config.layout, read_dump_metadata(config.data_root));
         plan = plan_heads(*scan, layout, config.selection);
+        if (config.shard)
+        {
+            shard = select_shard(config.data_root, plan->heads, config.options.max_tokens_per_head, *config.shard);
+            plan->heads = shard->heads;
+        }
     }
     catch (const std::exception& e)
     {
@@ -279,7 +295,12 @@ int main(int argc, char** argv)
     std::optional<result_set_writer> writer;
     try
     {
-        writer.emplace(config.output_dir, result_file_names());
+        std::vector<std::string> names = result_file_names();
+        if (shard)
+        {
+            names.emplace_back(shard_manifest_file);
+        }
+        writer.emplace(config.output_dir, names);
     }
     catch (const std::exception& e)
     {
@@ -296,9 +317,9 @@ int main(int argc, char** argv)
 
     const dump_layout& layout = plan->layout;
     const std::size_t total = plan->heads.size();
-    const std::size_t threads = std::min(config.worker_threads(), total);
+    const std::size_t threads = std::max<std::size_t>(1, std::min(config.worker_threads(), total));
     // Fewer heads than threads: the threads left share each head's work.
-    config.options.threads = std::max<std::size_t>(1, config.worker_threads() / std::max<std::size_t>(1, threads));
+    config.options.threads = total > 0 ? std::max<std::size_t>(1, config.worker_threads() / threads) : 1;
     std::fprintf(stderr,
                  "ap_analyze: %s x %s (%s; %s) in %s: %s present, %zu to analyze, %zu pairs per cell, %s\n",
                  plural(layout.num_layers, "layer", "layers").c_str(),
@@ -311,6 +332,13 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "ap_analyze: each head on %zu threads\n", config.options.threads);
     }
     std::fprintf(stderr, "%s\n", blas_core_line("ap_analyze").c_str());
+    if (shard)
+    {
+        std::fprintf(stderr, "ap_analyze: shard %s: %s of the run's %zu (%llu of %llu tokens)\n",
+                     config.shard->text().c_str(), plural(total, "head", "heads").c_str(), shard->run_heads,
+                     static_cast<unsigned long long>(shard->shard_tokens),
+                     static_cast<unsigned long long>(shard->run_tokens));
+    }
 
     progress_reporter progress(total);
     run_state state;
@@ -320,12 +348,17 @@ int main(int argc, char** argv)
     const std::size_t analyzed = total - failed;
     std::string counts = std::to_string(plan->present_heads) + " of the " + std::to_string(plan->layout_heads)
                          + " query heads of the layout present";
-    if (total != plan->present_heads)
+    const std::size_t run_heads = shard ? shard->run_heads : total;
+    if (run_heads != plan->present_heads)
     {
-        counts += ", " + std::to_string(total) + " of them selected";
+        counts += ", " + std::to_string(run_heads) + " of them selected";
+    }
+    if (shard)
+    {
+        counts += "; shard " + config.shard->text() + ": " + plural(total, "head", "heads");
     }
     counts += ": " + std::to_string(analyzed) + " analyzed, " + std::to_string(failed) + " failed";
-    if (analyzed == 0)
+    if (analyzed == 0 && !shard)
     {
         writer->abandon();
         std::fprintf(stderr, "ap_analyze: %s; no head was analyzed, so %s\n", counts.c_str(),
@@ -342,9 +375,23 @@ int main(int argc, char** argv)
             rows.push_back(&*r);
         }
     }
+    std::string manifest_text;
     try
     {
-        writer->commit(result_files(rows));
+        std::vector<result_file> files = result_files(rows);
+        if (shard)
+        {
+            std::vector<const head_rows*> head_rows_or_null;
+            for (const auto& r : state.results)
+            {
+                head_rows_or_null.push_back(r ? &*r : nullptr);
+            }
+            manifest_text = manifest_json(make_shard_manifest(std::string("ap_analyze ") + AP_VERSION, config, *plan,
+                                                              *shard, head_rows_or_null, state.errors,
+                                                              progress.elapsed()));
+            files.push_back({shard_manifest_file, {manifest_text}});
+        }
+        writer->commit(files);
     }
     catch (const std::exception& e)
     {
@@ -359,7 +406,7 @@ int main(int argc, char** argv)
         head_seconds += s;
     }
     std::fprintf(stderr, "ap_analyze: %s, in %s (%.3f s per head); results in %s\n", counts.c_str(),
-                 format_seconds(progress.elapsed()).c_str(), head_seconds / static_cast<double>(total),
+                 format_seconds(progress.elapsed()).c_str(), total ? head_seconds / static_cast<double>(total) : 0.0,
                  config.output_dir.c_str());
     return failed > 0 ? 1 : 0;
 }

@@ -116,6 +116,16 @@ const option_table<synth_cli>& synth_options_table()
         {"min_drift", "X", "positional drift strength of the least positional head [0.3]",
          model_real(&synth_options::min_drift, 1e-9, 1e9)},
         {"max_drift", "X", "... and of the most positional one [150]", model_real(&synth_options::max_drift, 1e-9, 1e9)},
+        {"query_positions", "spread|centre",
+         "spread: a query at every position, as the keys; centre: every query of a bucket at the bucket's centre "
+         "position, so the bucket's queries have exactly the Gaussian law of the model [spread]",
+         [](c& cli, const std::string& label, const std::string& text) {
+             if (text != "spread" && text != "centre")
+             {
+                 throw usage_error(label + ": '" + text + "' is not spread or centre");
+             }
+             cli.model.centred_queries = text == "centre";
+         }},
         {"vector_dtype", "float32|float64", "dtype of vector.npy [float32]", choice(&c::float64, "float32", "float64")},
         {"int_dtype", "int32|int64", "dtype of the integer columns [int64]", choice(&c::int32, "int64", "int32")},
         {"threads", "N", "worker threads, 0 = hardware concurrency [0]", set_option::unsigned_in(&c::threads, 0, 4096)},
@@ -251,6 +261,7 @@ group_output run_group(const synth_cli& cli, std::size_t layer, std::size_t k_he
     const synth_options& o = cli.model;
     const fs::path root(cli.out);
     const token_layout layout = make_layout(o);
+    const token_layout query_layout = make_query_layout(o);
     const std::size_t n = layout.position.size();
     normal_source rotation_source(stream_seed(o.seed, 7, layer, k_head));
     const xt::xtensor<double, 2> r = random_orthogonal(o.dim, rotation_source);
@@ -265,11 +276,12 @@ group_output run_group(const synth_cli& cli, std::size_t layer, std::size_t k_he
     for (std::size_t q_head = k_head * o.group_size(); q_head < (k_head + 1) * o.group_size(); ++q_head)
     {
         const query_params qp = make_query_params(o, layer, q_head);
-        const xt::xtensor<double, 2> queries = to_output_frame(make_latent_queries(o, qp, layout, layer, q_head), r);
-        write_folder(cli, root / head_folder_name(layer, q_head, 'q'), queries, layout,
+        const xt::xtensor<double, 2> queries =
+            to_output_frame(make_latent_queries(o, qp, query_layout, layer, q_head), r);
+        write_folder(cli, root / head_folder_name(layer, q_head, 'q'), queries, query_layout,
                      row_order(o, 9, layer, q_head, n), window);
         const true_ap_result truth =
-            true_ap(o, qp, r, keys, layout, layout, window, stream_seed(o.seed, 10, layer, q_head));
+            true_ap(o, qp, r, keys, layout, query_layout, window, stream_seed(o.seed, 10, layer, q_head));
         const std::string id = std::to_string(layer) + "," + std::to_string(q_head) + "," + std::to_string(k_head);
         out.head_rows += id + "," + format_number(truth.ap) + "," + format_number(truth.ap_first20) + "," + format_number(truth.ap_last20) + ","
                          + format_number(qp.drift) + "\n";

@@ -190,19 +190,31 @@ void apply_yaml(Config& config, const option_table<Config>& table, const std::st
 
 /// Parses the command line into `config`: --config FILE (when `with_config_file`) is applied
 /// first, then the flags in order (a later flag overrides an earlier one). Returns false
-/// when --help was asked for. Throws usage_error.
+/// when --help was asked for. Throws usage_error. `positional`: where arguments that are not
+/// options go (all arguments after "--" too); null when the program takes none.
 template <class Config>
 bool parse_command_line(int argc, const char* const* argv, const option_table<Config>& table, Config& config,
-                        bool with_config_file = true)
+                        bool with_config_file = true, std::vector<std::string>* positional = nullptr)
 {
     std::string config_file;
     std::vector<std::pair<const option_spec<Config>*, std::pair<std::string, std::string>>> flags;
+    bool options_ended = false;
     for (int i = 1; i < argc; ++i)
     {
         std::string arg = argv[i];
-        if (arg == "--help" || arg == "-h")
+        if (!options_ended && (arg == "--help" || arg == "-h"))
         {
             return false;
+        }
+        if (positional != nullptr && (options_ended || arg.rfind("--", 0) != 0))
+        {
+            positional->push_back(arg);
+            continue;
+        }
+        if (positional != nullptr && arg == "--")
+        {
+            options_ended = true;
+            continue;
         }
         if (arg.rfind("--", 0) != 0)
         {

@@ -1,14 +1,17 @@
 #ifndef AP_EXAMPLES_CSV_ROWS_HPP
 #define AP_EXAMPLES_CSV_ROWS_HPP
 
-// The four CSVs of docs/method.md §3: their names and headers, and the rows of one head.
+// The CSVs of docs/method.md §3 (and §8.1): their names and headers, and the rows of one head.
 // Rows of a head are formatted as soon as the head is done (in the worker); the files are
 // assembled from the heads' rows in (layer, q_head) order, so the bytes depend neither on the
 // number of threads nor on which process analyzed which head (a merge of shards assembles
 // the same bytes). Numbers: format_number() below, the one formatting of every program.
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,15 +25,22 @@ namespace ap_examples
 inline const char* const metrics_header =
     "layer,q_head,k_head,n_q_tokens,n_k_tokens,d_model,q_R2_pos,q_beta_norm,q_R2_scalar,q_mae_baseline,"
     "q_mae_proj,q_mae_ratio,q_resid0_skew,q_resid0_kurt,q_resid0_ks_p,q_noise_med_abs_skew,"
-    "q_noise_med_abs_kurt,q_noise_med_ks_p,q_noise_frac_ks_p_lt_alpha,ap_overall,ap_first20,ap_last20,ap_drop";
-inline const char* const bucket_header = "layer,q_head,k_head,q_bucket,k_bucket,plasticity,n_pairs";
-inline const char* const profile_header = "layer,q_head,k_head,q_bucket,tau,n_queries,plasticity,n_pairs";
+    "q_noise_med_abs_kurt,q_noise_med_ks_p,q_noise_frac_ks_p_lt_alpha,ap_overall,ap_first20,ap_last20,ap_drop,"
+    "ap_empirical_overall,ap_empirical_overall_se,ap_overall_se,ap_overall_bias,ap_overall_ci_low,ap_overall_ci_high";
+inline const char* const bucket_header = "layer,q_head,k_head,q_bucket,k_bucket,plasticity,n_pairs,plasticity_empirical";
+inline const char* const profile_header =
+    "layer,q_head,k_head,q_bucket,tau,n_queries,plasticity,n_pairs,plasticity_empirical,plasticity_empirical_se,"
+    "plasticity_se,plasticity_bias,plasticity_ci_low,plasticity_ci_high";
 inline const char* const component_header = "layer,q_head,k_head,component,component_r2,weight";
+inline const char* const distance_header =
+    "layer,q_head,k_head,key_distance_low,key_distance_high,query_distance_low,query_distance_high,plasticity,"
+    "n_pairs";
 
 inline const char* const metrics_csv = "head_metrics.csv";
 inline const char* const bucket_csv = "head_bucket_plasticity.csv";
 inline const char* const profile_csv = "head_profile.csv";
 inline const char* const component_csv = "head_component_weights.csv";
+inline const char* const distance_csv = "head_distance_plasticity.csv";
 
 /// "%.17g" (round-trips a double); NaN (of either sign) as "nan", infinities as "inf" and
 /// "-inf". Every number a program writes in a CSV goes through here.
@@ -53,7 +63,18 @@ struct head_rows
     std::string buckets;
     std::string profile;
     std::string components;
+    std::string distances;  // docs/method.md §8.1
 };
+
+/// Appends ",x" for each x.
+inline void append_doubles(std::string& out, std::initializer_list<double> values)
+{
+    for (double x : values)
+    {
+        out += ',';
+        append_double(out, x);
+    }
+}
 
 inline head_rows format_head(const attention_plasticity::head_result& r)
 {
@@ -66,7 +87,8 @@ inline head_rows format_head(const attention_plasticity::head_result& r)
     for (double x : {m.q_R2_pos, m.q_beta_norm, m.q_R2_scalar, m.q_mae_baseline, m.q_mae_proj, m.q_mae_ratio,
                      m.q_resid0_skew, m.q_resid0_kurt, m.q_resid0_ks_p, m.q_noise_med_abs_skew,
                      m.q_noise_med_abs_kurt, m.q_noise_med_ks_p, m.q_noise_frac_ks_p_lt_alpha, m.ap_overall,
-                     m.ap_first20, m.ap_last20, m.ap_drop})
+                     m.ap_first20, m.ap_last20, m.ap_drop, m.ap_empirical_overall, m.ap_empirical_overall_se,
+                     m.ap_overall_se, m.ap_overall_bias, m.ap_overall_ci_low, m.ap_overall_ci_high})
     {
         s += ',';
         append_double(s, x);
@@ -76,7 +98,9 @@ inline head_rows format_head(const attention_plasticity::head_result& r)
     {
         rows.buckets += id + std::to_string(cell.q_bucket) + "," + std::to_string(cell.k_bucket) + ",";
         append_double(rows.buckets, cell.plasticity);
-        rows.buckets += "," + std::to_string(cell.n_pairs) + "\n";
+        rows.buckets += "," + std::to_string(cell.n_pairs);
+        append_doubles(rows.buckets, {cell.plasticity_empirical});
+        rows.buckets += "\n";
     }
     for (const auto& b : r.profile)
     {
@@ -84,7 +108,18 @@ inline head_rows format_head(const attention_plasticity::head_result& r)
         append_double(rows.profile, b.tau);
         rows.profile += "," + std::to_string(b.n_queries) + ",";
         append_double(rows.profile, b.plasticity);
-        rows.profile += "," + std::to_string(b.n_pairs) + "\n";
+        rows.profile += "," + std::to_string(b.n_pairs);
+        append_doubles(rows.profile, {b.plasticity_empirical, b.plasticity_empirical_se, b.plasticity_se,
+                                      b.plasticity_bias, b.plasticity_ci_low, b.plasticity_ci_high});
+        rows.profile += "\n";
+    }
+    for (const auto& bin : r.distance_map)
+    {
+        rows.distances += id;
+        append_double(rows.distances, bin.key_distance.low);
+        append_doubles(rows.distances, {bin.key_distance.high, bin.query_distance.low, bin.query_distance.high,
+                                        bin.plasticity});
+        rows.distances += "," + std::to_string(bin.n_pairs) + "\n";
     }
     for (std::size_t c = 0; c < r.component_r2.size(); ++c)
     {
@@ -117,7 +152,8 @@ inline const std::vector<csv_table>& result_tables()
     static const std::vector<csv_table> tables = {{metrics_csv, metrics_header, &head_rows::metrics},
                                                   {bucket_csv, bucket_header, &head_rows::buckets},
                                                   {profile_csv, profile_header, &head_rows::profile},
-                                                  {component_csv, component_header, &head_rows::components}};
+                                                  {component_csv, component_header, &head_rows::components},
+                                                  {distance_csv, distance_header, &head_rows::distances}};
     return tables;
 }
 
@@ -129,6 +165,18 @@ inline std::vector<std::string> result_file_names()
         names.emplace_back(table.file);
     }
     return names;
+}
+
+/// How many rows one head has in each file of result_tables(), in that order.
+inline std::vector<std::uint64_t> row_counts(const head_rows& rows)
+{
+    std::vector<std::uint64_t> counts;
+    for (const auto& table : result_tables())
+    {
+        const std::string& text = rows.*(table.rows);
+        counts.push_back(static_cast<std::uint64_t>(std::count(text.begin(), text.end(), '\n')));
+    }
+    return counts;
 }
 
 /// The files of a result set from the rows of its heads, in the order given (the caller

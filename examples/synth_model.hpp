@@ -21,7 +21,9 @@
 // it is spread log-uniformly over the heads so that they range from high to low plasticity.
 //
 // Buckets are uniform in position: bucket = t * num_buckets / L. Every example holds every
-// position 0..L-1 once, for queries and keys alike; rows of each folder are shuffled.
+// position 0..L-1 once, for queries and keys alike; rows of each folder are shuffled. With
+// centred_queries (ap_synth --query-positions centre) every query sits at its bucket's centre
+// position instead, so that the queries of a bucket have exactly one Gaussian law.
 //
 // The true AP of a query head follows docs/method.md §2.10-2.14 with the TRUE query model:
 // for each query bucket j > 0 with >= 2 queries, tau_j = mean query position of the bucket,
@@ -42,6 +44,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include <xtensor/xadapt.hpp>
@@ -74,6 +77,7 @@ struct synth_options
     double max_rel_dist = 0.05;       // of the sampler; must match the analysis
     double min_drift = 0.3;           // drift strength lambda of the least positional head
     double max_drift = 150.0;         // ... and of the most positional one
+    bool centred_queries = false;     // every query of bucket j at the bucket's centre position
 
     std::size_t sequence_length() const { return tokens / examples; }
     std::size_t group_size() const { return num_q_heads / num_k_heads; }
@@ -189,6 +193,34 @@ inline token_layout make_layout(const synth_options& o)
             t.bucket.push_back(static_cast<std::int64_t>(p * o.buckets / len));
             t.example_id.push_back(static_cast<std::int64_t>(17 * e + 5));
         }
+    }
+    return t;
+}
+
+/// The queries' layout: the shared layout, or with centred_queries every query moved to the
+/// centre position floor((first + last) / 2) of its bucket (same rows, buckets and examples).
+/// Then the queries of a bucket all have the law N(R [a0 + b0 tau_j, mu], R blockdiag(s0^2,
+/// Sigma_j) R^T) of the model at tau_j, so the bucket's actual queries follow the pipeline's
+/// Gaussian query model exactly (docs/method.md §8.2) and the true AP is also the AP of the
+/// actual query law.
+inline token_layout make_query_layout(const synth_options& o)
+{
+    token_layout t = make_layout(o);
+    if (!o.centred_queries)
+    {
+        return t;
+    }
+    std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> range;
+    for (std::size_t i = 0; i < t.position.size(); ++i)
+    {
+        auto it = range.emplace(t.bucket[i], std::make_pair(t.position[i], t.position[i])).first;
+        it->second.first = std::min(it->second.first, t.position[i]);
+        it->second.second = std::max(it->second.second, t.position[i]);
+    }
+    for (std::size_t i = 0; i < t.position.size(); ++i)
+    {
+        const auto& r = range[t.bucket[i]];
+        t.position[i] = (r.first + r.second) / 2;
     }
     return t;
 }

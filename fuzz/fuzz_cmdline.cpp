@@ -1,8 +1,10 @@
 // libFuzzer target: the command line of ap_analyze (examples/analyze_config.hpp through the
-// table-driven parser of examples/config.hpp), the index lists of --layers/--heads and the
-// folder names of a dump (examples/dump_layout.hpp). The input is split at NUL bytes into
-// arguments. Any exception other than usage_error, any crash or sanitizer report is a
-// finding. (A --config argument reads that file: only regular files of at most 1 MiB.)
+// table-driven parser of examples/config.hpp), also as a program with positional arguments
+// (ap_merge's form), the index lists of --layers/--heads, the --shard I/N values
+// (examples/shard_plan.hpp) and the folder names of a dump (examples/dump_layout.hpp). The
+// input is split at NUL bytes into arguments. Any exception other than usage_error, any
+// crash or sanitizer report is a finding. (A --config argument reads that file: only
+// regular files of at most 1 MiB.)
 
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +13,7 @@
 
 #include "analyze_config.hpp"
 #include "dump_layout.hpp"
+#include "shard_plan.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
 {
@@ -42,6 +45,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         {
             __builtin_trap();  // a name accepted as a head folder must be the canonical one
         }
+        try
+        {
+            const shard_spec spec = parse_shard_spec("--shard", a);
+            const shard_spec again = parse_shard_spec("--shard", spec.text());
+            if (spec.count == 0 || spec.count > max_shards || spec.index >= spec.count || again.index != spec.index
+                || again.count != spec.count)
+            {
+                __builtin_trap();
+            }
+        }
+        catch (const usage_error&)
+        {
+        }
         index_set set;
         try
         {
@@ -64,6 +80,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     try
     {
         (void)parse_analyze_command_line(static_cast<int>(argv.size()), argv.data());
+    }
+    catch (const usage_error&)
+    {
+    }
+    try
+    {
+        analyze_config config;
+        std::vector<std::string> positional;
+        (void)parse_command_line(static_cast<int>(argv.size()), argv.data(), analyze_options(), config, false,
+                                 &positional);
     }
     catch (const usage_error&)
     {

@@ -1,7 +1,9 @@
 // libFuzzer target: the YAML configuration of ap_analyze (examples/config.hpp with the option
-// table of examples/analyze_config.hpp) and the dump's metadata.json
-// (examples/dump_layout.hpp) on arbitrary text. The first byte picks which. Any exception
-// other than usage_error, any crash or sanitizer report is a finding.
+// table of examples/analyze_config.hpp), the dump's metadata.json (examples/dump_layout.hpp)
+// and a shard's manifest shard.json (examples/shard_manifest.hpp) on arbitrary text. The
+// first byte picks which (modulo 3: 0 configuration, 1 metadata, 2 manifest). Any exception
+// other than the parser's own (usage_error, merge_error), any crash or sanitizer report is a
+// finding; so is a manifest that, written back, does not read back the same.
 
 #include <cstddef>
 #include <cstdint>
@@ -9,6 +11,7 @@
 
 #include "analyze_config.hpp"
 #include "dump_layout.hpp"
+#include "shard_manifest.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
 {
@@ -20,9 +23,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
     try
     {
-        if (data[0] & 1)
+        if (data[0] % 3 == 1)
         {
             (void)parse_dump_metadata(text, "metadata.json");
+        }
+        else if (data[0] % 3 == 2)
+        {
+            const std::string written = manifest_json(parse_manifest(text, "shard.json"));
+            if (manifest_json(parse_manifest(written, "shard.json")) != written)
+            {
+                __builtin_trap();  // what a manifest writes must read back the same
+            }
         }
         else
         {
@@ -31,6 +42,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         }
     }
     catch (const usage_error&)
+    {
+    }
+    catch (const merge_error&)
     {
     }
     return 0;

@@ -5,8 +5,8 @@ usage: /usr/bin/python3 fuzz/make_corpus.py   (needs NumPy; rewrites the committ
 
 fuzz_npy: valid NPY files of every dtype, rank and format version the reader accepts, and a
 few it refuses (Fortran order, big-endian, structured, float16). fuzz_config: a byte 0x00
-(the configuration) or 0x01 (metadata.json) followed by the text. fuzz_cmdline: arguments
-separated by NUL bytes.
+(the configuration), 0x01 (metadata.json) or 0x02 (a shard's shard.json) followed by the
+text. fuzz_cmdline: arguments separated by NUL bytes.
 """
 
 import io
@@ -15,6 +15,29 @@ import os
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+# A shard manifest as ap_analyze --shard writes it (examples/shard_manifest.hpp).
+MANIFEST = """{
+  "ap_shard_manifest": 1,
+  "program": "ap_analyze 0.1.0",
+  "shard": 1,
+  "num_shards": 3,
+  "options_fingerprint": "0ffdc015584a86cc",
+  "options": {"num_layers": "2", "seed": "0"},
+  "dump_fingerprint": "c9177137fbd785ee",
+  "data_root": "dump \\u00e9\\u0001",
+  "run_heads": 8,
+  "present_heads": 8,
+  "layout_heads": 8,
+  "host": "vm",
+  "seconds": 0.012,
+  "files": ["head_metrics.csv", "head_profile.csv"],
+  "heads": [
+    {"layer": 0, "q_head": 1, "k_head": 0, "tokens": 2048, "analyzed": true, "rows": [1, 7]},
+    {"layer": 1, "q_head": 0, "k_head": 0, "tokens": 0, "analyzed": false, "error": "x: \\"bad\\"", "rows": []}
+  ]
+}
+"""
 
 
 def write(target, name, data):
@@ -56,6 +79,9 @@ def main():
     write("fuzz_config", "metadata", b"\1" + b'{"num_layers": 36, "num_q_heads": 32, "num_k_heads": 8, "model": "x"}')
     write("fuzz_config", "metadata_partial", b"\1" + b'{"num_q_heads": 12, "num_k_heads": null}')
 
+    write("fuzz_config", "manifest", b"\2" + MANIFEST.encode())
+    write("fuzz_config", "shard", b"\0" + b"data_root: /d\nshard: 3/8\n")
+
     def args(*items):
         return b"\0".join(s.encode() for s in items)
     write("fuzz_cmdline", "basic", args("--data-root", "/d", "--output-dir", "/o", "--threads", "2"))
@@ -64,6 +90,8 @@ def main():
                                          "--num-k-heads", "8", "--p-alpha", "0.05", "--max-rel-dist", "1e-2"))
     write("fuzz_cmdline", "folders", args("l00h00q", "l12h31k", "l100h07q", "l000h00q", "l4000000000h00q", "0-3,7"))
     write("fuzz_cmdline", "help", args("--help"))
+    write("fuzz_cmdline", "shard", args("--data-root", "/d", "--shard", "3/8", "--output-dir=/o/shard-3"))
+    write("fuzz_cmdline", "merge", args("/o/shard-0", "--output-dir", "/o", "/o/shard-1", "--", "--x"))
 
 
 if __name__ == "__main__":

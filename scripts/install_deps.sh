@@ -1,5 +1,11 @@
 #!/usr/bin/env bash
-# Installs the Debian packages this project builds, tests and plots with.
+# Installs the Debian packages this project builds, runs and plots with.
+#   scripts/install_deps.sh           the library, the tools, the demo and its figures
+#   scripts/install_deps.sh --tests   also what the tests need: clang and its runtime (the
+#                                     fuzzers and the sanitizer build), strace (the crash
+#                                     tests), slurm-wlm and munge (the Slurm test's one-node
+#                                     cluster)
+# The Python side (bindings, converter, real-model capture, tests): scripts/setup_python.sh.
 set -euo pipefail
 packages=(
   cmake g++ make
@@ -7,6 +13,12 @@ packages=(
   libyaml-cpp-dev libbenchmark-dev
   python3 python3-numpy python3-scipy python3-matplotlib python3-pandas
 )
+if [[ "${1:-}" == "--tests" ]]; then
+  packages+=(clang libclang-rt-14-dev strace slurm-wlm munge)
+elif [[ $# -gt 0 ]]; then
+  echo "usage: scripts/install_deps.sh [--tests]" >&2
+  exit 2
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

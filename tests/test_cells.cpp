@@ -104,7 +104,7 @@ TEST_CASE("group_key_buckets: ids, largest positions, examples in increasing id,
                     std::invalid_argument);
 }
 
-TEST_CASE("eligible_key_buckets: c < j; with a window, c = j - 1 or a key position > tau_j - w", "[cells]")
+TEST_CASE("eligible_key_buckets: c < j, with a window, c = j - 1 or a key position > tau_j - w", "[cells]")
 {
     const auto kb = reference_key_buckets();
     for (std::size_t c = 0; c < steps_ref::eligibility_case_count; ++c)
@@ -195,7 +195,7 @@ TEMPLATE_TEST_CASE("query_bucket_plasticity: cell means and AP_j of PP = 4 p (1 
     CHECK(as_double.plasticity == Approx(steps_ref::cell_ap).epsilon(1e-13));
 }
 
-TEST_CASE("query_bucket_plasticity: no pairs gives NaN cells and AP_j; errors name the argument", "[cells]")
+TEST_CASE("query_bucket_plasticity: no pairs gives NaN cells and AP_j, errors name the argument", "[cells]")
 {
     const auto kb = reference_key_buckets();
     const auto keys = matrix_of<double>(steps_ref::ck_keys, steps_ref::ck_n, steps_ref::ck_d);

@@ -13,6 +13,7 @@
 
 #include <xtensor/xadapt.hpp>
 #include <xtensor/xsort.hpp>
+#include <xtensor/xview.hpp>
 
 #include <attention_plasticity/pipeline.hpp>
 
@@ -555,6 +556,14 @@ TEST_CASE("pipeline: bad input is rejected with a message naming what is wrong",
         options = {};
         options.p_alpha = 2.0;
         CHECK_THROWS_AS(ap::analyze_head(queries, keys, {}, options), std::invalid_argument);
+        options = {};
+        options.distance_bins_per_octave = 0;
+        CHECK_THROWS_WITH(ap::analyze_head(queries, keys, {}, options),
+                          "analyze_head: options.distance_bins_per_octave must be in [1, 1024], got 0");
+        options = {};
+        options.confidence_level = 1.0;
+        CHECK_THROWS_WITH(ap::analyze_head(queries, keys, {}, options),
+                          "analyze_head: options.confidence_level must be in (0, 1), got 1");
     }
 }
 
@@ -614,6 +623,10 @@ ap::head_result compose_steps(const ap::head_tokens<TQ>& q, const ap::head_token
     const auto models = ap::bucket_query_models(tq, bq, xq_rot, component0, options.covariance_epsilon);
     const auto key_buckets = ap::group_key_buckets(pk, bk, ek);
     std::vector<double> tau, n_queries, ap_j;
+    std::vector<double> map_key, map_query, map_pp;                      // §8.1
+    std::vector<double> empirical_variance;                              // §8.2
+    std::vector<ap::bucket_estimate> estimates;                          // §8.3
+    auto append = [](std::vector<double>& to, const auto& values) { to.insert(to.end(), values.begin(), values.end()); };
     for (const auto& model : models)
     {
         std::vector<ap::cell_pairs> cells;
@@ -628,6 +641,78 @@ ap::head_result compose_steps(const ap::head_tokens<TQ>& q, const ap::head_token
         tau.push_back(model.tau);
         n_queries.push_back(static_cast<double>(model.n_queries));
         ap_j.push_back(bucket.plasticity);
+        // §8.1: the method's pairs and the extra ones, with their distances.
+        if (options.distance_map)
+        {
+            const ap::pair_distances dist = ap::cell_pair_distances(pk, cells, model.tau);
+            append(map_key, dist.key_distance);
+            append(map_query, dist.query_distance);
+            append(map_pp, bucket.pair_plasticity);
+            if (options.distance_map_extra_pairs > 0)
+            {
+                std::vector<ap::cell_pairs> extra;
+                for (const auto& cell : cells)
+                {
+                    for (const auto& kb : key_buckets)
+                    {
+                        if (kb.bucket == cell.k_bucket)
+                        {
+                            extra.push_back(ap::distance_map_cell_pairs(kb, model.bucket,
+                                                                        options.distance_map_extra_pairs,
+                                                                        options.max_rel_dist, seeds.pair_sampler));
+                        }
+                    }
+                }
+                const ap::pair_distances extra_dist = ap::cell_pair_distances(pk, extra, model.tau);
+                append(map_key, extra_dist.key_distance);
+                append(map_query, extra_dist.query_distance);
+                append(map_pp, ap::query_bucket_plasticity(xk_rot, extra, model).pair_plasticity);
+            }
+        }
+        const auto w = ap::bucket_key_differences(xk_rot, cells);
+        // §8.2: the bucket's queries (a seeded subsample of the cap).
+        if (options.empirical_ap && bucket.n_pairs > 0)
+        {
+            std::vector<std::size_t> rows;
+            for (std::size_t i = 0; i < bq.size(); ++i)
+            {
+                if (bq(i) == model.bucket)
+                {
+                    rows.push_back(i);
+                }
+            }
+            const std::size_t cap = options.empirical_max_queries ? options.empirical_max_queries : rows.size();
+            const auto picked = ap::subsample_rows(rows.size(), cap, ap::empirical_query_seed(seeds.pair_sampler,
+                                                                                              model.bucket));
+            xt::xtensor<double, 2> qj = xt::xtensor<double, 2>::from_shape({picked.size(), d});
+            for (std::size_t i = 0; i < picked.size(); ++i)
+            {
+                xt::view(qj, i, xt::all()) = xt::view(xq_rot, rows[picked(i)], xt::all());
+            }
+            const auto empirical = ap::query_bucket_empirical_plasticity(xk_rot, cells, qj);
+            for (std::size_t c = 0; c < cells.size(); ++c)
+            {
+                r.cells[r.cells.size() - cells.size() + c].plasticity_empirical = empirical.cells[c].plasticity;
+            }
+            r.profile.back().plasticity_empirical = empirical.plasticity;
+            if (options.confidence_intervals)
+            {
+                const double variance = ap::empirical_plasticity_variance(qj, w, ap::pair_preferences(qj, w))
+                                        + ap::pair_sampling_variance(empirical.pair_plasticity, cells);
+                r.profile.back().plasticity_empirical_se = std::sqrt(variance);
+                empirical_variance.push_back(variance);
+            }
+        }
+        // §8.3: the bucket's sensitivity and pair-sampling variance.
+        if (options.confidence_intervals)
+        {
+            ap::bucket_estimate e;
+            e.plasticity = bucket.plasticity;
+            e.sensitivity = ap::bucket_plasticity_sensitivity(w, bucket.moments, model);
+            e.pair_variance = bucket.n_pairs ? ap::pair_sampling_variance(bucket.pair_plasticity, cells)
+                                             : std::numeric_limits<double>::quiet_NaN();
+            estimates.push_back(e);
+        }
     }
     // §2.14
     const std::vector<std::size_t> shape{tau.size()};
@@ -638,6 +723,59 @@ ap::head_result compose_steps(const ap::head_tokens<TQ>& q, const ap::head_token
          scalar.mae_ratio, first.skewness, first.excess_kurtosis, first.ks_p_value, noise.median_abs_skewness,
          noise.median_abs_kurtosis, noise.median_ks_p_value, noise.fraction_ks_p_below_alpha, aggregates.ap_overall,
          aggregates.ap_first20, aggregates.ap_last20, aggregates.ap_drop};
+    // §8: the head-level results.
+    if (options.distance_map)
+    {
+        const std::vector<std::size_t> map_shape{map_pp.size()};
+        r.distance_map = ap::distance_plasticity_map(xt::adapt(map_key, map_shape), xt::adapt(map_query, map_shape),
+                                                     xt::adapt(map_pp, map_shape), options.distance_bins_per_octave);
+    }
+    if (options.empirical_ap)
+    {
+        std::vector<double> empirical;
+        for (const auto& row : r.profile)
+        {
+            empirical.push_back(row.plasticity_empirical);
+        }
+        m.ap_empirical_overall = ap::plasticity_aggregates(xt::adapt(tau, shape), xt::adapt(n_queries, shape),
+                                                           xt::adapt(empirical, shape), 1.0)
+                                     .ap_overall;
+        if (options.confidence_intervals)
+        {
+            double numerator = 0.0, total = 0.0;
+            std::size_t next = 0;
+            for (const auto& row : r.profile)
+            {
+                if (!std::isnan(row.plasticity_empirical))
+                {
+                    const double nj = static_cast<double>(row.n_queries);
+                    numerator += nj * nj * empirical_variance[next++];
+                    total += nj;
+                }
+            }
+            m.ap_empirical_overall_se = std::sqrt(numerator) / total;
+        }
+    }
+    if (options.confidence_intervals)
+    {
+        const ap::plasticity_uncertainty u =
+            ap::plasticity_standard_errors(tq, bq, xq_rot, component0, fit.beta_norm, models, estimates);
+        for (std::size_t j = 0; j < r.profile.size(); ++j)
+        {
+            auto& row = r.profile[j];
+            row.plasticity_se = u.bucket_standard_error[j];
+            row.plasticity_bias = u.bucket_bias[j];
+            const ap::interval ci =
+                ap::plasticity_interval(row.plasticity, row.plasticity_bias, row.plasticity_se, options.confidence_level);
+            row.plasticity_ci_low = ci.low;
+            row.plasticity_ci_high = ci.high;
+        }
+        m.ap_overall_se = u.standard_error;
+        m.ap_overall_bias = u.bias;
+        const ap::interval ci = ap::plasticity_interval(m.ap_overall, u.bias, u.standard_error, options.confidence_level);
+        m.ap_overall_ci_low = ci.low;
+        m.ap_overall_ci_high = ci.high;
+    }
     return r;
 }
 
@@ -689,6 +827,47 @@ void check_identical(const ap::head_result& a, const ap::head_result& b)
     CHECK((a.component_r2 == b.component_r2));
     CHECK((a.component_weight == b.component_weight));
 }
+
+// The results of docs/method.md §8 are identical too (NaN equal to NaN).
+void check_identical_extensions(const ap::head_result& a, const ap::head_result& b)
+{
+    const ap::head_metrics& x = a.metrics;
+    const ap::head_metrics& y = b.metrics;
+    CHECK(same(x.ap_empirical_overall, y.ap_empirical_overall));
+    CHECK(same(x.ap_empirical_overall_se, y.ap_empirical_overall_se));
+    CHECK(same(x.ap_overall_se, y.ap_overall_se));
+    CHECK(same(x.ap_overall_bias, y.ap_overall_bias));
+    CHECK(same(x.ap_overall_ci_low, y.ap_overall_ci_low));
+    CHECK(same(x.ap_overall_ci_high, y.ap_overall_ci_high));
+    REQUIRE(a.cells.size() == b.cells.size());
+    for (std::size_t i = 0; i < a.cells.size(); ++i)
+    {
+        CAPTURE(i);
+        CHECK(same(a.cells[i].plasticity_empirical, b.cells[i].plasticity_empirical));
+    }
+    REQUIRE(a.profile.size() == b.profile.size());
+    for (std::size_t i = 0; i < a.profile.size(); ++i)
+    {
+        CAPTURE(i);
+        const ap::bucket_profile& p = a.profile[i];
+        const ap::bucket_profile& q = b.profile[i];
+        CHECK(same(p.plasticity_empirical, q.plasticity_empirical));
+        CHECK(same(p.plasticity_empirical_se, q.plasticity_empirical_se));
+        CHECK(same(p.plasticity_se, q.plasticity_se));
+        CHECK(same(p.plasticity_bias, q.plasticity_bias));
+        CHECK(same(p.plasticity_ci_low, q.plasticity_ci_low));
+        CHECK(same(p.plasticity_ci_high, q.plasticity_ci_high));
+    }
+    REQUIRE(a.distance_map.size() == b.distance_map.size());
+    for (std::size_t i = 0; i < a.distance_map.size(); ++i)
+    {
+        CAPTURE(i);
+        CHECK(a.distance_map[i].key_bin == b.distance_map[i].key_bin);
+        CHECK(a.distance_map[i].query_bin == b.distance_map[i].query_bin);
+        CHECK(a.distance_map[i].n_pairs == b.distance_map[i].n_pairs);
+        CHECK(a.distance_map[i].plasticity == b.distance_map[i].plasticity);
+    }
+}
 }  // namespace
 
 TEST_CASE("pipeline: the public steps composed by hand give exactly analyze_head's result", "[pipeline]")
@@ -710,11 +889,126 @@ TEST_CASE("pipeline: the public steps composed by hand give exactly analyze_head
     }
     SECTION("double queries and keys, defaults")
     {
-        check_identical(ap::analyze_head(queries64, keys, id), compose_steps(queries64, keys, id, {}));
+        const auto composed = compose_steps(queries64, keys, id, {});
+        const auto analyzed = ap::analyze_head(queries64, keys, id);
+        check_identical(analyzed, composed);
+        check_identical_extensions(analyzed, composed);
+        CHECK(!analyzed.distance_map.empty());  // the distance map is on by default, the others off
+        CHECK(std::isnan(analyzed.metrics.ap_overall_se));
+        CHECK(std::isnan(analyzed.profile[0].plasticity_empirical));
+    }
+    SECTION("every extension of §8: extra map pairs, 2 bins per octave, empirical AP on a capped subsample, "
+            "intervals at 0.9")
+    {
+        options.distance_map_extra_pairs = 40;
+        options.distance_bins_per_octave = 2;
+        options.empirical_ap = true;
+        options.empirical_max_queries = 30;
+        options.confidence_intervals = true;
+        options.confidence_level = 0.9;
+        const auto composed = compose_steps(queries, keys, id, options);
+        const auto analyzed = ap::analyze_head(queries, keys, id, options);
+        check_identical(analyzed, composed);
+        check_identical_extensions(analyzed, composed);
+        CHECK(std::isfinite(analyzed.metrics.ap_empirical_overall));
+        CHECK(std::isfinite(analyzed.metrics.ap_empirical_overall_se));
+        CHECK(analyzed.metrics.ap_overall_ci_low < analyzed.metrics.ap_overall);
     }
 }
 
-TEST_CASE("pipeline: views over raw buffers, independent value types; float and double keys of the same values "
+TEST_CASE("pipeline: the extensions of §8 at the edges - d = 1, one pair per cell, no pair at all", "[pipeline]")
+{
+    ap::head_options options;
+    options.empirical_ap = true;
+    options.confidence_intervals = true;
+    options.distance_map_extra_pairs = 5;
+    SECTION("d = 1: no semantic components, no rotation to estimate")
+    {
+        const auto r = ap::analyze_head(random_tokens(600, 1, 11, 2.0), random_tokens(500, 1, 12, 1.0), {}, options);
+        CHECK(std::isfinite(r.metrics.ap_overall_se));
+        CHECK(std::isfinite(r.metrics.ap_empirical_overall));
+        CHECK(!r.distance_map.empty());
+    }
+    SECTION("one pair per cell: no pair-sampling variance, so no interval (NaN), the rest as usual")
+    {
+        options.num_pairs_per_bucket = 1;
+        const auto r = ap::analyze_head(random_tokens(600, 3, 13, 2.0), random_tokens(500, 3, 14, 1.0), {}, options);
+        CHECK(std::isnan(r.metrics.ap_overall_se));
+        CHECK(std::isnan(r.profile[0].plasticity_ci_low));
+        CHECK(std::isfinite(r.metrics.ap_empirical_overall));
+    }
+    SECTION("keys that never form a pair: every extension is NaN or empty")
+    {
+        auto keys = random_tokens(50, 3, 15, 1.0);
+        for (std::size_t i = 0; i < 50; ++i)
+        {
+            keys.example_id(i) = static_cast<std::int64_t>(i);  // one key per example
+        }
+        const auto r = ap::analyze_head(random_tokens(300, 3, 16, 2.0), keys, {}, options);
+        CHECK(std::isnan(r.metrics.ap_overall));
+        CHECK(std::isnan(r.metrics.ap_overall_se));
+        CHECK(std::isnan(r.metrics.ap_empirical_overall));
+        CHECK(r.distance_map.empty());
+    }
+}
+
+TEST_CASE("pipeline: the extensions of §8 add results and never change the method's", "[pipeline]")
+{
+    const auto queries = random_tokens(1200, 6, 91, 1.0);
+    const auto keys = random_tokens(1100, 6, 92, 1.0);
+    ap::head_options off;
+    off.distance_map = false;
+    off.seed = 4;
+    ap::head_options on = off;
+    on.distance_map = true;
+    on.distance_map_extra_pairs = 100;
+    on.empirical_ap = true;
+    on.empirical_max_queries = 50;
+    on.confidence_intervals = true;
+    const ap::head_id id{0, 3, 0};
+    const auto a = ap::analyze_head(queries, keys, id, off);
+    const auto b = ap::analyze_head(queries, keys, id, on);
+    check_identical(a, b);
+    // Off: NaN columns and no map.
+    CHECK(a.distance_map.empty());
+    CHECK(std::isnan(a.metrics.ap_empirical_overall));
+    CHECK(std::isnan(a.metrics.ap_overall_ci_high));
+    CHECK(std::isnan(a.cells[0].plasticity_empirical));
+    CHECK(std::isnan(a.profile[0].plasticity_se));
+    // On: every bucket with pairs has its values; the map counts the method's and the extra pairs.
+    std::size_t pairs = 0, cells_with_pairs = 0;
+    for (const auto& cell : b.cells)
+    {
+        pairs += cell.n_pairs;
+        cells_with_pairs += cell.n_pairs > 0;
+        CHECK(std::isnan(cell.plasticity_empirical) == (cell.n_pairs == 0));
+    }
+    std::size_t mapped = 0;
+    for (const auto& bin : b.distance_map)
+    {
+        mapped += bin.n_pairs;
+        CHECK(bin.plasticity >= 0.0);
+        CHECK(bin.plasticity <= 1.0);
+    }
+    CHECK(mapped == pairs + 100 * cells_with_pairs);
+    for (const auto& row : b.profile)
+    {
+        CAPTURE(row.q_bucket);
+        CHECK(row.plasticity_se > 0.0);
+        CHECK(row.plasticity_ci_low <= row.plasticity - row.plasticity_bias);
+        CHECK(row.plasticity_ci_high >= row.plasticity - row.plasticity_bias);
+        CHECK(row.plasticity_empirical_se > 0.0);
+    }
+    // Each extension alone gives the same values as all of them together (own streams).
+    ap::head_options only_empirical = off;
+    only_empirical.empirical_ap = true;
+    only_empirical.empirical_max_queries = 50;
+    const auto c = ap::analyze_head(queries, keys, id, only_empirical);
+    CHECK(c.metrics.ap_empirical_overall == b.metrics.ap_empirical_overall);
+    CHECK(std::isnan(c.metrics.ap_empirical_overall_se));  // its SE belongs to the intervals
+}
+
+TEST_CASE("pipeline: views over raw buffers, independent value types, float and double keys of the same values "
           "give identical results",
           "[pipeline]")
 {

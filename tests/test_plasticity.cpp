@@ -860,7 +860,7 @@ TEST_CASE("pair_plasticity invariances: w -> -w, mu -> -mu, row order", "[plasti
     }
 }
 
-TEST_CASE("pair_plasticity: n = 1 and d = 1 against the closed form; n = 0 gives an empty result", "[plasticity]")
+TEST_CASE("pair_plasticity: n = 1 and d = 1 against the closed form, n = 0 gives an empty result", "[plasticity]")
 {
     const xt::xtensor<double, 2> w = {{2.0}};
     const xt::xtensor<double, 1> mu = {0.5};
@@ -885,7 +885,7 @@ TEST_CASE("pair_plasticity: n = 1 and d = 1 against the closed form; n = 0 gives
 
 // ------------------------------------------------------------------ key_differences
 
-TEMPLATE_TEST_CASE("key_differences: rows K[first] - K[second]; out-of-range indices throw", "[plasticity]", float,
+TEMPLATE_TEST_CASE("key_differences: rows K(first) - K(second), out-of-range indices throw", "[plasticity]", float,
                    double)
 {
     using T = TestType;

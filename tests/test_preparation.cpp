@@ -61,7 +61,7 @@ TEMPLATE_TEST_CASE("orientation_signs: sign of the mean of the per-bucket key me
            == ap::orientation_signs(every_other_copy, every_other_buckets)));
 }
 
-TEST_CASE("orientation_signs: closed form where bucket sizes matter; empty and d = 0", "[preparation]")
+TEST_CASE("orientation_signs: closed form where bucket sizes matter, empty and d = 0", "[preparation]")
 {
     // Bucket 1: ten rows of -1, bucket 2: one row of +3: the mean of means is +1 > 0.
     xt::xtensor<double, 2> keys = xt::xtensor<double, 2>::from_shape({11, 1});

@@ -160,8 +160,8 @@ TEMPLATE_TEST_CASE("fit_gaussian: n < 2, d = 0, NaN/Inf, bad epsilon throw", "[q
 
 // --------------------------------------------------------------- bucket statistics
 
-TEMPLATE_TEST_CASE("compute_bucket_statistics: tau_j, count, mu_j, Sigma_j of components 1.. match NumPy; "
-                   "buckets <= 0 and single-row buckets skipped; unsorted ids",
+TEMPLATE_TEST_CASE("compute_bucket_statistics: tau_j, count, mu_j, Sigma_j of components 1.. match NumPy, "
+                   "buckets <= 0 and single-row buckets skipped, unsorted ids",
                    "[query_model]", float, double)
 {
     const std::size_t n = core_ref::qm_n;
@@ -359,7 +359,7 @@ TEST_CASE("query_buckets: buckets j > 0 with at least 2 queries, n_j and tau_j, 
 }
 
 TEMPLATE_TEST_CASE("bucket_query_models: tau_j, n_j, alpha + beta tau_j, sigma2, mu_j, Sigma_j match exact "
-                   "arithmetic; full_gaussian is the block-diagonal model",
+                   "arithmetic, full_gaussian is the block-diagonal model",
                    "[query_model]", float, double)
 {
     const std::size_t n = steps_ref::qm_n;

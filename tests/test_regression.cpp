@@ -282,7 +282,7 @@ TEMPLATE_TEST_CASE("fit_linear: a tiny R2 (1e-12) keeps its relative accuracy", 
     CHECK(rel_err(ap::fit_linear(column_t, t_as_x).r2(0), exact) < 1e-9);
 }
 
-TEMPLATE_TEST_CASE("fit_linear: errors - empty, size mismatch, not 2-D, NaN/Inf; d = 0", "[regression]", float, double)
+TEMPLATE_TEST_CASE("fit_linear: errors - empty, size mismatch, not 2-D, NaN/Inf, d = 0", "[regression]", float, double)
 {
     using T = TestType;
     const xt::xtensor<double, 1> t = {0, 1, 2};

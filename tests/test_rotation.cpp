@@ -288,7 +288,7 @@ TEMPLATE_TEST_CASE("householder: apply() to float and double data", "[rotation]"
     CHECK((inplace == xh));
 }
 
-TEST_CASE("householder_to_e1: identity when ||beta|| < 1e-12 or beta_hat = e1; beta = -e1 is a reflection",
+TEST_CASE("householder_to_e1: identity when ||beta|| < 1e-12 or beta_hat = e1, beta = -e1 is a reflection",
           "[rotation]")
 {
     ap::rng g(3);

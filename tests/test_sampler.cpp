@@ -408,7 +408,7 @@ TEST_CASE("sample_key_pairs: determinism - same seed gives identical pairs, anot
     CHECK_FALSE((a.example == a2.example && a.first == a2.first && a.second == a2.second));
 }
 
-TEST_CASE("sample_key_pairs: no example with 2 keys throws std::domain_error; num_pairs = 0 gives empty; "
+TEST_CASE("sample_key_pairs: no example with 2 keys throws std::domain_error, num_pairs = 0 gives empty, "
           "invalid arguments throw std::invalid_argument",
           "[sampler]")
 {
@@ -519,7 +519,7 @@ bucket_fixture make_bucket_fixture()
 }  // namespace
 
 TEST_CASE("sample_bucket_key_pairs: rows of one example, within Delta in the position-ordered list, unordered "
-          "input rows; distribution equals the sampler's over the examples (chi-square)",
+          "input rows, distribution equals the sampler's over the examples (chi-square)",
           "[sampler]")
 {
     const auto f = make_bucket_fixture();

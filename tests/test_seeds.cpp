@@ -44,7 +44,7 @@ TEST_CASE("pair_sampler_seed: seed + 10007 layer + 379 q_head, modulo 2^64", "[s
     CHECK(ap::pair_sampler_seed(1, {4, 2, 0}) != ap::pair_sampler_seed(1, {4, 3, 0}));
 }
 
-TEST_CASE("cell_pair_seed: mix_seed(pair sampler seed, j, c) as the Python streams; every cell its own",
+TEST_CASE("cell_pair_seed: mix_seed(pair sampler seed, j, c) as the Python streams, every cell its own",
           "[seeds]")
 {
     for (std::size_t c = 0; c < steps_ref::cell_seed_case_count; ++c)

@@ -1,6 +1,6 @@
 """Code shared by the plot scripts: CSV loading and checking, options, saving.
 
-The scripts read the CSVs that ``ap_analyze`` writes (SPEC section 3). Every problem
+The scripts read the CSVs that ``ap_analyze`` writes (docs/method.md §3). Every problem
 with an input (missing file, missing column, unusable value) raises ``InputError``;
 ``run_main`` turns it into one line on stderr and exit status 2.
 """
@@ -18,7 +18,7 @@ import pandas as pd  # noqa: E402
 
 EXIT_INPUT_ERROR = 2
 
-# Columns each script needs (names exactly as SPEC section 3 writes them).
+# Columns each script needs (names exactly as docs/method.md §3 writes them).
 PROFILE_CSV = "head_profile.csv"
 PROFILE_COLUMNS = ("layer", "q_head", "k_head", "q_bucket", "tau", "n_queries",
                    "plasticity", "n_pairs")
@@ -27,6 +27,9 @@ BUCKET_COLUMNS = ("layer", "q_head", "k_head", "q_bucket", "k_bucket", "plastici
                   "n_pairs")
 COMPONENT_CSV = "head_component_weights.csv"
 COMPONENT_COLUMNS = ("layer", "q_head", "k_head", "component", "component_r2", "weight")
+DISTANCE_CSV = "head_distance_plasticity.csv"
+DISTANCE_COLUMNS = ("layer", "q_head", "k_head", "key_distance_low", "key_distance_high",
+                    "query_distance_low", "query_distance_high", "plasticity", "n_pairs")
 METRICS_CSV = "head_metrics.csv"
 METRICS_COLUMNS = ("layer", "q_head", "k_head", "ap_overall", "ap_first20", "ap_last20",
                    "ap_drop")
@@ -313,3 +316,47 @@ def missing_patch(label):
 def format_cell(v):
     text = f"{v:.2f}"
     return "0.00" if text == "-0.00" else text
+
+
+def add_heatmap_options(parser):
+    """--vmin, --vmax and --annotate, the options every heatmap has."""
+    parser.add_argument("--vmin", type=float,
+                        help="colour scale minimum (default: smallest cell value)")
+    parser.add_argument("--vmax", type=float,
+                        help="colour scale maximum (default: largest cell value)")
+    parser.add_argument("--annotate", choices=("auto", "yes", "no"), default="auto",
+                        help="print values in the cells (auto: when the grid is at "
+                             "most 16 x 16)")
+
+
+def colour_range(values, args):
+    """(finite cell values, vmin, vmax) from the cells and --vmin/--vmax."""
+    finite = values[np.isfinite(values)]
+    vmin = args.vmin if args.vmin is not None else (finite.min() if finite.size else 0.0)
+    vmax = args.vmax if args.vmax is not None else (finite.max() if finite.size else 1.0)
+    if vmax <= vmin:
+        vmin, vmax = vmin - 0.05, vmax + 0.05
+    return finite, vmin, vmax
+
+
+def cell_grid(ax, rows, columns):
+    """White lines between the cells of a rows x columns heatmap."""
+    ax.set_xticks(np.arange(columns + 1) - 0.5, minor=True)
+    ax.set_yticks(np.arange(rows + 1) - 0.5, minor=True)
+    ax.grid(which="minor", color="white", linewidth=0.6)
+    ax.tick_params(which="minor", length=0)
+
+
+def annotate_cells(ax, values, vmin, vmax, mode):
+    """The value of each finite cell printed in it (mode 'yes', or 'auto' up to 16 x 16)."""
+    rows, columns = values.shape
+    if not (mode == "yes" or (mode == "auto" and rows <= 16 and columns <= 16)):
+        return
+    mid = vmin + 0.5 * (vmax - vmin)
+    fontsize = max(5.5, min(9.0, 90.0 / max(rows, columns, 1)))
+    for i in range(rows):
+        for j in range(columns):
+            v = values[i, j]
+            if np.isfinite(v):
+                ax.text(j, i, format_cell(v), ha="center", va="center", fontsize=fontsize,
+                        color="black" if v > mid else "white")

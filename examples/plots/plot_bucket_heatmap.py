@@ -39,13 +39,7 @@ def build_parser():
                              "in tokens with each bucket's mean query position tau")
     parser.add_argument("--stat", choices=("mean", "median"), default="mean",
                         help="how to combine the heads in a cell (default: mean)")
-    parser.add_argument("--vmin", type=float,
-                        help="colour scale minimum (default: smallest cell value)")
-    parser.add_argument("--vmax", type=float,
-                        help="colour scale maximum (default: largest cell value)")
-    parser.add_argument("--annotate", choices=("auto", "yes", "no"), default="auto",
-                        help="print values in the cells (auto: when the grid is at "
-                             "most 16 x 16)")
+    C.add_heatmap_options(parser)
     return parser
 
 
@@ -94,11 +88,7 @@ def main(argv=None):
     paths = C.output_paths(args, path, DEFAULT_STEM)
 
     q_buckets, k_buckets, values, counts = cell_matrix(df, args.stat)
-    finite = values[np.isfinite(values)]
-    vmin = args.vmin if args.vmin is not None else (finite.min() if finite.size else 0.0)
-    vmax = args.vmax if args.vmax is not None else (finite.max() if finite.size else 1.0)
-    if vmax <= vmin:
-        vmin, vmax = vmin - 0.05, vmax + 0.05
+    finite, vmin, vmax = C.colour_range(values, args)
 
     fig, ax = plt.subplots(figsize=args.figsize or (8.5, 7.0), layout="constrained")
     cmap = C.colourmap_with_missing("viridis")
@@ -115,10 +105,7 @@ def main(argv=None):
                        rotation=45 if positions else 0, ha="right" if positions else "center")
     ax.set_yticklabels([lab if i % sy == 0 else "" for i, lab in enumerate(yl)])
     ax.tick_params(length=2)
-    ax.set_xticks(np.arange(nk + 1) - 0.5, minor=True)
-    ax.set_yticks(np.arange(nq + 1) - 0.5, minor=True)
-    ax.grid(which="minor", color="white", linewidth=0.6)
-    ax.tick_params(which="minor", length=0)
+    C.cell_grid(ax, nq, nk)
 
     if positions is not None:
         ax.set_ylabel("query bucket, labelled by its mean query position τ (tokens)")
@@ -128,16 +115,7 @@ def main(argv=None):
         ax.set_ylabel("query bucket id (no --profile: ids, not tokens)")
         ax.set_xlabel("key bucket id (no --profile: ids, not tokens)")
 
-    annotate = args.annotate == "yes" or (args.annotate == "auto" and nq <= 16 and nk <= 16)
-    if annotate:
-        mid = vmin + 0.5 * (vmax - vmin)
-        fontsize = max(5.5, min(9.0, 90.0 / max(nq, nk)))
-        for i in range(nq):
-            for j in range(nk):
-                v = values[i, j]
-                if np.isfinite(v):
-                    ax.text(j, i, C.format_cell(v), ha="center", va="center", fontsize=fontsize,
-                            color="black" if v > mid else "white")
+    C.annotate_cells(ax, values, vmin, vmax, args.annotate)
 
     if finite.size == 0:
         ax.text(0.5, 0.5, "no plasticity values in this file (all nan)",

@@ -2,13 +2,15 @@
 """Render every plot of a results directory written by ap_analyze.
 
 Reads, from --results DIR, head_profile.csv, head_bucket_plasticity.csv,
-head_component_weights.csv and head_metrics.csv, and writes into --out DIR:
+head_component_weights.csv, head_metrics.csv and head_distance_plasticity.csv, and writes
+into --out DIR:
 
   plasticity_profile.png   plot_profile.py         plasticity vs query position
   bucket_heatmap.png       plot_bucket_heatmap.py  query bucket x key bucket (axes in
                                                    tokens when head_profile.csv exists)
   component_weights.png    plot_component_weights.py  positional share per component
   head_map.png             plot_head_map.py        ap_overall and ap_drop, layer x head
+  distance_map.png         plot_distance_map.py    inter-key x key-to-query distance
 
 and prints the path of each file written, one per line. A plot whose input is missing
 or unusable is reported on stderr and the others are still rendered; the exit status
@@ -24,6 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _common as C  # noqa: E402
 import plot_bucket_heatmap  # noqa: E402
 import plot_component_weights  # noqa: E402
+import plot_distance_map  # noqa: E402
 import plot_head_map  # noqa: E402
 import plot_profile  # noqa: E402
 
@@ -77,6 +80,9 @@ def jobs(args):
         ("plot_head_map.py", plot_head_map.main,
          [os.path.join(res, C.METRICS_CSV),
           "-o", os.path.join(out, plot_head_map.DEFAULT_STEM + ".png")]),
+        ("plot_distance_map.py", plot_distance_map.main,
+         [os.path.join(res, C.DISTANCE_CSV),
+          "-o", os.path.join(out, plot_distance_map.DEFAULT_STEM + ".png")]),
     ]
     if args.facet_by_layer:
         out_list.insert(1, ("plot_profile.py", plot_profile.main,

@@ -20,10 +20,17 @@
 //   cells.hpp        key buckets, eligible cells, cell key pairs, cell and bucket plasticity
 //                    (§2.11-2.13)
 //   aggregates.hpp   ap_overall, ap_first20, ap_last20, ap_drop (§2.14)
-//   pipeline.hpp     analyze_head: all of §2 for one head
+//   distance_maps.hpp  plasticity by inter-key and key-to-query distance (§8.1)
+//   empirical.hpp    the model-free AP from the actual queries (§8.2)
+//   sensitivity.hpp  how a bucket's AP_j responds to its query model; pair-sampling variance (§8.3)
+//   intervals.hpp    standard errors, biases and intervals of AP_j and ap_overall (§8.3)
+//   pipeline.hpp     analyze_head: all of §2 for one head (and the extensions of §8)
 
 #include "aggregates.hpp"
 #include "cells.hpp"
+#include "distance_maps.hpp"
+#include "empirical.hpp"
+#include "intervals.hpp"
 #include "kolmogorov.hpp"
 #include "ks_test.hpp"
 #include "moments.hpp"
@@ -38,6 +45,7 @@
 #include "rotation.hpp"
 #include "sampler.hpp"
 #include "seeds.hpp"
+#include "sensitivity.hpp"
 #include "tokens.hpp"
 
 #endif

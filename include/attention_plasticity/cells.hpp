@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <xtensor/xexpression.hpp>
@@ -123,27 +124,38 @@ struct cell_pairs
     key_pairs pairs;
 };
 
+namespace detail
+{
+    /// num_pairs pairs of the sampler (§5) over the examples of a key bucket from rng(stream_seed);
+    /// none when no example has 2 keys or num_pairs is 0. Errors name `fn`.
+    inline cell_pairs cell_pairs_from_stream(const key_bucket& keys, std::int64_t q_bucket, std::size_t num_pairs,
+                                             double max_rel_dist, std::uint64_t stream_seed, const char* fn)
+    {
+        check_max_rel_dist(fn, max_rel_dist);
+        cell_pairs cell;
+        cell.q_bucket = q_bucket;
+        cell.k_bucket = keys.bucket;
+        if (num_pairs > 0 && keys.examples.can_form_pair())
+        {
+            rng generator(stream_seed);
+            cell.pairs = sample_grouped_key_pairs(keys.examples, num_pairs, max_rel_dist, generator, fn);
+        }
+        else
+        {
+            cell.pairs = make_key_pairs(0);
+        }
+        return cell;
+    }
+}  // namespace detail
+
 /// The key pairs of cell (q_bucket, keys.bucket) (docs/method.md §2.12): num_pairs pairs of the
 /// key-pair sampler (§5) over the examples of the key bucket, from rng(cell_pair_seed(
 /// pair_sampler_seed, j, c)) (§2.15); none when no example has 2 keys or num_pairs is 0.
 inline cell_pairs cell_key_pairs(const key_bucket& keys, std::int64_t q_bucket, std::size_t num_pairs,
                                  double max_rel_dist, std::uint64_t pair_sampler_seed)
 {
-    detail::check_max_rel_dist("cell_key_pairs", max_rel_dist);
-    cell_pairs cell;
-    cell.q_bucket = q_bucket;
-    cell.k_bucket = keys.bucket;
-    if (num_pairs > 0 && keys.examples.can_form_pair())
-    {
-        rng generator(cell_pair_seed(pair_sampler_seed, q_bucket, keys.bucket));
-        cell.pairs =
-            detail::sample_grouped_key_pairs(keys.examples, num_pairs, max_rel_dist, generator, "cell_key_pairs");
-    }
-    else
-    {
-        cell.pairs = detail::make_key_pairs(0);
-    }
-    return cell;
+    return detail::cell_pairs_from_stream(keys, q_bucket, num_pairs, max_rel_dist,
+                                          cell_pair_seed(pair_sampler_seed, q_bucket, keys.bucket), "cell_key_pairs");
 }
 
 /// The plasticity of one cell (a row of head_bucket_plasticity.csv).
@@ -153,54 +165,136 @@ struct cell_plasticity
     std::int64_t k_bucket = 0;
     double plasticity = 0.0;  // mean PP of its pairs; NaN when n_pairs == 0
     std::size_t n_pairs = 0;
+    double plasticity_empirical = std::numeric_limits<double>::quiet_NaN();  // docs/method.md §8.2, when computed
 };
 
-/// The cells of one query bucket and the bucket's plasticity.
+/// The cells of one query bucket and the bucket's plasticity, with what every pair gave: the
+/// pairs are those of the cells, cell after cell in the order given, each cell's in its order
+/// (the rows of bucket_key_differences).
 struct bucket_plasticity_result
 {
     std::vector<cell_plasticity> cells;  // in the order of the cells given
     double plasticity = std::numeric_limits<double>::quiet_NaN();  // AP_j; NaN without pairs
     std::size_t n_pairs = 0;
+    xt::xtensor<double, 1> pair_plasticity;  // PP of every pair (docs/method.md §2.13)
+    pair_moments moments;                    // its m and v as the kernel returned them (§4, §4.6)
 };
 
 namespace detail
 {
-    /// docs/method.md §2.13-2.14 for one query bucket: differences(first, second) gives the key
-    /// differences W (pairs x d, of value type T) of the pairs' rows (xt::xtensor<size_t, 1>
-    /// each), for the pairs of the bucket cell by cell, kernel_block_rows at a time.
-    template <class T, class Differences>
-    bucket_plasticity_result query_bucket_plasticity_of(const std::vector<cell_pairs>& cells,
-                                                        const bucket_query_model& model, Differences&& differences)
+    /// The rows of keys_rot of every pair of the cells, cell after cell: (first, second).
+    inline std::pair<xt::xtensor<std::size_t, 1>, xt::xtensor<std::size_t, 1>> pair_rows(
+        const std::vector<cell_pairs>& cells)
     {
-        bucket_plasticity_result result;
         std::size_t total = 0;
         for (const auto& cell : cells)
         {
             total += cell.pairs.size();
         }
-        result.n_pairs = total;
-        if (total == 0)
-        {
-            for (const auto& cell : cells)
-            {
-                result.cells.push_back({cell.q_bucket, cell.k_bucket, std::numeric_limits<double>::quiet_NaN(), 0});
-            }
-            return result;
-        }
-        // The pairs of the bucket, cell by cell, through the kernel in blocks of its GEMM's rows
-        // (the same blocks as one call over all of them): W = K[first] - K[second] of a block.
-        std::vector<std::size_t> first, second;
-        first.reserve(total);
-        second.reserve(total);
+        xt::xtensor<std::size_t, 1> first = xt::xtensor<std::size_t, 1>::from_shape({total});
+        xt::xtensor<std::size_t, 1> second = xt::xtensor<std::size_t, 1>::from_shape({total});
+        std::size_t at = 0;
         for (const auto& cell : cells)
         {
-            for (std::size_t p = 0; p < cell.pairs.size(); ++p)
+            for (std::size_t p = 0; p < cell.pairs.size(); ++p, ++at)
             {
-                first.push_back(cell.pairs.first(p));
-                second.push_back(cell.pairs.second(p));
+                first(at) = cell.pairs.first(p);
+                second(at) = cell.pairs.second(p);
             }
         }
-        std::vector<double> pp(total);
+        return {std::move(first), std::move(second)};
+    }
+
+    /// The checks of the cells against keys_rot (n x d): pair rows in range, keys they use finite.
+    template <class T>
+    void check_cells(const char* fn, const matrix_view<T>& keys, const std::vector<cell_pairs>& cells)
+    {
+        for (std::size_t c = 0; c < cells.size(); ++c)
+        {
+            const key_pairs& pairs = cells[c].pairs;
+            if (pairs.first.size() != pairs.second.size())
+            {
+                throw_invalid(fn, "cells[", c, "] has ", pairs.first.size(), " first but ", pairs.second.size(),
+                              " second rows");
+            }
+            for (std::size_t p = 0; p < pairs.size(); ++p)
+            {
+                for (std::size_t row : {pairs.first(p), pairs.second(p)})
+                {
+                    if (row >= keys.rows)
+                    {
+                        throw_invalid(fn, "cells[", c, "] pair ", p, " uses key row ", row, " but keys_rot has ",
+                                      keys.rows, " rows");
+                    }
+                    if (any_non_finite(keys.row(row), keys.cols))
+                    {
+                        throw_non_finite_row(fn, "keys_rot", keys.row(row), row, keys.cols);
+                    }
+                }
+            }
+        }
+    }
+}  // namespace detail
+
+/// The key differences w = k1 - k2 of every pair of the cells (docs/method.md §2.12), cell after
+/// cell, as the rows of one (total pairs) x d matrix: the W of the kernel (§4.4) for a query
+/// bucket. T: the value type of the result (T = void: the keys' value type).
+template <class T = void, class EK>
+auto bucket_key_differences(const xt::xexpression<EK>& keys_rot, const std::vector<cell_pairs>& cells)
+{
+    constexpr const char* fn = "bucket_key_differences";
+    const auto keys = detail::as_matrix<detail::source_type_t<EK>>(keys_rot, fn, "keys_rot");
+    detail::check_cells(fn, keys, cells);
+    const auto rows = detail::pair_rows(cells);
+    return key_differences<T>(keys_rot, rows.first, rows.second);
+}
+
+namespace detail
+{
+    /// The cells and AP_j of a query bucket from a value for each pair of its cells, cell after
+    /// cell (docs/method.md §2.14): a cell's value is the mean over its pairs (NaN without pairs),
+    /// AP_j the mean over all pairs (NaN without any). The moments are left empty.
+    inline bucket_plasticity_result bucket_result_of_pairs(const std::vector<cell_pairs>& cells,
+                                                           xt::xtensor<double, 1> pair_values)
+    {
+        bucket_plasticity_result result;
+        double bucket_sum = 0.0;
+        std::size_t at = 0;
+        for (const auto& cell : cells)
+        {
+            double cell_sum = 0.0;
+            const std::size_t count = cell.pairs.size();
+            for (std::size_t p = 0; p < count; ++p, ++at)
+            {
+                cell_sum += pair_values(at);
+            }
+            bucket_sum += cell_sum;
+            result.cells.push_back({cell.q_bucket, cell.k_bucket,
+                                    count ? cell_sum / static_cast<double>(count)
+                                          : std::numeric_limits<double>::quiet_NaN(),
+                                    count});
+        }
+        result.n_pairs = at;
+        result.plasticity = at ? bucket_sum / static_cast<double>(at) : std::numeric_limits<double>::quiet_NaN();
+        result.pair_plasticity = std::move(pair_values);
+        result.moments = pair_moments{xt::xtensor<double, 1>::from_shape({0}), xt::xtensor<double, 1>::from_shape({0})};
+        return result;
+    }
+
+    /// docs/method.md §2.13-2.14 for one query bucket: differences(first, second) gives the key
+    /// differences W (pairs x d, of value type T) of the pairs' rows (xt::xtensor<size_t, 1>
+    /// each), for the pairs of the bucket cell by cell, kernel_block_rows at a time (the blocks
+    /// the kernel uses inside one call over all of them: the same values, W never held whole).
+    template <class T, class Differences>
+    bucket_plasticity_result query_bucket_plasticity_of(const std::vector<cell_pairs>& cells,
+                                                        const bucket_query_model& model, Differences&& differences)
+    {
+        const auto rows_of_pairs = pair_rows(cells);
+        const xt::xtensor<std::size_t, 1>& first = rows_of_pairs.first;
+        const xt::xtensor<std::size_t, 1>& second = rows_of_pairs.second;
+        const std::size_t total = first.size();
+        pair_moments moments{xt::xtensor<double, 1>::from_shape({total}), xt::xtensor<double, 1>::from_shape({total})};
+        xt::xtensor<double, 1> pp = xt::xtensor<double, 1>::from_shape({total});
         for (std::size_t b0 = 0; b0 < total; b0 += kernel_block_rows)
         {
             const std::size_t rows = std::min(kernel_block_rows, total - b0);
@@ -211,30 +305,17 @@ namespace detail
             std::copy(second.begin() + static_cast<std::ptrdiff_t>(b0),
                       second.begin() + static_cast<std::ptrdiff_t>(b0 + rows), block_second.begin());
             const xt::xtensor<T, 2> w = differences(block_first, block_second);
-            const pair_moments moments = structured_pair_moments<T>(
+            const pair_moments block = structured_pair_moments<T>(
                 w, model.position_mean, model.position_variance, model.semantic.mean, model.semantic.covariance);
             for (std::size_t p = 0; p < rows; ++p)
             {
-                pp[b0 + p] = pair_plasticity_from_moments(moments.mean(p), moments.variance(p));
+                moments.mean(b0 + p) = block.mean(p);
+                moments.variance(b0 + p) = block.variance(p);
+                pp(b0 + p) = pair_plasticity_from_moments(block.mean(p), block.variance(p));
             }
         }
-        double bucket_sum = 0.0;
-        std::size_t at = 0;
-        for (const auto& cell : cells)
-        {
-            double cell_sum = 0.0;
-            const std::size_t count = cell.pairs.size();
-            for (std::size_t p = 0; p < count; ++p, ++at)
-            {
-                cell_sum += pp[at];
-            }
-            bucket_sum += cell_sum;
-            result.cells.push_back({cell.q_bucket, cell.k_bucket,
-                                    count ? cell_sum / static_cast<double>(count)
-                                          : std::numeric_limits<double>::quiet_NaN(),
-                                    count});
-        }
-        result.plasticity = bucket_sum / static_cast<double>(total);
+        bucket_plasticity_result result = bucket_result_of_pairs(cells, std::move(pp));
+        result.moments = std::move(moments);
         return result;
     }
 
@@ -304,7 +385,8 @@ namespace detail
 /// v = w^T cov w of the bucket's query model (§2.10), PP = 4 p (1 - p) with p = Phi(m / sqrt v)
 /// (the degenerate rule of §2.13 when v <= 0), all pairs in one batched kernel call (§4).
 /// A cell's plasticity is the mean PP of its pairs (NaN without pairs); AP_j the mean PP over
-/// all pairs of all the cells. T: the precision of the kernel's products (T = void: the keys'
+/// all pairs of all the cells. The result also holds every pair's PP and moments (m, v), in
+/// the order of bucket_key_differences (for the extensions of docs/method.md §8). T: the precision of the kernel's products (T = void: the keys'
 /// value type); sums in double.
 template <class T = void, class EK>
 bucket_plasticity_result query_bucket_plasticity(const xt::xexpression<EK>& keys_rot,
@@ -323,30 +405,7 @@ bucket_plasticity_result query_bucket_plasticity(const xt::xexpression<EK>& keys
                               model.semantic.covariance.shape()[0], " x ", model.semantic.covariance.shape()[1],
                               " (d - 1 each)");
     }
-    for (std::size_t c = 0; c < cells.size(); ++c)
-    {
-        const key_pairs& pairs = cells[c].pairs;
-        if (pairs.first.size() != pairs.second.size())
-        {
-            detail::throw_invalid(fn, "cells[", c, "] has ", pairs.first.size(), " first but ", pairs.second.size(),
-                                  " second rows");
-        }
-        for (std::size_t p = 0; p < pairs.size(); ++p)
-        {
-            for (std::size_t row : {pairs.first(p), pairs.second(p)})
-            {
-                if (row >= keys.rows)
-                {
-                    detail::throw_invalid(fn, "cells[", c, "] pair ", p, " uses key row ", row, " but keys_rot has ",
-                                          keys.rows, " rows");
-                }
-                if (detail::any_non_finite(keys.row(row), keys.cols))
-                {
-                    detail::throw_non_finite_row(fn, "keys_rot", keys.row(row), row, keys.cols);
-                }
-            }
-        }
-    }
+    detail::check_cells(fn, keys, cells);
     return detail::query_bucket_plasticity_of<value_type>(cells, model, [&](const auto& first, const auto& second) {
         return key_differences<value_type>(keys_rot, first, second);
     });

@@ -28,6 +28,23 @@ inline std::uint64_t cell_pair_seed(std::uint64_t pair_sampler_seed, std::int64_
                             static_cast<std::uint64_t>(k_bucket));
 }
 
+/// Seed of the extra key pairs of cell (query bucket j, key bucket c) for the distance map
+/// (docs/method.md §8.1, §6.4): mix_seed(pair_sampler_seed, j, c, 1), a stream of its own, so
+/// that the map's extra pairs never change the method's pairs (which use the third integer 0).
+inline std::uint64_t distance_map_pair_seed(std::uint64_t pair_sampler_seed, std::int64_t q_bucket,
+                                            std::int64_t k_bucket) noexcept
+{
+    return detail::mix_seed(pair_sampler_seed, static_cast<std::uint64_t>(q_bucket),
+                            static_cast<std::uint64_t>(k_bucket), 1);
+}
+
+/// Seed of the subsample of query bucket j's queries used by the empirical AP when it has more
+/// than the cap (docs/method.md §8.2, §6.4): mix_seed(pair_sampler_seed, j, 0, 2).
+inline std::uint64_t empirical_query_seed(std::uint64_t pair_sampler_seed, std::int64_t q_bucket) noexcept
+{
+    return detail::mix_seed(pair_sampler_seed, static_cast<std::uint64_t>(q_bucket), 0, 2);
+}
+
 /// The seeds of one head (docs/method.md §2.15).
 struct head_seeds
 {

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes the small committed dump tests/data/small_dump (SPEC section 1 NPY layout).
+"""Writes the small committed dump tests/data/small_dump (the NPY layout of docs/method.md §1.1).
 
 One layer, 4 query heads, 2 key heads (GQA group of 2), 256 tokens per head (4 examples of
 64 positions, log2 position buckets), d = 8. The folders mix every supported dtype so that
@@ -12,7 +12,7 @@ each path of the driver's reader and dtype dispatch is exercised:
 
 l00h01q has a sliding_window.npy (int32: zeros and 48), l00h03q one of all zeros (= none).
 Content: a positional drift along a random direction plus noise with a skewed and a
-heavy-tailed component, so that every statistic of SPEC section 2 is non-trivial.
+heavy-tailed component, so that every statistic of docs/method.md §2 is non-trivial.
 Rows of every folder are shuffled.
 
 Regenerate (only if the dump must change; the fixture must then be regenerated too):

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Bucket rules of SPEC section 2.10-2.12 and 2.14 at the driver level, on crafted dumps.
+"""Bucket rules of docs/method.md §2.10-§2.12 and §2.14 at the driver level, on crafted dumps.
 
 usage: test_bucket_rules.py AP_ANALYZE WORK_DIR
 

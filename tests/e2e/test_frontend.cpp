@@ -181,7 +181,7 @@ TEST_CASE("plan_heads: present heads, selection, key heads", "[frontend]")
                                "are present in layers 0,1)"));
 }
 
-TEST_CASE("option table: flags and YAML set the same keys; errors name the option as written", "[frontend]")
+TEST_CASE("option table: flags and YAML set the same keys, errors name the option as written", "[frontend]")
 {
     CHECK(flag_of("num_pairs_per_bucket") == "--num-pairs-per-bucket");
     const char* argv[] = {"ap_analyze", "--data-root", "D", "--seed=7", "--layers", "0-1", "--seed", "9"};
@@ -189,10 +189,10 @@ TEST_CASE("option table: flags and YAML set the same keys; errors name the optio
     REQUIRE(config);
     CHECK(config->data_root == "D");
     CHECK(config->options.seed == 9);  // a later flag overrides an earlier one
-    CHECK(config->selection.layers->text() == "0-1");
+    CHECK(config->selection.layers->text() == "0,1");  // two indices: canonically "0,1"
     analyze_config c;
     apply_yaml(c, analyze_options(), "heads: [0-1, 5]\nseed: 3\n", "f.yaml");
-    CHECK(c.selection.q_heads->text() == "0-1,5");
+    CHECK(c.selection.q_heads->text() == "0,1,5");
     CHECK(c.selection.heads_label == "f.yaml: heads");
     CHECK(c.options.seed == 3);
     CHECK_THROWS_WITH(apply_yaml(c, analyze_options(), "seed: 1\nseed: 2\n", "f.yaml"), Contains("f.yaml: seed: given twice"));
@@ -203,6 +203,41 @@ TEST_CASE("option table: flags and YAML set the same keys; errors name the optio
     CHECK_THROWS_WITH(parse_analyze_command_line(5, bad), Contains("did you mean --num-q-heads?"));
     const char* help[] = {"ap_analyze", "--seed", "1", "--help"};
     CHECK_FALSE(parse_analyze_command_line(4, help));
+}
+
+TEST_CASE("option table: the extensions of docs/method.md §8, their defaults and bounds", "[frontend]")
+{
+    const char* plain[] = {"ap_analyze", "--data-root", "D"};
+    const auto defaults = parse_analyze_command_line(3, plain);
+    REQUIRE(defaults);
+    // ap_analyze: the distance map and the intervals on, the empirical AP off.
+    CHECK(defaults->options.distance_map);
+    CHECK(defaults->options.confidence_intervals);
+    CHECK_FALSE(defaults->options.empirical_ap);
+    CHECK(defaults->options.confidence_level == 0.95);
+    CHECK(defaults->options.distance_bins_per_octave == 1);
+    const char* argv[] = {"ap_analyze", "--data-root", "D", "--empirical-ap", "on", "--confidence-intervals=off",
+                          "--distance-map", "off", "--empirical-max-queries", "500", "--distance-map-extra-pairs",
+                          "64", "--distance-bins-per-octave", "4", "--confidence-level", "0.8"};
+    const auto config = parse_analyze_command_line(static_cast<int>(sizeof argv / sizeof argv[0]), argv);
+    REQUIRE(config);
+    CHECK(config->options.empirical_ap);
+    CHECK_FALSE(config->options.confidence_intervals);
+    CHECK_FALSE(config->options.distance_map);
+    CHECK(config->options.empirical_max_queries == 500);
+    CHECK(config->options.distance_map_extra_pairs == 64);
+    CHECK(config->options.distance_bins_per_octave == 4);
+    CHECK(config->options.confidence_level == 0.8);
+    analyze_config c;
+    apply_yaml(c, analyze_options(), "empirical_ap: on\nconfidence_level: 0.9\n", "f.yaml");
+    CHECK(c.options.empirical_ap);
+    CHECK(c.options.confidence_level == 0.9);
+    CHECK_THROWS_WITH(apply_yaml(c, analyze_options(), "empirical_ap: yes\n", "f.yaml"),
+                      Contains("f.yaml: empirical_ap: 'yes' is not on or off"));
+    const char* level[] = {"ap_analyze", "--data-root", "D", "--confidence-level", "1"};
+    CHECK_THROWS_WITH(parse_analyze_command_line(5, level), Contains("--confidence-level: 1 is not strictly between 0 and 1"));
+    const char* bins[] = {"ap_analyze", "--data-root", "D", "--distance-bins-per-octave", "0"};
+    CHECK_THROWS_WITH(parse_analyze_command_line(5, bins), Contains("--distance-bins-per-octave"));
 }
 
 TEST_CASE("result sets: the run identity tells a gone process from a live one", "[frontend]")

@@ -5,7 +5,7 @@ usage: test_reference_metrics.py AP_ANALYZE SMALL_DUMP FIXTURE_CSV WORK_DIR
 
 SMALL_DUMP is tests/data/small_dump (float32 and float64 vectors, int32 and int64 columns),
 FIXTURE_CSV tests/reference/pipeline_reference.csv written by
-tests/reference/gen_pipeline_reference.py (SPEC section 2 steps 1, 3-9 and tau_j / n_j).
+tests/reference/gen_pipeline_reference.py (docs/method.md §2.1, §2.3-§2.9 and tau_j / n_j).
 ap_analyze runs with no subsampling and normality_max_dims >= d - 1, so nothing compared
 here is random. Tolerances:
   counts (n_*_tokens, d_model, n_queries)       exact

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""ap_analyze writes byte-identical CSVs for any number of threads (SPEC section 2.15), and
+"""ap_analyze writes byte-identical CSVs for any number of threads (docs/method.md §2.15), and
 ap_synth writes byte-identical dumps for any number of threads.
 
 usage: test_thread_invariance.py AP_SYNTH AP_ANALYZE SMALL_DUMP WORK_DIR

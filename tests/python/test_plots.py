@@ -30,7 +30,7 @@ matplotlib.use("Agg")
 import matplotlib.image as mpimg  # noqa: E402
 
 SCRIPTS = ("plot_profile.py", "plot_bucket_heatmap.py", "plot_component_weights.py",
-           "plot_head_map.py", "render_all.py")
+           "plot_head_map.py", "plot_distance_map.py", "render_all.py")
 
 # Figure size and resolution set on every call, so that the pixel size is known.
 FIG_W, FIG_H, DPI = 8.0, 5.0, 60.0
@@ -112,6 +112,50 @@ class TestEachPlot(PlotTestCase):
                     self.csv["profile"], "--stat", "median", "-o", png, *SIZE_ARGS)
         self.assert_png(png)
 
+    def test_distance_map(self):
+        png = self.out("distance.png")
+        printed = self.run_ok("plot_distance_map.py", self.csv["distance"], "-o", png, *SIZE_ARGS)
+        self.assertEqual(printed, [png])
+        img = self.assert_png(png)
+        self.assertGreater(len(np.unique(img.reshape(-1, img.shape[-1]), axis=0)), 10)
+
+    def test_distance_map_stats_and_layers(self):
+        for stat in ("median", "pooled"):
+            with self.subTest(stat=stat):
+                png = self.out(f"distance_{stat}.png")
+                self.run_ok("plot_distance_map.py", self.csv["distance"], "--stat", stat,
+                            "--min-pairs", "50", "--layers", "0-1", "-o", png, *SIZE_ARGS)
+                self.assert_png(png)
+
+    def test_distance_map_no_bin_left_still_renders(self):
+        png = self.out("distance_empty.png")
+        self.run_ok("plot_distance_map.py", self.csv["distance"], "--min-pairs", "100000",
+                    "-o", png, *SIZE_ARGS)
+        self.assert_png(png)
+
+    def test_distance_map_cell_values(self):
+        import plot_distance_map
+        import pandas as pd
+
+        df = pd.DataFrame({"layer": [0, 0, 1], "q_head": [0, 0, 0], "k_head": [0, 0, 0],
+                           "key_distance_low": [1.0, 1.0, 1.0], "key_distance_high": [2.0, 2.0, 2.0],
+                           "query_distance_low": [-np.inf, 4.0, 4.0],
+                           "query_distance_high": [0.0, 8.0, 8.0],
+                           "plasticity": [0.2, 0.5, 0.9], "n_pairs": [5, 10, 30]})
+        keys, queries, values, counts = plot_distance_map.cell_matrix(df, "mean", 1)
+        self.assertEqual(keys, [(1.0, 2.0)])
+        self.assertEqual(queries, [(-np.inf, 0.0), (4.0, 8.0)])
+        np.testing.assert_allclose(values, [[0.2, 0.7]])
+        self.assertEqual(counts.tolist(), [[1, 2]])
+        _, _, pooled, _ = plot_distance_map.cell_matrix(df, "pooled", 1)
+        self.assertAlmostEqual(pooled[0, 1], (0.5 * 10 + 0.9 * 30) / 40)
+        _, kept_queries, kept, _ = plot_distance_map.cell_matrix(df, "mean", 6)  # the 5-pair bin goes
+        self.assertEqual(kept_queries, [(4.0, 8.0)])
+        self.assertAlmostEqual(kept[0, 0], 0.7)
+        self.assertEqual(plot_distance_map.edge_label(-np.inf, 0.0), "<0")
+        self.assertEqual(plot_distance_map.edge_label(2.0, 4.0), "2-4")
+        self.assertEqual(plot_distance_map.edge_label(2 ** 0.5, 2.0), "1.41-2")
+
     def test_component_weights(self):
         png = self.out("components.png")
         self.run_ok("plot_component_weights.py", self.csv["component"], "-o", png,
@@ -182,7 +226,7 @@ class TestRenderAll(PlotTestCase):
         printed = self.run_ok("render_all.py", "--results", self.results, "--out", out,
                               "--dpi", "50")
         names = ["plasticity_profile.png", "bucket_heatmap.png", "component_weights.png",
-                 "head_map.png"]
+                 "head_map.png", "distance_map.png"]
         self.assertEqual(printed, [os.path.join(out, n) for n in names])
         for path in printed:
             img = mpimg.imread(path)
@@ -192,7 +236,7 @@ class TestRenderAll(PlotTestCase):
         out = self.out("figures")
         printed = self.run_ok("render_all.py", "--results", self.results, "--out", out,
                               "--dpi", "40", "--pdf", "--facet-by-layer")
-        self.assertEqual(len(printed), 10)
+        self.assertEqual(len(printed), 12)
         for path in printed:
             self.assertTrue(os.path.isfile(path), path)
             if path.endswith(".pdf"):
@@ -208,6 +252,7 @@ class TestRenderAll(PlotTestCase):
         self.assertEqual(proc.stdout.split(), [os.path.join(out, "head_map.png")])
         self.assertIn(os.path.join(results, "head_profile.csv"), proc.stderr)
         self.assertIn(os.path.join(results, "head_component_weights.csv"), proc.stderr)
+        self.assertIn(os.path.join(results, "head_distance_plasticity.csv"), proc.stderr)
 
 
 class TestInputErrors(PlotTestCase):
@@ -216,6 +261,7 @@ class TestInputErrors(PlotTestCase):
         ("plot_bucket_heatmap.py", "bucket", "k_bucket"),
         ("plot_component_weights.py", "component", "weight"),
         ("plot_head_map.py", "metrics", "ap_drop"),
+        ("plot_distance_map.py", "distance", "query_distance_high"),
     )
 
     def drop_column(self, src, column, name):

@@ -1,0 +1,165 @@
+// ap_merge: the output folders of `ap_analyze --shard I/N` (I = 0..N-1) -> the CSVs of an
+// unsharded run of the same options, byte for byte (docs/method.md §8.4). The checks and the
+// assembly are shard_merge.hpp's, the writing result_set.hpp's (one set: a reader sees the
+// whole earlier set or the whole new one).
+//
+// Exit status as ap_analyze's: 0 every head analyzed, 1 some head failed in its shard (it is
+// reported, its rows are absent as in an unsharded run) or the set could not be written, 2 a
+// usage error or shards that cannot be merged (nothing written).
+
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <new>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "config.hpp"
+#include "result_set.hpp"
+#include "shard_merge.hpp"
+
+namespace
+{
+using namespace ap_examples;
+
+struct merge_config
+{
+    std::string output_dir;
+};
+
+const option_table<merge_config>& merge_options()
+{
+    static const option_table<merge_config> table = {
+        {"output_dir", "DIR", "where the merged CSVs are written (created if needed; required)",
+         set_option::path(&merge_config::output_dir)},
+    };
+    return table;
+}
+
+std::string merge_help()
+{
+    return "usage: ap_merge --output-dir DIR SHARD_DIR...\n\n"
+           "Merges the output folders of 'ap_analyze --shard I/N' (every I from 0 to N-1, once) into\n"
+           "the CSVs an unsharded run of the same options writes, byte for byte, as one set in DIR.\n"
+           "Refuses, naming the folder and the problem: a missing or duplicated shard, shards of\n"
+           "another N, of other options, of another dump or program, a shard whose run did not\n"
+           "finish or is still running, missing, unknown or different files.\n\n"
+           + options_help(merge_options(), false)
+           + "\nExit status: 0 every head analyzed, 1 some head failed in its shard (reported as\n"
+             "'error: layer L q_head H: FILE: reason'; its rows are left out, as in an unsharded run)\n"
+             "or the results could not be written, 2 a usage error or shards that cannot be merged\n"
+             "(nothing written).\n";
+}
+
+/// The same file or folder (both exist), or the same path once normalized.
+bool same_place(const std::string& a, const std::string& b)
+{
+    std::error_code ec;
+    if (std::filesystem::equivalent(a, b, ec))
+    {
+        return true;
+    }
+    const auto pa = std::filesystem::weakly_canonical(a, ec);
+    const auto pb = std::filesystem::weakly_canonical(b, ec);
+    return !ec && pa == pb;
+}
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    merge_config config;
+    std::vector<std::string> folders;
+    try
+    {
+        if (!parse_command_line(argc, argv, merge_options(), config, false, &folders))
+        {
+            std::fputs(merge_help().c_str(), stdout);
+            return 0;
+        }
+        if (config.output_dir.empty())
+        {
+            throw usage_error("--output-dir DIR is required (where the merged CSVs go)");
+        }
+        if (folders.empty())
+        {
+            throw usage_error("no shard folder given (ap_merge --output-dir DIR SHARD_DIR...; see --help)");
+        }
+        for (const auto& folder : folders)
+        {
+            if (same_place(folder, config.output_dir))
+            {
+                throw usage_error("--output-dir '" + config.output_dir + "' is the shard folder '" + folder
+                                  + "'; write the merged results into another folder");
+            }
+        }
+    }
+    catch (const std::exception& e)
+    {
+        std::fprintf(stderr, "ap_merge: %s\n", e.what());
+        return 2;
+    }
+
+    std::optional<shard_merge> merge;
+    std::optional<result_set_writer> writer;
+    try
+    {
+        merge.emplace(folders);
+        writer.emplace(config.output_dir, merge->file_names());
+    }
+    catch (const std::bad_alloc&)
+    {
+        std::fprintf(stderr, "ap_merge: out of memory while reading the shards\n");
+        return 2;
+    }
+    catch (const std::exception& e)
+    {
+        std::fprintf(stderr, "ap_merge: %s\n", e.what());
+        return 2;
+    }
+    for (const auto& note : writer->notes())
+    {
+        std::fprintf(stderr, "ap_merge: %s\n", note.c_str());
+    }
+
+    const shard_manifest& run = merge->run();
+    for (const auto& head : merge->failed())
+    {
+        std::fprintf(stderr, "ap_merge: error: layer %zu q_head %zu: %s (in shard folder '%s')\n", head.layer,
+                     head.q_head, head.error.c_str(), head.folder.c_str());
+    }
+    const std::size_t failed = merge->failed().size();
+    const std::size_t analyzed = merge->analyzed();
+    std::string counts = std::to_string(run.shard.count) + (run.shard.count == 1 ? " shard" : " shards") + "; "
+                         + std::to_string(run.present_heads) + " of the " + std::to_string(run.layout_heads)
+                         + " query heads of the layout present";
+    if (run.run_heads != run.present_heads)
+    {
+        counts += ", " + std::to_string(run.run_heads) + " of them selected";
+    }
+    counts += ": " + std::to_string(analyzed) + " analyzed, " + std::to_string(failed) + " failed";
+    if (analyzed == 0)
+    {
+        writer->abandon();
+        std::fprintf(stderr, "ap_merge: %s; no head was analyzed, so %s\n", counts.c_str(),
+                     writer->has_earlier_set()
+                         ? ("the earlier results in " + config.output_dir + " are left as they were").c_str()
+                         : ("nothing was written to " + config.output_dir).c_str());
+        return 1;
+    }
+    try
+    {
+        writer->commit(merge->files());
+    }
+    catch (const std::exception& e)
+    {
+        std::fprintf(stderr, "ap_merge: error: %s; %s\n", e.what(),
+                     writer->has_earlier_set()
+                         ? ("the earlier results in " + config.output_dir + " are unchanged").c_str()
+                         : ("no results were written to " + config.output_dir).c_str());
+        return 1;
+    }
+    std::fprintf(stderr, "ap_merge: %s; results in %s\n", counts.c_str(), config.output_dir.c_str());
+    return failed > 0 ? 1 : 0;
+}

@@ -1,0 +1,652 @@
+#ifndef AP_EXAMPLES_SHARD_MERGE_HPP
+#define AP_EXAMPLES_SHARD_MERGE_HPP
+
+// Merging the output folders of `ap_analyze --shard I/N` (docs/method.md §8.4) into the
+// files an unsharded run of the same options writes, byte for byte: each file's header line,
+// then the rows of every analyzed head in (layer, q_head) order. Nothing numeric is parsed:
+// rows are moved as bytes, cut into heads by the row counts of the shards' manifests (and
+// each row checked to start with its head's "layer,q_head," when the file's header starts
+// with those columns). The files are whatever the manifests list (the CSVs of
+// csv_rows.hpp today, any others tomorrow): all shards must list the same files with the
+// same header lines.
+//
+// A shard folder is read through its result set (result_set.hpp): the set `current` names,
+// resolved once, so that the manifest and the CSVs come from one run; a plain folder (a copy
+// with the files themselves) is read as it is. The merge holds a shared lock on each shard
+// folder while it reads, so that no ap_analyze run starts writing there meanwhile, and
+// refuses a folder that a running ap_analyze holds.
+//
+// Refused (merge_error, every problem found listed): a folder that cannot be read, without a
+// manifest or a complete set (its run did not finish), still being written; shards of
+// different N, a missing or duplicated shard, other options, another dump, another program;
+// other files or header lines, a file missing or not listed, rows that do not match the
+// manifest.
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli_util.hpp"
+#include "fs_util.hpp"
+#include "result_set.hpp"
+#include "shard_manifest.hpp"
+
+namespace ap_examples
+{
+/// A head that failed in its shard: reported by the merge like by an unsharded run.
+struct failed_shard_head
+{
+    std::size_t layer = 0;
+    std::size_t q_head = 0;
+    std::string error;
+    std::string folder;  // the shard folder that reports it
+};
+
+class shard_merge
+{
+public:
+    /// Reads and checks the shard folders. Throws merge_error listing every problem found.
+    explicit shard_merge(const std::vector<std::string>& folders)
+    {
+        if (folders.empty())
+        {
+            throw merge_error("no shard folder given");
+        }
+        std::vector<std::string> problems;
+        for (const auto& folder : folders)
+        {
+            m_shards.emplace_back();
+            m_shards.back().folder = folder;
+            load(m_shards.back(), problems);
+        }
+        raise(problems);
+        check_together();
+        collect_heads();
+    }
+
+    shard_merge(const shard_merge&) = delete;
+    shard_merge& operator=(const shard_merge&) = delete;
+
+    /// The files of the merged set, in the shards' order.
+    const std::vector<std::string>& file_names() const { return reference().manifest.files; }
+
+    /// The merged files; the views point into this object.
+    std::vector<result_file> files() const
+    {
+        const shard& ref = reference();
+        std::vector<result_file> out;
+        for (std::size_t f = 0; f < ref.manifest.files.size(); ++f)
+        {
+            result_file file;
+            file.name = ref.manifest.files[f];
+            const std::string& data = ref.contents[f];
+            file.pieces.emplace_back(std::string_view(data).substr(0, data.find('\n') + 1));
+            for (const auto& head : m_heads)
+            {
+                file.pieces.push_back(head.rows[f]);
+            }
+            out.push_back(std::move(file));
+        }
+        return out;
+    }
+
+    const std::vector<failed_shard_head>& failed() const { return m_failed; }
+    std::size_t analyzed() const { return m_heads.size(); }
+    const shard_manifest& run() const { return reference().manifest; }
+    /// The folders given, for messages.
+    std::vector<std::string> folders() const
+    {
+        std::vector<std::string> out;
+        for (const auto& s : m_shards)
+        {
+            out.push_back(s.folder);
+        }
+        return out;
+    }
+
+private:
+    /// An open file descriptor, closed with its owner (the shared lock goes with it).
+    class unique_fd
+    {
+    public:
+        unique_fd() = default;
+        unique_fd(unique_fd&& other) noexcept : m_fd(std::exchange(other.m_fd, -1)) {}
+        unique_fd& operator=(unique_fd&& other) noexcept
+        {
+            if (this != &other)
+            {
+                reset(std::exchange(other.m_fd, -1));
+            }
+            return *this;
+        }
+        ~unique_fd() { reset(); }
+        void reset(int fd = -1) noexcept
+        {
+            if (m_fd >= 0)
+            {
+                ::close(m_fd);
+            }
+            m_fd = fd;
+        }
+        int get() const { return m_fd; }
+
+    private:
+        int m_fd = -1;
+    };
+
+    struct shard
+    {
+        std::string folder;     // as given
+        std::string files_dir;  // where its files are read
+        bool is_set = false;    // files_dir is a result set of result_set.hpp
+        shard_manifest manifest;
+        std::vector<std::string> contents;  // per file of the manifest
+        unique_fd lock;                     // shared lock on its result folder
+    };
+
+    struct head_rows_view
+    {
+        std::size_t layer = 0;
+        std::size_t q_head = 0;
+        std::vector<std::string_view> rows;  // per file
+    };
+
+    const shard& reference() const { return m_shards[m_reference]; }
+
+    static std::string quoted(const std::string& folder) { return "'" + folder + "'"; }
+
+    static void raise(const std::vector<std::string>& problems)
+    {
+        if (problems.empty())
+        {
+            return;
+        }
+        if (problems.size() == 1)
+        {
+            throw merge_error(problems.front());
+        }
+        std::string text = "cannot merge, " + std::to_string(problems.size()) + " problems:";
+        const std::size_t shown = std::min<std::size_t>(problems.size(), 20);
+        for (std::size_t i = 0; i < shown; ++i)
+        {
+            text += "\n  " + problems[i];
+        }
+        if (shown < problems.size())
+        {
+            text += "\n  (and " + std::to_string(problems.size() - shown) + " more)";
+        }
+        throw merge_error(text);
+    }
+
+    /// The whole content of a regular file, or a problem.
+    static bool read_file(const std::string& path, std::uintmax_t max_bytes, std::string& out, std::string& problem)
+    {
+        const path_info info = inspect_path(path, "file");
+        if (!info.exists)
+        {
+            problem = info.problem;
+            return false;
+        }
+        if (!info.is_regular)
+        {
+            problem = "is " + info.kind + ", not a file";
+            return false;
+        }
+        if (info.size > max_bytes)
+        {
+            problem = std::to_string(info.size) + " bytes, more than the " + std::to_string(max_bytes) + " accepted";
+            return false;
+        }
+        std::ifstream in(path, std::ios::binary);
+        if (!in)
+        {
+            problem = "cannot open: " + errno_text(errno);
+            return false;
+        }
+        out.assign(static_cast<std::size_t>(info.size), '\0');
+        in.read(out.data(), static_cast<std::streamsize>(out.size()));
+        if (static_cast<std::uintmax_t>(in.gcount()) != info.size || in.peek() != std::char_traits<char>::eof())
+        {
+            problem = "changed while it was read";
+            return false;
+        }
+        return true;
+    }
+
+    /// Locks, resolves and reads one shard folder; adds its problems.
+    static void load(shard& s, std::vector<std::string>& problems)
+    {
+        const std::string name = "shard folder " + quoted(s.folder);
+        const path_info info = inspect_path(s.folder, "folder");
+        if (!info.exists || !info.is_directory)
+        {
+            problems.push_back(name + ": " + (info.exists ? "is " + info.kind + ", not a folder" : info.problem));
+            return;
+        }
+        namespace fs = std::filesystem;
+        const std::string state = (fs::path(s.folder) / result_set_writer::state_folder).string();
+        struct stat st;
+        if (::lstat(state.c_str(), &st) == 0)
+        {
+            const std::string lock = (fs::path(state) / "lock").string();
+            s.lock.reset(::open(lock.c_str(), O_RDONLY | O_CLOEXEC));
+            if (s.lock.get() >= 0 && ::flock(s.lock.get(), LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK)
+            {
+                std::string owner = detail::read_small_file(lock);
+                while (!owner.empty() && (owner.back() == '\n' || owner.back() == '\0'))
+                {
+                    owner.pop_back();
+                }
+                problems.push_back(name + ": an ap_analyze run is writing into it ("
+                                   + (owner.empty() ? std::string("unknown process") : owner)
+                                   + "); wait for it to finish, then merge");
+                return;
+            }
+            const std::string current = (fs::path(state) / "current").string();
+            if (::lstat(current.c_str(), &st) != 0 || !S_ISLNK(st.st_mode))
+            {
+                problems.push_back(name + ": holds no complete result set: its ap_analyze run did not finish (rerun "
+                                          "that shard)");
+                return;
+            }
+            const std::string set = detail::link_text(current);
+            if ((set.rfind("set-", 0) != 0 && set.rfind("legacy-", 0) != 0) || set.find('/') != std::string::npos)
+            {
+                problems.push_back(name + ": " + current + " names '" + set + "', not a result set");
+                return;
+            }
+            s.files_dir = (fs::path(state) / set).string();
+            s.is_set = true;
+        }
+        else
+        {
+            s.files_dir = s.folder;  // a copy of a shard's files
+        }
+        const std::string manifest_path = (fs::path(s.files_dir) / shard_manifest_file).string();
+        std::string text, problem;
+        if (!read_file(manifest_path, max_manifest_bytes, text, problem))
+        {
+            problems.push_back(
+                name + ": " + shard_manifest_file + ": " + problem
+                + (inspect_path(manifest_path).absent
+                       ? " (its results come from a run without --shard, or it is not an output folder of ap_analyze "
+                         "--shard)"
+                       : ""));
+            return;
+        }
+        try
+        {
+            s.manifest = parse_manifest(text, (fs::path(s.folder) / shard_manifest_file).string());
+        }
+        catch (const merge_error& e)
+        {
+            problems.push_back(e.what());
+            return;
+        }
+        const std::size_t before = problems.size();
+        // The files of the set: exactly the manifest's (in a plain folder, among its *.csv).
+        std::set<std::string> listed(s.manifest.files.begin(), s.manifest.files.end());
+        std::error_code ec;
+        std::vector<std::string> unknown;
+        for (fs::directory_iterator it(s.files_dir, ec), end; !ec && it != end; it.increment(ec))
+        {
+            const std::string file = it->path().filename().string();
+            const bool candidate = s.is_set || (file.size() > 4 && file.compare(file.size() - 4, 4, ".csv") == 0);
+            if (candidate && file != shard_manifest_file && listed.count(file) == 0)
+            {
+                unknown.push_back(file);
+            }
+        }
+        if (ec)
+        {
+            problems.push_back(name + ": cannot list " + s.files_dir + ": " + ec.message());
+            return;
+        }
+        std::sort(unknown.begin(), unknown.end());
+        for (const auto& file : unknown)
+        {
+            problems.push_back(name + ": holds " + file + ", which its manifest does not list (a file of another run?)");
+        }
+        for (const auto& file : s.manifest.files)
+        {
+            s.contents.emplace_back();
+            const std::string path = (fs::path(s.files_dir) / file).string();
+            if (!read_file(path, static_cast<std::uintmax_t>(-1), s.contents.back(), problem))
+            {
+                problems.push_back(name + ": " + file + ", listed in its manifest: " + problem);
+            }
+        }
+        if (problems.size() == before)
+        {
+            check_rows(s, problems);
+        }
+    }
+
+    /// The rows of each file are the rows the manifest announces, head by head.
+    static void check_rows(const shard& s, std::vector<std::string>& problems)
+    {
+        const std::string name = "shard folder " + quoted(s.folder);
+        for (std::size_t f = 0; f < s.manifest.files.size(); ++f)
+        {
+            const std::string& file = s.manifest.files[f];
+            const std::string& data = s.contents[f];
+            const std::size_t header_end = data.find('\n');
+            if (header_end == std::string::npos)
+            {
+                problems.push_back(name + ": " + file + " has no header line");
+                continue;
+            }
+            const bool prefixed = data.compare(0, 13, "layer,q_head,") == 0;
+            std::size_t pos = header_end + 1;
+            std::uint64_t line = 1;
+            bool ok = true;
+            for (const auto& head : s.manifest.heads)
+            {
+                if (!head.analyzed)
+                {
+                    continue;
+                }
+                const std::string prefix = std::to_string(head.layer) + "," + std::to_string(head.q_head) + ",";
+                for (std::uint64_t r = 0; r < head.rows[f] && ok; ++r)
+                {
+                    const std::size_t end = data.find('\n', pos);
+                    ++line;
+                    if (end == std::string::npos)
+                    {
+                        problems.push_back(name + ": " + file + " ends at line " + std::to_string(line - 1)
+                                           + ", before the rows its manifest announces for layer "
+                                           + std::to_string(head.layer) + " q_head " + std::to_string(head.q_head));
+                        ok = false;
+                    }
+                    else if (prefixed && data.compare(pos, prefix.size(), prefix) != 0)
+                    {
+                        problems.push_back(name + ": " + file + ": line " + std::to_string(line)
+                                           + " is not a row of layer " + std::to_string(head.layer) + " q_head "
+                                           + std::to_string(head.q_head) + ", as its manifest announces");
+                        ok = false;
+                    }
+                    else
+                    {
+                        pos = end + 1;
+                    }
+                }
+                if (!ok)
+                {
+                    break;
+                }
+            }
+            if (ok && pos != data.size())
+            {
+                problems.push_back(name + ": " + file + " holds more than the rows its manifest announces (from line "
+                                   + std::to_string(line + 1) + ")");
+            }
+        }
+    }
+
+    /// All shards of one run, each once, with the same options, dump, program and files.
+    void check_together()
+    {
+        // The reference: the lowest shard index (the first folder given among equals).
+        m_reference = 0;
+        for (std::size_t i = 1; i < m_shards.size(); ++i)
+        {
+            if (m_shards[i].manifest.shard.index < m_shards[m_reference].manifest.shard.index)
+            {
+                m_reference = i;
+            }
+        }
+        const shard& ref = reference();
+        const std::string ref_name = quoted(ref.folder);
+        std::vector<std::string> problems;
+        for (const auto& s : m_shards)
+        {
+            if (s.manifest.shard.count != ref.manifest.shard.count)
+            {
+                problems.push_back(quoted(s.folder) + " is shard " + s.manifest.shard.text() + " but " + ref_name
+                                   + " is shard " + ref.manifest.shard.text()
+                                   + ": shards of runs with a different number of shards cannot be merged");
+            }
+        }
+        raise(problems);
+
+        const std::size_t count = ref.manifest.shard.count;
+        std::map<std::size_t, std::vector<std::string>> holders;
+        for (const auto& s : m_shards)
+        {
+            holders[s.manifest.shard.index].push_back(s.folder);
+        }
+        for (const auto& [index, where] : holders)
+        {
+            if (where.size() > 1)
+            {
+                std::string list;
+                for (std::size_t i = 0; i < where.size(); ++i)
+                {
+                    list += (i == 0 ? "" : i + 1 == where.size() ? " and " : ", ") + quoted(where[i]);
+                }
+                problems.push_back("shard " + std::to_string(index) + " of " + std::to_string(count) + " is given "
+                                   + (where.size() == 2 ? "twice" : std::to_string(where.size()) + " times") + ": "
+                                   + list + " (give each shard once)");
+            }
+        }
+        std::vector<index_set::range> missing;
+        for (std::size_t i = 0; i < count; ++i)
+        {
+            if (holders.count(i) == 0)
+            {
+                missing.emplace_back(i, i);
+            }
+        }
+        if (!missing.empty())
+        {
+            const index_set set(missing);
+            const bool one = set.count() == 1;
+            problems.push_back((one ? "shard " : "shards ") + set.text() + " of " + std::to_string(count) + " (0-"
+                               + std::to_string(count - 1) + ") " + (one ? "is" : "are")
+                               + " missing: no folder given holds " + (one ? "it" : "them") + " (run "
+                               + (one ? "it" : "them") + ", e.g. sbatch --array=" + set.text()
+                               + " ap_array.sbatch ..., and merge again)");
+        }
+        raise(problems);
+
+        for (const auto& s : m_shards)
+        {
+            if (&s == &ref)
+            {
+                continue;
+            }
+            const std::string here = quoted(s.folder);
+            const shard_manifest& a = s.manifest;
+            const shard_manifest& b = ref.manifest;
+            if (a.program != b.program)
+            {
+                problems.push_back(here + " was written by " + a.program + " but " + ref_name + " by " + b.program);
+            }
+            if (a.options != b.options)
+            {
+                problems.push_back(here + " was run with other options than " + ref_name + ": " + option_difference(a, b));
+            }
+            if (a.dump_fingerprint != b.dump_fingerprint || a.run_heads != b.run_heads
+                || a.present_heads != b.present_heads || a.layout_heads != b.layout_heads)
+            {
+                problems.push_back(here + " analyzed another dump than " + ref_name + " (data_root '" + a.data_root
+                                   + "' and '" + b.data_root + "'; dump fingerprint " + a.dump_fingerprint + " and "
+                                   + b.dump_fingerprint + ", " + std::to_string(a.run_heads) + " and "
+                                   + std::to_string(b.run_heads)
+                                   + " heads): the heads or their vector files differ");
+            }
+            if (a.files != b.files)
+            {
+                problems.push_back(here + " holds the files " + list_text(a.files) + " but " + ref_name + " holds "
+                                   + list_text(b.files));
+                continue;
+            }
+            for (std::size_t f = 0; f < a.files.size(); ++f)
+            {
+                const std::string_view mine = header_of(s.contents[f]);
+                const std::string_view theirs = header_of(ref.contents[f]);
+                if (mine != theirs)
+                {
+                    problems.push_back(here + ": " + a.files[f] + " has another header line than in " + ref_name + ": "
+                                       + column_difference(mine, theirs));
+                }
+            }
+        }
+        raise(problems);
+    }
+
+    static std::string option_difference(const shard_manifest& a, const shard_manifest& b)
+    {
+        std::map<std::string, std::string> theirs(b.options.begin(), b.options.end());
+        std::map<std::string, std::string> mine(a.options.begin(), a.options.end());
+        for (const auto& [key, value] : a.options)
+        {
+            const auto other = theirs.find(key);
+            if (other == theirs.end())
+            {
+                return key + " is " + value + " there and unknown here";
+            }
+            if (other->second != value)
+            {
+                return key + " is " + value + " there but " + other->second + " here";
+            }
+        }
+        for (const auto& [key, value] : b.options)
+        {
+            if (mine.count(key) == 0)
+            {
+                return key + " is unknown there and " + value + " here";
+            }
+        }
+        return "the options are listed in another order";
+    }
+
+    static std::string list_text(const std::vector<std::string>& names)
+    {
+        std::string out;
+        for (const auto& n : names)
+        {
+            out += (out.empty() ? "" : ", ") + n;
+        }
+        return "[" + out + "]";
+    }
+
+    static std::string_view header_of(const std::string& data)
+    {
+        return std::string_view(data).substr(0, data.find('\n'));
+    }
+
+    static std::string shortened(std::string_view text)
+    {
+        return text.size() <= 100 ? std::string(text) : std::string(text.substr(0, 100)) + "...";
+    }
+
+    /// The first column where two header lines differ, in words.
+    static std::string column_difference(std::string_view there, std::string_view here)
+    {
+        auto split = [](std::string_view line) {
+            std::vector<std::string_view> columns;
+            for (std::size_t start = 0;;)
+            {
+                const std::size_t comma = line.find(',', start);
+                columns.push_back(line.substr(start, comma == std::string_view::npos ? comma : comma - start));
+                if (comma == std::string_view::npos)
+                {
+                    return columns;
+                }
+                start = comma + 1;
+            }
+        };
+        const auto a = split(there);
+        const auto b = split(here);
+        std::size_t i = 0;
+        while (i < a.size() && i < b.size() && a[i] == b[i])
+        {
+            ++i;
+        }
+        auto column = [](const std::vector<std::string_view>& columns, std::size_t k) {
+            return k < columns.size() ? "'" + shortened(columns[k]) + "'" : std::string("absent");
+        };
+        return "column " + std::to_string(i + 1) + " is " + column(a, i) + " there but " + column(b, i) + " here";
+    }
+
+    /// The analyzed heads' rows in (layer, q_head) order; the failed heads.
+    void collect_heads()
+    {
+        std::vector<std::string> problems;
+        std::map<std::pair<std::size_t, std::size_t>, const std::string*> owner;
+        std::uint64_t total = 0;
+        for (const auto& s : m_shards)
+        {
+            total += s.manifest.heads.size();
+            std::vector<std::size_t> pos(s.contents.size());
+            for (std::size_t f = 0; f < s.contents.size(); ++f)
+            {
+                pos[f] = s.contents[f].find('\n') + 1;
+            }
+            for (const auto& head : s.manifest.heads)
+            {
+                const auto id = std::make_pair(head.layer, head.q_head);
+                const auto [it, fresh] = owner.emplace(id, &s.folder);
+                if (!fresh)
+                {
+                    problems.push_back("layer " + std::to_string(head.layer) + " q_head " + std::to_string(head.q_head)
+                                       + " is in both " + quoted(*it->second) + " and " + quoted(s.folder));
+                    continue;
+                }
+                if (!head.analyzed)
+                {
+                    m_failed.push_back({head.layer, head.q_head, head.error, s.folder});
+                    continue;
+                }
+                head_rows_view view;
+                view.layer = head.layer;
+                view.q_head = head.q_head;
+                for (std::size_t f = 0; f < s.contents.size(); ++f)
+                {
+                    const std::size_t start = pos[f];
+                    for (std::uint64_t r = 0; r < head.rows[f]; ++r)
+                    {
+                        pos[f] = s.contents[f].find('\n', pos[f]) + 1;  // check_rows: every row ends with '\n'
+                    }
+                    view.rows.push_back(std::string_view(s.contents[f]).substr(start, pos[f] - start));
+                }
+                m_heads.push_back(std::move(view));
+            }
+        }
+        if (problems.empty() && total != reference().manifest.run_heads)
+        {
+            problems.push_back("the shards hold " + std::to_string(total) + " heads but their run has "
+                               + std::to_string(reference().manifest.run_heads));
+        }
+        raise(problems);
+        std::sort(m_heads.begin(), m_heads.end(), [](const head_rows_view& a, const head_rows_view& b) {
+            return std::make_pair(a.layer, a.q_head) < std::make_pair(b.layer, b.q_head);
+        });
+        std::sort(m_failed.begin(), m_failed.end(), [](const failed_shard_head& a, const failed_shard_head& b) {
+            return std::make_pair(a.layer, a.q_head) < std::make_pair(b.layer, b.q_head);
+        });
+    }
+
+    std::vector<shard> m_shards;
+    std::size_t m_reference = 0;
+    std::vector<head_rows_view> m_heads;
+    std::vector<failed_shard_head> m_failed;
+};
+}  // namespace ap_examples
+
+#endif
