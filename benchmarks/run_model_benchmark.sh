@@ -2,7 +2,7 @@
 # Whole model: ap_analyze on a synthetic dump of 64 query heads (8 layers x 8 q heads, 2 k heads)
 # of the Qwen3-8B head shape (50,000 tokens, d = 128, 12 buckets, 8 examples), with 1 and 2
 # threads, alternating, ROUNDS rounds each: median wall time, heads/s, speed-up, peak RSS
-# (/usr/bin/time -v), and whether the four CSVs of every run are byte-identical. Then one head
+# (/usr/bin/time -v), and whether every CSV of every run is byte-identical. Then one head
 # alone (--layers 0 --heads 0) with 1 and 2 threads: ap_analyze gives the spare thread to the
 # head's own steps (head_options::threads).
 # usage: benchmarks/run_model_benchmark.sh [BUILD_DIR] [WORK_DIR] [ROUNDS]
@@ -38,8 +38,8 @@ run() {
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 same_results() {
   local a=$1 b=$2 f
-  for f in head_metrics head_bucket_plasticity head_profile head_component_weights; do
-    cmp -s "$work/out_$a/$f.csv" "$work/out_$b/$f.csv" || return 1
+  for f in "$work/out_$a"/*.csv; do
+    cmp -s "$f" "$work/out_$b/$(basename "$f")" || return 1
   done
 }
 
@@ -60,7 +60,7 @@ for threads in 1 2; do
     'BEGIN {printf "%d thread(s): median wall %.2f s (runs: %s), %.2f heads/s, peak RSS %.0f MB\n", t, w, all, h / w, r / 1024}'
 done
 awk -v a="$wall_1" -v b="$wall_2" 'BEGIN {printf "speed-up 2 vs 1 thread: %.2fx\n", a / b}'
-echo "the four CSVs of all $((2 * rounds)) runs byte-identical: $identical"
+echo "every CSV of all $((2 * rounds)) runs byte-identical: $identical"
 
 # One head alone.
 : >"$work/one_1.txt"

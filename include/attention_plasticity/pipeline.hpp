@@ -527,6 +527,31 @@ namespace detail
         return m;
     }
 
+    /// The rows of a row source as a matrix read one row at a time: row(i) is row i in double,
+    /// valid until the next call (for steps written over a matrix_view that read rows in turn).
+    template <class T>
+    class loaded_rows
+    {
+    public:
+        explicit loaded_rows(const row_source<T>& source)
+            : rows(source.rows), cols(source.cols), m_source(source), m_row(source.cols)
+        {
+        }
+
+        const double* row(std::size_t i) const
+        {
+            m_source.load(i, m_row.data());
+            return m_row.data();
+        }
+
+        std::size_t rows;
+        std::size_t cols;
+
+    private:
+        const row_source<T>& m_source;
+        mutable std::vector<double> m_row;
+    };
+
     /// The extensions of docs/method.md §8 over the buckets of one head: what each bucket adds,
     /// then the head-level results. The rotated queries and keys are read through the head's
     /// row sources (the caller's rows, kept, oriented and reflected as they are read).
@@ -632,16 +657,10 @@ namespace detail
             if (m_options.confidence_intervals)
             {
                 const double level = m_options.confidence_level;
-                // §8.3 reads the rotated queries in its own passes: they are formed once here
-                // (the one full-size copy of the head, made only for this option).
-                const std::size_t d = m_q_rows.cols;
-                xt::xtensor<double, 2> rotated = xt::xtensor<double, 2>::from_shape({m_q.n, d});
-                for (std::size_t i = 0; i < m_q.n; ++i)
-                {
-                    m_q_rows.load(i, rotated.data() + i * d);
-                }
-                const plasticity_uncertainty u = standard_errors_raw(m_q.t.data(), m_q.bucket, matrix_of(rotated),
-                                                                     component0, slope_norm, models, m_estimates);
+                // §8.3's passes read the rotated queries row by row from the source (no copy).
+                const loaded_rows<TQ> rotated(m_q_rows);
+                const plasticity_uncertainty u = standard_errors_raw(m_q.t.data(), m_q.bucket, rotated, component0,
+                                                                     slope_norm, models, m_estimates);
                 for (std::size_t j = 0; j < result.profile.size(); ++j)
                 {
                     bucket_profile& row = result.profile[j];
