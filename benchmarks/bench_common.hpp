@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -17,6 +19,7 @@
 // OpenBLAS (Debian's pthreads build): the benchmarks measure one thread, as ap_analyze runs
 // one head per worker with BLAS threading off.
 extern "C" void openblas_set_num_threads(int);
+extern "C" char* openblas_get_corename(void) __attribute__((weak));
 
 namespace ap_bench
 {
@@ -32,6 +35,11 @@ inline void single_threaded_blas()
 inline bool run_benchmarks(int& argc, char** argv)
 {
     single_threaded_blas();
+    if (openblas_get_corename != nullptr)
+    {
+        std::printf("OpenBLAS kernels: %s (OPENBLAS_CORETYPE=%s)\n", openblas_get_corename(),
+                    std::getenv("OPENBLAS_CORETYPE") != nullptr ? std::getenv("OPENBLAS_CORETYPE") : "");
+    }
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv))
     {
@@ -90,11 +98,21 @@ struct head_pair
 {
     ap::head_tokens<float> queries;
     ap::head_tokens<float> keys;
+
+    /// The head's own data: every byte of the queries' and keys' vectors and columns.
+    std::size_t input_bytes() const
+    {
+        const auto kind = [](const ap::head_tokens<float>& t) {
+            return t.vectors.size() * sizeof(float)
+                   + (t.position.size() + t.bucket.size() + t.example_id.size()) * sizeof(std::int64_t);
+        };
+        return kind(queries) + kind(keys);
+    }
 };
 
-inline head_pair synthetic_head(std::size_t n, std::size_t d = 128)
+inline head_pair synthetic_head(std::size_t n, std::size_t d = 128, std::size_t buckets = 12)
 {
-    return {synthetic_tokens<float>(n, d, 8, 12, 6.0, 1), synthetic_tokens<float>(n, d, 8, 12, 2.0, 2)};
+    return {synthetic_tokens<float>(n, d, 8, buckets, 6.0, 1), synthetic_tokens<float>(n, d, 8, buckets, 2.0, 2)};
 }
 }  // namespace ap_bench
 

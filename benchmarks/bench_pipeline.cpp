@@ -1,94 +1,366 @@
-// (b) The per-head pipeline at the Qwen3-8B shape of issue 4 (50,000 queries and keys,
-// d = 128, 12 uniform buckets, 8 examples, 256 pairs per cell, normality_max_dims 64, one
-// thread), with the wall time of each stage as a counter (ms per head; load excluded: the
-// head is generated once, outside the timed loop).
-// (c) Scaling: the same head at n in {10k, 50k, 200k} tokens (no subsampling) and with
-// 64 / 256 / 1024 pairs per cell at n = 50k; after the run the fitted exponent of
-// time ~ n^a (resp. time ~ const + pairs^a is not assumed: a plain log-log slope) is printed.
+// The per-head pipeline (issue 11), one synthetic head per configuration, built once and
+// outside the timed loop (the Qwen3-8B shape: 50,000 queries and keys, d = 128, 12 uniform
+// buckets, 8 examples, 256 pairs per cell, 64 KS dimensions).
+//
+// BM_pipeline_qwen3_8b/threads:T  the head on T threads (head_options::threads), with the
+//     wall time of each stage (stage_timings) and, measured in the same run and interleaved
+//     with the pipeline, the floors each stage is compared with:
+//       stream_ms  one streaming pass over the head's input bytes (every query and key
+//                  vector and column read once);
+//       syrk_ms    the BLAS calls of the bucket covariances alone (the same SYRKs, on data
+//                  in cache);
+//       gemm_ms    the BLAS calls of the kernel alone (the same GEMMs);
+//       sort_ms    std::sort of the KS samples (the K tested columns and the residual);
+//     and the peak of the memory analyze_head allocates, as a multiple of the head's input.
+// BM_pipeline_qwen3_8b_extensions/v: the same head, one thread, with the extensions of
+//     docs/method.md §8 switched on one after another (see there).
+// BM_scaling_tokens/n, BM_scaling_dim/d, BM_scaling_buckets/b, BM_scaling_pairs/p: one
+//     thread, no subsampling; total time and peak memory.
+// After the run: the stage table (median of the rounds) and the fitted exponents of time ~ x^a.
+// Every figure is a median over interleaved rounds; --benchmark_out=FILE.json keeps all of
+// them for benchmarks/plot_scaling.py.
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
 #include <benchmark/benchmark.h>
 
+#include <attention_plasticity/detail/blas.hpp>
+
 #include "bench_common.hpp"
+
+// ---------------------------------------------------------------------------------------
+// Heap accounting: every operator new of the process, so the peak of what analyze_head
+// allocates beyond its input can be read (BLAS's own buffers are not included).
+// ---------------------------------------------------------------------------------------
+namespace
+{
+std::atomic<std::size_t> g_current{0};
+std::atomic<std::size_t> g_peak{0};
+constexpr std::size_t header = 16;  // keeps the 16-byte alignment of operator new
+
+void* counted_alloc(std::size_t size)
+{
+    void* block = std::malloc(size + header);
+    if (block == nullptr)
+    {
+        throw std::bad_alloc();
+    }
+    *static_cast<std::size_t*>(block) = size;
+    const std::size_t now = g_current.fetch_add(size) + size;
+    std::size_t peak = g_peak.load();
+    while (now > peak && !g_peak.compare_exchange_weak(peak, now))
+    {
+    }
+    return static_cast<char*>(block) + header;
+}
+
+void counted_free(void* p) noexcept
+{
+    if (p != nullptr)
+    {
+        void* block = static_cast<char*>(p) - header;
+        g_current.fetch_sub(*static_cast<std::size_t*>(block));
+        std::free(block);
+    }
+}
+}  // namespace
+
+void* operator new(std::size_t size) { return counted_alloc(size); }
+void* operator new[](std::size_t size) { return counted_alloc(size); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept
+{
+    try
+    {
+        return counted_alloc(size);
+    }
+    catch (...)
+    {
+        return nullptr;
+    }
+}
+void* operator new[](std::size_t size, const std::nothrow_t& tag) noexcept { return operator new(size, tag); }
+void operator delete(void* p) noexcept { counted_free(p); }
+void operator delete[](void* p) noexcept { counted_free(p); }
+void operator delete(void* p, std::size_t) noexcept { counted_free(p); }
+void operator delete[](void* p, std::size_t) noexcept { counted_free(p); }
 
 namespace
 {
 namespace ap = attention_plasticity;
 
-const ap_bench::head_pair& head_of(std::size_t n)
+const ap_bench::head_pair& head_of(std::size_t n, std::size_t d, std::size_t buckets)
 {
-    static std::map<std::size_t, std::unique_ptr<ap_bench::head_pair>> cache;
-    auto& slot = cache[n];
+    static std::map<std::tuple<std::size_t, std::size_t, std::size_t>, std::unique_ptr<ap_bench::head_pair>> cache;
+    auto& slot = cache[{n, d, buckets}];
     if (!slot)
     {
-        slot = std::make_unique<ap_bench::head_pair>(ap_bench::synthetic_head(n));
+        cache.clear();  // one head at a time: the large ones need the memory
+        auto& fresh = cache[{n, d, buckets}];
+        fresh = std::make_unique<ap_bench::head_pair>(ap_bench::synthetic_head(n, d, buckets));
+        return *fresh;
     }
     return *slot;
 }
 
-// Mean seconds per head of every scaling run, for the fit printed at the end.
-std::map<std::string, std::vector<std::pair<double, double>>>& scaling_points()
+double seconds_since(std::chrono::steady_clock::time_point start)
 {
-    static std::map<std::string, std::vector<std::pair<double, double>>> points;
-    return points;
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-double run_pipeline(benchmark::State& state, std::size_t n, const ap::head_options& options)
+double median(std::vector<double> v)
 {
-    const auto& head = head_of(n);
-    ap::head_id id{3, 5, 1};
-    ap::stage_timings sum;
-    std::size_t heads = 0;
-    double checksum = 0.0;
-    for (auto _ : state)
+    if (v.empty())
     {
-        ap::stage_timings t;
-        const ap::head_result result = ap::analyze_head(head.queries, head.keys, id, options, &t);
-        benchmark::DoNotOptimize(result.metrics.ap_overall);
-        checksum = result.metrics.ap_overall;
-        sum.preparation += t.preparation;
-        sum.regression += t.regression;
-        sum.rotation += t.rotation;
-        sum.normality += t.normality;
-        sum.bucket_statistics += t.bucket_statistics;
-        sum.sampling += t.sampling;
-        sum.kernel += t.kernel;
-        sum.extensions += t.extensions;
-        sum.total += t.total;
-        ++heads;
+        return std::nan("");
     }
-    const double scale = 1e3 / static_cast<double>(heads);  // ms per head
-    state.counters["prep_ms"] = sum.preparation * scale;
-    state.counters["regression_ms"] = sum.regression * scale;
-    state.counters["rotation_ms"] = sum.rotation * scale;
-    state.counters["normality_ms"] = sum.normality * scale;
-    state.counters["bucket_stats_ms"] = sum.bucket_statistics * scale;
-    state.counters["sampling_ms"] = sum.sampling * scale;
-    state.counters["kernel_ms"] = sum.kernel * scale;
-    state.counters["extensions_ms"] = sum.extensions * scale;
-    state.counters["total_ms"] = sum.total * scale;
-    state.counters["ap_overall"] = checksum;
-    return sum.total / static_cast<double>(heads);
+    std::sort(v.begin(), v.end());
+    const std::size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+// ----- one run of the pipeline, and its memory ------------------------------------------
+struct pipeline_run
+{
+    ap::stage_timings stages;
+    double peak_extra_bytes = 0.0;  // allocated by analyze_head beyond what existed before
+    ap::head_result result;
+};
+
+pipeline_run run_head(const ap_bench::head_pair& head, const ap::head_options& options)
+{
+    pipeline_run run;
+    const std::size_t before = g_current.load();
+    g_peak = before;
+    run.result = ap::analyze_head(head.queries, head.keys, ap::head_id{3, 5, 1}, options, &run.stages);
+    run.peak_extra_bytes = static_cast<double>(g_peak.load() - before);
+    benchmark::DoNotOptimize(run.result.metrics.ap_overall);
+    return run;
+}
+
+// ----- the floors --------------------------------------------------------------------------
+/// One streaming pass over the head's input: every vector and column value read once.
+double stream_floor(const ap_bench::head_pair& head)
+{
+    const auto start = std::chrono::steady_clock::now();
+    double total = 0.0;
+    for (const auto* t : {&head.queries, &head.keys})
+    {
+        const float* v = t->vectors.data();
+        const std::size_t n = t->vectors.size();
+        float lanes[16] = {};
+        std::size_t i = 0;
+        for (; i + 16 <= n; i += 16)
+        {
+            for (std::size_t k = 0; k < 16; ++k)
+            {
+                lanes[k] += v[i + k];
+            }
+        }
+        for (float x : lanes)
+        {
+            total += x;
+        }
+        std::int64_t columns = 0;
+        for (const auto* c : {&t->position, &t->bucket, &t->example_id})
+        {
+            for (std::int64_t x : *c)
+            {
+                columns += x;
+            }
+        }
+        total += static_cast<double>(columns);
+    }
+    benchmark::DoNotOptimize(total);
+    return seconds_since(start);
+}
+
+/// The BLAS calls of the bucket covariances and of the kernel, alone: the same shapes and
+/// blocking as the pipeline (SYRK over blocks of 256 centred rows into an m x m sum, per
+/// bucket model; GEMM of 256-row blocks of W with Sigma_j, per bucket), on data in cache.
+struct blas_floor
+{
+    std::vector<std::size_t> bucket_rows;  // queries of each bucket model
+    std::vector<std::size_t> bucket_pairs; // pairs of each bucket model
+    std::size_t m = 0;
+    std::vector<double> block, sigma, product, sum;
+
+    blas_floor(const ap_bench::head_pair& head, const ap::head_result& result)
+    {
+        m = head.queries.vectors.shape()[1] - 1;
+        for (const auto& row : result.profile)
+        {
+            bucket_rows.push_back(row.n_queries);
+            bucket_pairs.push_back(row.n_pairs);
+        }
+        ap_bench::normal_source normal(7);
+        block.resize(ap::detail::gaussian_block_rows * m);
+        for (auto& x : block)
+        {
+            x = normal();
+        }
+        sigma.assign(m * m, 0.0);
+        for (std::size_t i = 0; i < m; ++i)
+        {
+            sigma[i * m + i] = 1.0;
+        }
+        product.resize(ap::detail::kernel_block_rows * m);
+        sum.resize(m * m);
+    }
+
+    double syrk() 
+    {
+        const auto start = std::chrono::steady_clock::now();
+        const std::size_t b = ap::detail::gaussian_block_rows;
+        for (std::size_t rows : bucket_rows)
+        {
+            for (std::size_t r = 0; r < rows; r += b)
+            {
+                ap::detail::syrk_ata<double>(m, std::min(b, rows - r), 1.0, block.data(), m, r == 0 ? 0.0 : 1.0,
+                                             sum.data(), m);
+            }
+        }
+        benchmark::DoNotOptimize(sum.data());
+        return seconds_since(start);
+    }
+
+    double gemm()
+    {
+        const auto start = std::chrono::steady_clock::now();
+        const std::size_t b = ap::detail::kernel_block_rows;
+        for (std::size_t pairs : bucket_pairs)
+        {
+            for (std::size_t r = 0; r < pairs; r += b)
+            {
+                ap::detail::gemm<double>(false, false, std::min(b, pairs - r), m, m, 1.0, block.data(), m,
+                                         sigma.data(), m, 0.0, product.data(), m);
+            }
+        }
+        benchmark::DoNotOptimize(product.data());
+        return seconds_since(start);
+    }
+};
+
+/// std::sort of the KS samples: K tested columns and the residual, n values each.
+double sort_floor(std::size_t samples, std::size_t n, std::vector<double>& values, std::vector<double>& scratch)
+{
+    if (values.size() != n)
+    {
+        ap_bench::normal_source normal(11);
+        values.resize(n);
+        for (auto& x : values)
+        {
+            x = normal();
+        }
+    }
+    scratch.resize(n);
+    double seconds = 0.0;
+    for (std::size_t s = 0; s < samples; ++s)
+    {
+        std::copy(values.begin(), values.end(), scratch.begin());
+        const auto start = std::chrono::steady_clock::now();
+        std::sort(scratch.begin(), scratch.end());
+        seconds += seconds_since(start);
+        benchmark::DoNotOptimize(scratch.data());
+    }
+    return seconds;
+}
+
+// ----- the stage table ----------------------------------------------------------------------
+struct stage_row
+{
+    std::vector<double> preparation, regression, rotation, normality, bucket_statistics, sampling, kernel, extensions,
+        total;
+    std::vector<double> stream, syrk, gemm, sort;
+    double peak_ratio = 0.0;
+    double peak_extra_mb = 0.0;
+    double input_mb = 0.0;
+};
+
+std::map<std::size_t, stage_row>& stage_tables()
+{
+    static std::map<std::size_t, stage_row> tables;  // by thread count
+    return tables;
 }
 
 void BM_pipeline_qwen3_8b(benchmark::State& state)
 {
-    ap::head_options options;  // the defaults of docs/method.md §2: 50000 tokens, 64 KS dims, 256 pairs
-    run_pipeline(state, 50000, options);
+    const auto threads = static_cast<std::size_t>(state.range(0));
+    const auto& head = head_of(50000, 128, 12);
+    ap::head_options options;  // docs/method.md §2 defaults: 50000 tokens, 64 KS dims, 256 pairs
+    options.threads = threads;
+    stage_row row;
+    std::unique_ptr<blas_floor> blas;
+    std::vector<double> sort_values, sort_scratch;
+    double checksum = 0.0;
+    for (auto _ : state)
+    {
+        const pipeline_run run = run_head(head, options);
+        checksum = run.result.metrics.ap_overall;
+        row.preparation.push_back(run.stages.preparation);
+        row.regression.push_back(run.stages.regression);
+        row.rotation.push_back(run.stages.rotation);
+        row.normality.push_back(run.stages.normality);
+        row.bucket_statistics.push_back(run.stages.bucket_statistics);
+        row.sampling.push_back(run.stages.sampling);
+        row.kernel.push_back(run.stages.kernel);
+        row.extensions.push_back(run.stages.extensions);
+        row.total.push_back(run.stages.total);
+        row.peak_extra_mb = std::max(row.peak_extra_mb, run.peak_extra_bytes / 1e6);
+        // The floors, interleaved with the pipeline (not part of the timed iteration).
+        state.PauseTiming();
+        if (!blas)
+        {
+            blas = std::make_unique<blas_floor>(head, run.result);
+        }
+        row.stream.push_back(stream_floor(head));
+        row.syrk.push_back(blas->syrk());
+        row.gemm.push_back(blas->gemm());
+        const std::size_t d = head.queries.vectors.shape()[1];
+        row.sort.push_back(sort_floor(std::min(options.normality_max_dims, d - 1) + 1, head.queries.vectors.shape()[0],
+                                      sort_values, sort_scratch));
+        state.ResumeTiming();
+    }
+    row.input_mb = static_cast<double>(head.input_bytes()) / 1e6;
+    row.peak_ratio = (row.input_mb + row.peak_extra_mb) / row.input_mb;
+    const auto ms = [](const std::vector<double>& v) { return median(v) * 1e3; };
+    state.counters["threads"] = static_cast<double>(threads);
+    state.counters["total_ms"] = ms(row.total);
+    state.counters["prep_ms"] = ms(row.preparation);
+    state.counters["regression_ms"] = ms(row.regression);
+    state.counters["rotation_ms"] = ms(row.rotation);
+    state.counters["normality_ms"] = ms(row.normality);
+    state.counters["bucket_stats_ms"] = ms(row.bucket_statistics);
+    state.counters["sampling_ms"] = ms(row.sampling);
+    state.counters["kernel_ms"] = ms(row.kernel);
+    state.counters["extensions_ms"] = ms(row.extensions);
+    state.counters["stream_floor_ms"] = ms(row.stream);
+    state.counters["syrk_floor_ms"] = ms(row.syrk);
+    state.counters["gemm_floor_ms"] = ms(row.gemm);
+    state.counters["sort_floor_ms"] = ms(row.sort);
+    state.counters["peak_extra_MB"] = row.peak_extra_mb;
+    state.counters["input_MB"] = row.input_mb;
+    state.counters["peak_over_input"] = row.peak_ratio;
+    state.counters["ap_overall"] = checksum;
+    stage_tables()[threads] = row;
 }
-BENCHMARK(BM_pipeline_qwen3_8b)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(3.0);
+BENCHMARK(BM_pipeline_qwen3_8b)->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()
+    ->MinTime(3.0);
 
-// The extensions of docs/method.md §8 on the same head, A/B against the method alone (run
-// them in one invocation: --benchmark_filter=qwen3_8b). Arg: 0 method only (distance map off),
-// 1 the library's defaults with the distance map, 2 + intervals (ap_analyze's defaults), 3 +
-// empirical AP on 1024 queries per bucket, 4 + empirical AP on all queries.
+// The extensions of docs/method.md §8 on the same head, one thread, A/B against the method
+// alone (run them in one invocation: --benchmark_filter=qwen3_8b_extensions). Arg: 0 method
+// only (distance map off), 1 the library's defaults with the distance map, 2 + intervals
+// (ap_analyze's defaults), 3 + empirical AP on 1024 queries per bucket, 4 + empirical AP on
+// all queries.
 void BM_pipeline_qwen3_8b_extensions(benchmark::State& state)
 {
     ap::head_options options;
@@ -97,42 +369,107 @@ void BM_pipeline_qwen3_8b_extensions(benchmark::State& state)
     options.confidence_intervals = variant >= 2;
     options.empirical_ap = variant >= 3;
     options.empirical_max_queries = variant == 3 ? 1024 : 0;
-    run_pipeline(state, 50000, options);
+    const auto& head = head_of(50000, 128, 12);
+    std::vector<double> total, extensions;
+    double peak_extra_mb = 0.0;
+    for (auto _ : state)
+    {
+        const pipeline_run run = run_head(head, options);
+        total.push_back(run.stages.total);
+        extensions.push_back(run.stages.extensions);
+        peak_extra_mb = std::max(peak_extra_mb, run.peak_extra_bytes / 1e6);
+    }
+    state.counters["total_ms"] = median(total) * 1e3;
+    state.counters["extensions_ms"] = median(extensions) * 1e3;
+    state.counters["peak_extra_MB"] = peak_extra_mb;
 }
 BENCHMARK(BM_pipeline_qwen3_8b_extensions)->DenseRange(0, 4)->Unit(benchmark::kMillisecond)->UseRealTime()
     ->MinTime(2.0);
+
+// ----- scaling --------------------------------------------------------------------------------
+struct scaling_point
+{
+    double x;
+    double seconds;
+    double peak_ratio;
+};
+
+std::map<std::string, std::vector<scaling_point>>& scaling_points()
+{
+    static std::map<std::string, std::vector<scaling_point>> points;
+    return points;
+}
+
+void run_scaling(benchmark::State& state, const char* series, double x, std::size_t n, std::size_t d,
+                 std::size_t buckets, const ap::head_options& options)
+{
+    const auto& head = head_of(n, d, buckets);
+    std::vector<double> seconds, normality, bucket_statistics, kernel;
+    double peak_extra = 0.0;
+    for (auto _ : state)
+    {
+        const pipeline_run run = run_head(head, options);
+        seconds.push_back(run.stages.total);
+        normality.push_back(run.stages.normality);
+        bucket_statistics.push_back(run.stages.bucket_statistics);
+        kernel.push_back(run.stages.kernel);
+        peak_extra = std::max(peak_extra, run.peak_extra_bytes);
+    }
+    const double input = static_cast<double>(head.input_bytes());
+    const double ratio = (input + peak_extra) / input;
+    state.counters["normality_ms"] = median(normality) * 1e3;
+    state.counters["bucket_stats_ms"] = median(bucket_statistics) * 1e3;
+    state.counters["kernel_ms"] = median(kernel) * 1e3;
+    state.counters["total_ms"] = median(seconds) * 1e3;
+    state.counters["peak_extra_MB"] = peak_extra / 1e6;
+    state.counters["input_MB"] = input / 1e6;
+    state.counters["peak_over_input"] = ratio;
+    scaling_points()[series].push_back({x, median(seconds), ratio});
+}
 
 void BM_scaling_tokens(benchmark::State& state)
 {
     const auto n = static_cast<std::size_t>(state.range(0));
     ap::head_options options;
     options.max_tokens_per_head = n;  // no subsampling: the whole n is analyzed
-    const double seconds = run_pipeline(state, n, options);
-    scaling_points()["tokens"].emplace_back(static_cast<double>(n), seconds);
+    run_scaling(state, "tokens", static_cast<double>(n), n, 128, 12, options);
 }
-BENCHMARK(BM_scaling_tokens)->Arg(10000)->Arg(50000)->Arg(200000)->Unit(benchmark::kMillisecond)->UseRealTime()
+BENCHMARK(BM_scaling_tokens)->ArgName("tokens")->Arg(10000)->Arg(20000)->Arg(50000)->Arg(100000)->Arg(200000)
+    ->Arg(500000)->Arg(1000000)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+
+void BM_scaling_dim(benchmark::State& state)
+{
+    const auto d = static_cast<std::size_t>(state.range(0));
+    run_scaling(state, "dim", static_cast<double>(d), 50000, d, 12, ap::head_options{});
+}
+BENCHMARK(BM_scaling_dim)->ArgName("d")->Arg(64)->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime()
     ->MinTime(2.0);
+
+void BM_scaling_buckets(benchmark::State& state)
+{
+    const auto b = static_cast<std::size_t>(state.range(0));
+    run_scaling(state, "buckets", static_cast<double>(b), 50000, 128, b, ap::head_options{});
+}
+BENCHMARK(BM_scaling_buckets)->ArgName("buckets")->Arg(4)->Arg(12)->Arg(32)->Arg(64)->Unit(benchmark::kMillisecond)
+    ->UseRealTime()->MinTime(2.0);
 
 void BM_scaling_pairs(benchmark::State& state)
 {
     const auto pairs = static_cast<std::size_t>(state.range(0));
     ap::head_options options;
     options.num_pairs_per_bucket = pairs;
-    const double seconds = run_pipeline(state, 50000, options);
-    state.counters["pairs_per_cell"] = static_cast<double>(pairs);
-    scaling_points()["pairs"].emplace_back(static_cast<double>(pairs), seconds);
+    run_scaling(state, "pairs", static_cast<double>(pairs), 50000, 128, 12, options);
 }
-BENCHMARK(BM_scaling_pairs)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime()
-    ->MinTime(2.0);
+BENCHMARK(BM_scaling_pairs)->ArgName("pairs")->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond)
+    ->UseRealTime()->MinTime(2.0);
 
-// Least-squares slope of log(time) on log(x) over the points of one series (the last run of
-// each x when a benchmark ran more than once).
-double fitted_exponent(const std::vector<std::pair<double, double>>& raw)
+/// Least-squares slope of log(time) on log(x) (the last run of each x).
+double fitted_exponent(const std::vector<scaling_point>& raw)
 {
     std::map<double, double> last;
-    for (const auto& [x, y] : raw)
+    for (const auto& p : raw)
     {
-        last[x] = y;
+        last[p.x] = p.seconds;
     }
     double sx = 0, sy = 0, sxx = 0, sxy = 0;
     const double n = static_cast<double>(last.size());
@@ -146,6 +483,46 @@ double fitted_exponent(const std::vector<std::pair<double, double>>& raw)
     }
     return (n * sxy - sx * sy) / (n * sxx - sx * sx);
 }
+
+void print_stage_tables()
+{
+    for (const auto& [threads, row] : stage_tables())
+    {
+        const auto ms = [](const std::vector<double>& v) { return median(v) * 1e3; };
+        const double stream = ms(row.stream);
+        std::printf("\nQwen3-8B head, %zu thread%s (medians of %zu rounds, ms; floors measured in the same rounds)\n",
+                    threads, threads == 1 ? "" : "s", row.total.size());
+        std::printf("  %-18s %9s %9s %7s  %s\n", "stage", "time", "floor", "ratio", "floor is");
+        const auto line = [](const char* name, double t, double floor, const char* what) {
+            if (floor > 0.0)
+            {
+                std::printf("  %-18s %9.2f %9.2f %7.2f  %s\n", name, t, floor, t / floor, what);
+            }
+            else
+            {
+                std::printf("  %-18s %9.2f %9s %7s  %s\n", name, t, "", "", what);
+            }
+        };
+        line("preparation", ms(row.preparation), stream, "one streaming pass over the input");
+        line("regression", ms(row.regression), stream, "one streaming pass over the input");
+        line("rotation", ms(row.rotation), stream, "one streaming pass over the input");
+        line("normality", ms(row.normality), ms(row.sort), "std::sort of the KS samples");
+        line("bucket_statistics", ms(row.bucket_statistics), ms(row.syrk), "the SYRK calls alone");
+        line("sampling", ms(row.sampling), 0.0, "(no floor)");
+        line("kernel", ms(row.kernel), ms(row.gemm), "the GEMM calls alone");
+        line("extensions", ms(row.extensions), 0.0, "(no floor; docs/method.md §8.1 distance map)");
+        line("total", ms(row.total), 0.0, "");
+        std::printf("  peak memory allocated by analyze_head: %.1f MB beyond the head's %.1f MB of input (%.2fx)\n",
+                    row.peak_extra_mb, row.input_mb, row.peak_ratio);
+    }
+    const auto& tables = stage_tables();
+    if (tables.count(1) && tables.count(2))
+    {
+        const double one = median(tables.at(1).total);
+        const double two = median(tables.at(2).total);
+        std::printf("\n2 threads / 1 thread: %.3f (%.1f ms / %.1f ms)\n", two / one, two * 1e3, one * 1e3);
+    }
+}
 }  // namespace
 
 int main(int argc, char** argv)
@@ -154,19 +531,20 @@ int main(int argc, char** argv)
     {
         return 1;
     }
+    print_stage_tables();
     for (const auto& [series, points] : scaling_points())
     {
-        std::map<double, double> last;
-        for (const auto& [x, y] : points)
+        std::map<double, scaling_point> last;
+        for (const auto& p : points)
         {
-            last[x] = y;
+            last[p.x] = p;
         }
         if (last.size() >= 2)
         {
-            std::printf("scaling %-6s: fitted exponent %.3f  (", series.c_str(), fitted_exponent(points));
-            for (const auto& [x, y] : last)
+            std::printf("scaling %-8s: fitted exponent %.3f  (", series.c_str(), fitted_exponent(points));
+            for (const auto& [x, p] : last)
             {
-                std::printf(" %g: %.1f ms", x, y * 1e3);
+                std::printf(" %g: %.1f ms, peak %.2fx;", x, p.seconds * 1e3, p.peak_ratio);
             }
             std::printf(" )\n");
         }

@@ -67,6 +67,8 @@ public:
             m_plan.heads = m_shard->heads;
         }
         m_threads = std::max<std::size_t>(1, std::min(m_config.worker_threads(), m_plan.heads.size()));
+        // Fewer heads than threads: the threads left share each head's work (the same results).
+        m_config.options.threads = std::max<std::size_t>(1, m_config.worker_threads() / m_threads);
     }
 
     /// Checks and locks the output folder (result_set_writer's errors): before any work.

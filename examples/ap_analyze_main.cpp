@@ -9,6 +9,9 @@
 // Heads run on `threads` workers. A worker loads one query head (and the key head of its GQA
 // group, shared with the other query heads of the group and freed after the last of them),
 // analyzes it and keeps only the formatted rows, so memory stays near `threads` heads' data.
+// With fewer heads than threads, each head's analysis shares its work among the threads left
+// (head_options::threads; the results are the same). The OpenBLAS kernels in use are
+// reported, and chosen when OpenBLAS fell back to generic ones (blas_core.hpp).
 //
 // With --shard I/N (docs/method.md §8.4) the run analyzes only the heads shard_plan.hpp gives
 // shard I, and its result set holds, besides their rows, the manifest shard.json
@@ -22,6 +25,7 @@
 
 #include "analysis_run.hpp"
 #include "analyze_config.hpp"
+#include "blas_core.hpp"
 #include "head_runner.hpp"
 #include "progress.hpp"
 
@@ -41,6 +45,7 @@ int main(int argc, char** argv)
             std::fputs(analyze_help("ap_analyze").c_str(), stdout);
             return 0;
         }
+        select_blas_core("ap_analyze", argv);  // may run the program again with other BLAS kernels
         run.emplace(*parsed);
     }
     catch (const std::exception& e)
@@ -69,6 +74,11 @@ int main(int argc, char** argv)
     openblas_set_num_threads(1);
 
     std::fprintf(stderr, "ap_analyze: %s\n", run->plan_line().c_str());
+    if (run->config().options.threads > 1)
+    {
+        std::fprintf(stderr, "ap_analyze: each head on %zu threads\n", run->config().options.threads);
+    }
+    std::fprintf(stderr, "%s\n", blas_core_line("ap_analyze").c_str());
     if (run->shard())
     {
         std::fprintf(stderr, "ap_analyze: %s\n", run->shard_line().c_str());

@@ -18,6 +18,7 @@
 #include <xtensor/xnpy.hpp>
 #include <xtensor/xtensor.hpp>
 
+#include "blas_core.hpp"
 #include "cli_util.hpp"
 #include "config.hpp"
 #include "csv_rows.hpp"
@@ -328,6 +329,8 @@ int main(int argc, char** argv)
         std::cerr << "ap_synth: " << e.what() << "\n";
         return 2;
     }
+    select_blas_core("ap_synth", argv);  // may run the program again with other BLAS kernels
+    std::cerr << blas_core_line("ap_synth") << "\n";
     openblas_set_num_threads(1);
     const auto start = std::chrono::steady_clock::now();
     try

@@ -1037,3 +1037,37 @@ TEST_CASE("pipeline: views over raw buffers, independent value types, float and 
                     ap::analyze_head(qv, ap::as_view(k), {1, 1, 0}, options));
     CHECK(r32.metrics.ap_overall > 0.0);
 }
+
+TEST_CASE("pipeline: any number of threads gives byte-identical results", "[pipeline][threads]")
+{
+    // Large enough that every parallel step has several tasks: a query bucket of 12,750 kept
+    // rows (two chunks of the covariance), 39 noise columns (three blocks), 20,000 rows (several
+    // row tasks); subsampled keys, a sliding window.
+    auto queries = random_tokens(20000, 40, 91, 2.0);
+    auto keys = random_tokens(16000, 40, 92, 1.0);
+    for (auto* t : {&queries, &keys})
+    {
+        for (std::size_t i = 0; i < t->position.size(); ++i)
+        {
+            t->bucket(i) = t->position(i) < 20 ? 1 : (t->position(i) < 190 ? 2 : 3);
+        }
+    }
+    ap::head_options options;
+    options.max_tokens_per_head = 15000;
+    options.normality_max_dims = 20;
+    options.num_pairs_per_bucket = 300;
+    options.sliding_window = 150;
+    const ap::head_id id{4, 2, 1};
+    options.threads = 1;
+    const ap::head_result one = ap::analyze_head(queries, keys, id, options);
+    CHECK(one.metrics.n_q_tokens == 15000);
+    CHECK(one.profile.size() == 3);
+    for (std::size_t threads : {0, 2, 3, 8})
+    {
+        CAPTURE(threads);
+        options.threads = threads;
+        check_identical(ap::analyze_head(queries, keys, id, options), one);
+    }
+    options.threads = 1;
+    check_identical(compose_steps(queries, keys, id, options), one);
+}

@@ -21,6 +21,7 @@
 #include "detail/errors.hpp"
 #include "detail/matrix.hpp"
 #include "detail/finite.hpp"
+#include "detail/row_source.hpp"
 #include "detail/rows.hpp"
 #include "plasticity.hpp"
 #include "query_model.hpp"
@@ -280,44 +281,102 @@ namespace detail
         return result;
     }
 
-    /// docs/method.md §2.13-2.14 for one query bucket from the differences w of its pairs (the
-    /// rows of bucket_key_differences, valid and finite).
-    template <class T, class EW>
-    bucket_plasticity_result bucket_plasticity_of_differences(const xt::xexpression<EW>& differences,
-                                                              const std::vector<cell_pairs>& cells,
-                                                              const bucket_query_model& model)
+    /// docs/method.md §2.13-2.14 for one query bucket: differences(first, second) gives the key
+    /// differences W (pairs x d, of value type T) of the pairs' rows (xt::xtensor<size_t, 1>
+    /// each), for the pairs of the bucket cell by cell, kernel_block_rows at a time (the blocks
+    /// the kernel uses inside one call over all of them: the same values, W never held whole).
+    template <class T, class Differences>
+    bucket_plasticity_result query_bucket_plasticity_of(const std::vector<cell_pairs>& cells,
+                                                        const bucket_query_model& model, Differences&& differences)
     {
-        std::size_t total = 0;
-        for (const auto& cell : cells)
-        {
-            total += cell.pairs.size();
-        }
-        if (total == 0)
-        {
-            return bucket_result_of_pairs(cells, xt::xtensor<double, 1>::from_shape({0}));
-        }
-        // All pairs of the bucket in one kernel call.
-        pair_moments moments = structured_pair_moments<T>(differences, model.position_mean, model.position_variance,
-                                                          model.semantic.mean, model.semantic.covariance);
+        const auto rows_of_pairs = pair_rows(cells);
+        const xt::xtensor<std::size_t, 1>& first = rows_of_pairs.first;
+        const xt::xtensor<std::size_t, 1>& second = rows_of_pairs.second;
+        const std::size_t total = first.size();
+        pair_moments moments{xt::xtensor<double, 1>::from_shape({total}), xt::xtensor<double, 1>::from_shape({total})};
         xt::xtensor<double, 1> pp = xt::xtensor<double, 1>::from_shape({total});
-        for (std::size_t p = 0; p < total; ++p)
+        for (std::size_t b0 = 0; b0 < total; b0 += kernel_block_rows)
         {
-            pp(p) = pair_plasticity_from_moments(moments.mean(p), moments.variance(p));
+            const std::size_t rows = std::min(kernel_block_rows, total - b0);
+            xt::xtensor<std::size_t, 1> block_first = xt::xtensor<std::size_t, 1>::from_shape({rows});
+            xt::xtensor<std::size_t, 1> block_second = xt::xtensor<std::size_t, 1>::from_shape({rows});
+            std::copy(first.begin() + static_cast<std::ptrdiff_t>(b0),
+                      first.begin() + static_cast<std::ptrdiff_t>(b0 + rows), block_first.begin());
+            std::copy(second.begin() + static_cast<std::ptrdiff_t>(b0),
+                      second.begin() + static_cast<std::ptrdiff_t>(b0 + rows), block_second.begin());
+            const xt::xtensor<T, 2> w = differences(block_first, block_second);
+            const pair_moments block = structured_pair_moments<T>(
+                w, model.position_mean, model.position_variance, model.semantic.mean, model.semantic.covariance);
+            for (std::size_t p = 0; p < rows; ++p)
+            {
+                moments.mean(b0 + p) = block.mean(p);
+                moments.variance(b0 + p) = block.variance(p);
+                pp(b0 + p) = pair_plasticity_from_moments(block.mean(p), block.variance(p));
+            }
         }
         bucket_plasticity_result result = bucket_result_of_pairs(cells, std::move(pp));
         result.moments = std::move(moments);
         return result;
     }
 
-    /// docs/method.md §2.13-2.14 for one query bucket; the pairs are valid rows of keys_rot.
-    template <class T, class EK>
-    bucket_plasticity_result query_bucket_plasticity_raw(const xt::xexpression<EK>& keys_rot,
+    /// Key differences W(p) = keys[first(p)] - keys[second(p)] of the rows of a source, in
+    /// double: the rows of a few pairs are read together (the pipeline's source orients and
+    /// reflects them as it reads), the rows of the pairs after them requested from memory
+    /// meanwhile. A difference that is not finite gets key_differences' error.
+    template <class TK, class EI>
+    xt::xtensor<double, 2> key_row_differences(const row_source<TK>& keys, const EI& first, const EI& second)
+    {
+        const std::size_t n = first.size();
+        const std::size_t d = keys.cols;
+        xt::xtensor<double, 2> w = xt::xtensor<double, 2>::from_shape({n, d});
+        constexpr std::size_t group = 4;  // pairs read together
+        constexpr std::size_t ahead = 4;  // groups requested ahead
+        std::size_t ids[2 * group];
+        std::vector<double> rows(2 * group * d);
+        for (std::size_t p = 0; p < n && p < ahead * group; ++p)
+        {
+            keys.prefetch(first(p));
+            keys.prefetch(second(p));
+        }
+        for (std::size_t p0 = 0; p0 < n; p0 += group)
+        {
+            const std::size_t count = std::min(group, n - p0);
+            for (std::size_t p = p0 + ahead * group; p < n && p < p0 + (ahead + 1) * group; ++p)
+            {
+                keys.prefetch(first(p));
+                keys.prefetch(second(p));
+            }
+            for (std::size_t p = 0; p < count; ++p)
+            {
+                ids[2 * p] = first(p0 + p);
+                ids[2 * p + 1] = second(p0 + p);
+            }
+            keys.load_rows(ids, 2 * count, rows.data());
+            for (std::size_t p = 0; p < count; ++p)
+            {
+                const double* a = rows.data() + 2 * p * d;
+                const double* b = a + d;
+                double* out = w.data() + (p0 + p) * d;
+                for (std::size_t j = 0; j < d; ++j)
+                {
+                    out[j] = a[j] - b[j];
+                }
+                check_difference_row("key_differences", out, a, b, ids[2 * p], ids[2 * p + 1], d);
+            }
+        }
+        return w;
+    }
+
+    /// query_bucket_plasticity_of with the differences of the rows of a source (the pipeline:
+    /// the caller's keys, kept, oriented and reflected as they are read; docs/method.md §2.12).
+    template <class TK>
+    bucket_plasticity_result query_bucket_plasticity_raw(const row_source<TK>& keys,
                                                          const std::vector<cell_pairs>& cells,
                                                          const bucket_query_model& model)
     {
-        const auto rows = pair_rows(cells);
-        return bucket_plasticity_of_differences<T>(key_differences<T>(keys_rot, rows.first, rows.second), cells,
-                                                   model);
+        return query_bucket_plasticity_of<double>(cells, model, [&](const auto& first, const auto& second) {
+            return key_row_differences(keys, first, second);
+        });
     }
 }  // namespace detail
 
@@ -347,7 +406,9 @@ bucket_plasticity_result query_bucket_plasticity(const xt::xexpression<EK>& keys
                               " (d - 1 each)");
     }
     detail::check_cells(fn, keys, cells);
-    return detail::query_bucket_plasticity_raw<value_type>(keys_rot, cells, model);
+    return detail::query_bucket_plasticity_of<value_type>(cells, model, [&](const auto& first, const auto& second) {
+        return key_differences<value_type>(keys_rot, first, second);
+    });
 }
 }  // namespace attention_plasticity
 

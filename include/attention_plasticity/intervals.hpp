@@ -163,8 +163,9 @@ namespace detail
         std::vector<double> bucket_cross;  // per model, m values: cov(component 0, component k)
     };
 
-    template <class T>
-    query_statistics query_statistics_of(const double* t, const std::int64_t* buckets, const matrix_view<T>& x,
+    /// X: a matrix_view, or any rows x cols reader whose row(i) stays valid until its next call.
+    template <class X>
+    query_statistics query_statistics_of(const double* t, const std::int64_t* buckets, const X& x,
                                          const double* residual, double sigma2,
                                          const std::vector<bucket_query_model>& models)
     {
@@ -207,7 +208,7 @@ namespace detail
             const double r = residual[i] - s.residual_mean;
             const double e = r * r - sigma2;
             s.residual_fourth += e * e;
-            const T* row = x.row(i);
+            const auto* row = x.row(i);
             for (std::size_t k = 0; k < m; ++k)
             {
                 const auto xk = static_cast<double>(row[k + 1]);
@@ -372,9 +373,10 @@ namespace detail
 
     /// Influences through mu_j (the bucket's own queries) and through the direction,
     /// (t_i - t_bar) / (S_tt |beta|) h_j . (x_i,sem - x_bar), the latter by GEMMs over blocks of
-    /// rows; one pass over x. Adds into columns 0..targets-1 of `influence` (row stride `stride`).
-    template <class T>
-    void add_mean_and_direction_influences(const double* t, const matrix_view<T>& x,
+    /// rows; one pass over x, in row order (x as in query_statistics_of). Adds into columns
+    /// 0..targets-1 of `influence` (row stride `stride`).
+    template <class X>
+    void add_mean_and_direction_influences(const double* t, const X& x,
                                            const std::vector<bucket_query_model>& models,
                                            const std::vector<bucket_estimate>& estimates, const query_statistics& q,
                                            const targets_of_head& d, const std::vector<bucket_terms>& terms,
@@ -401,7 +403,7 @@ namespace detail
             std::vector<double> own(size, 0.0);
             for (std::size_t i = 0; i < size; ++i)
             {
-                const T* row = x.row(start + i);
+                const auto* row = x.row(start + i);
                 const std::size_t target = d.target_of[std::min(q.slot[start + i], count_models)];
                 if (target > 0)
                 {
@@ -506,9 +508,10 @@ namespace detail
         return column_squares;
     }
 
-    /// plasticity_standard_errors on checked input.
-    template <class T>
-    plasticity_uncertainty standard_errors_raw(const double* t, const std::int64_t* buckets, const matrix_view<T>& x,
+    /// plasticity_standard_errors on checked input; x as in query_statistics_of (every pass over
+    /// it reads the rows in order, one at a time).
+    template <class X>
+    plasticity_uncertainty standard_errors_raw(const double* t, const std::int64_t* buckets, const X& x,
                                                const position_component_fit& component0, double slope_norm,
                                                const std::vector<bucket_query_model>& models,
                                                const std::vector<bucket_estimate>& estimates)

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -31,12 +32,16 @@ namespace detail
     /// Scratch buffers of the KS statistic, reusable across calls (contents unspecified).
     struct ks_workspace
     {
-        std::vector<double> sorted;       // small samples: a sorted copy
-        std::vector<std::size_t> bin_end;  // distribution sort of Phi values
-        std::vector<double> cdf;           // Phi of each value
-        std::vector<double> sorted_cdf;    // ... in ascending order
+        std::vector<double> sorted;        // small samples: a sorted copy; else candidate values
+        std::vector<std::uint32_t> count;  // per bin: values, then write positions
+        std::vector<double> edge_cdf;      // per bin: Phi below and above its values
+        std::size_t edge_bins = 0;         // the bin count edge_cdf was made for
+        struct candidate
+        {
+            std::size_t first_rank, offset, size;
+        };
+        std::vector<candidate> candidates;
     };
-
     // KS statistic of an already sorted, finite sample. Phi through the spline of
     // normal_cdf_fast (within ~2e-15 of erfc): D_n is a maximum of differences, so its error
     // is that of Phi, and the p-value moves by far less than SciPy agreement needs.
@@ -97,17 +102,61 @@ namespace detail
         }
     }
 
-    // D_n of an unsorted finite sample, identical to sorting it first. D_n depends only on
-    // the ascending sequence of u = Phi(x) (Phi through the monotone spline of
-    // normal_cdf_fast, so ties in x stay ties in u), so only u is sorted, never x: a counting
-    // sort by the bin floor(u nb) with nb = n / 2 bins (uniform under H0: about two values
-    // per bin, histogram and scatter stay in L2), then an insertion sort inside each bin
-    // (std::sort for bins of more than 32 values: ties, saturated tails, clusters). The bin
-    // index is non-decreasing in u, so the bins in order and sorted inside are the full
-    // ascending order, and D_n is evaluated on exactly the values and ranks a full sort gives.
+    /// The bins of ks_statistic_unsorted: `bins` of width w on [lo, hi) = [-8.5, 8.5), plus one
+    /// bin below lo and one from hi on (index 0 and bins + 1). The index is a non-decreasing
+    /// function of x (rounded arithmetic is monotone), so the bins in order hold the sample in
+    /// ascending order.
+    struct ks_bins
+    {
+        static constexpr double lo = -8.5;
+        static constexpr double hi = 8.5;
+        std::size_t bins;
+        double per_unit;  // 1 / w
+
+        explicit ks_bins(std::size_t b) noexcept : bins(b), per_unit(static_cast<double>(b) / (hi - lo)) {}
+
+        std::size_t operator()(double x) const noexcept
+        {
+            const double g = (x - lo) * per_unit + 1.0;
+            // Through int64: one conversion instruction (size_t from double needs a branch).
+            return static_cast<std::size_t>(
+                static_cast<std::int64_t>(std::min(std::max(g, 0.0), static_cast<double>(bins) + 1.0)));
+        }
+    };
+
+    /// Phi (the spline of ks_statistic_sorted_unchecked) at a point below and a point above
+    /// every value of each bin: the edges widened by 1e-12, far more than the rounding of the
+    /// bin index (below 1e-13 in x) and far less than a bin. edge_cdf[2k], edge_cdf[2k + 1].
+    inline void make_edge_cdf(const ks_bins& bins, std::vector<double>& edge_cdf)
+    {
+        const normal_cdf_spline& phi = normal_cdf_table();
+        constexpr double margin = 1e-12;
+        const double inf = std::numeric_limits<double>::infinity();
+        const double w = (ks_bins::hi - ks_bins::lo) / static_cast<double>(bins.bins);
+        edge_cdf.resize(2 * (bins.bins + 2));
+        for (std::size_t k = 0; k < bins.bins + 2; ++k)
+        {
+            const double below = k == 0 ? -inf : ks_bins::lo + static_cast<double>(k - 1) * w - margin;
+            const double above = k == bins.bins + 1 ? inf : ks_bins::lo + static_cast<double>(k) * w + margin;
+            edge_cdf[2 * k] = phi(below);
+            edge_cdf[2 * k + 1] = phi(above);
+        }
+    }
+
+    // D_n of an unsorted finite sample, identical to sorting it first (docs/method.md §7.4):
+    // D_n = max over ranks i of i/n - u_(i) and u_(i) - (i-1)/n, u = Phi(x) by the monotone
+    // spline. The sample is binned by x (n / 4 bins, at least min(n, 4096) and at most 2^17: about 14 values per bin near 0), which gives every
+    // bin its ranks (the counts before it) and, from its edges, bounds on its u: each bin has a
+    // term known to be at least end/n - Phi(upper edge) (its largest value) and terms at most
+    // end/n - Phi(lower edge). The best lower bound over all bins, D_lo <= D_n, rules out every
+    // bin whose upper bound is <= D_lo; only the few others (a few hundred values, those where
+    // the empirical process is within one bin of its maximum) are gathered, mapped by Phi,
+    // sorted and evaluated term by term with their exact ranks. Rounding is monotone, so the
+    // bounds hold for the computed terms, and D_n is bit for bit what a full sort gives.
+    // O(n) with two passes over x and no scattered writes; Phi of the few candidates only.
     inline double ks_statistic_unsorted(const double* x, std::size_t n, ks_workspace& ws)
     {
-        if (n < 64)
+        if (n < 64 || n >= (std::size_t(1) << 31))
         {
             ws.sorted.resize(n);
             double* out = ws.sorted.data();
@@ -115,49 +164,87 @@ namespace detail
             std::sort(out, out + n);
             return ks_statistic_sorted_unchecked(out, n);
         }
-        const normal_cdf_spline& phi = normal_cdf_table();
-        const std::size_t nb = n / 2;
-        const double nbd = static_cast<double>(nb);
-        ws.bin_end.assign(nb + 1, 0);
-        ws.cdf.resize(n);
-        ws.sorted_cdf.resize(n);
-        std::size_t* e = ws.bin_end.data();
-        double* u = ws.cdf.data();
-        double* su = ws.sorted_cdf.data();
-        const auto bin_of = [&](double v) { return std::min(nb - 1, static_cast<std::size_t>(v * nbd)); };
+        const ks_bins bin_of(std::min<std::size_t>(std::max(n / 4, std::min<std::size_t>(n, 4096)), std::size_t(1) << 17));
+        const std::size_t slots = bin_of.bins + 2;
+        if (ws.edge_bins != bin_of.bins)
+        {
+            make_edge_cdf(bin_of, ws.edge_cdf);
+            ws.edge_bins = bin_of.bins;
+        }
+        ws.count.assign(slots, 0);
+        std::uint32_t* count = ws.count.data();
         for (std::size_t i = 0; i < n; ++i)
         {
-            const double v = phi(x[i]);
-            u[i] = v;
-            ++e[bin_of(v) + 1];
+            ++count[bin_of(x[i])];
         }
-        for (std::size_t k = 1; k <= nb; ++k)
-        {
-            e[k] += e[k - 1];
-        }
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            const double v = u[i];
-            su[e[bin_of(v)]++] = v;
-        }
-        // Sort inside each bin (e[k] is now the end of bin k) and take the terms of D_n of
-        // its values while they are in cache; max is exact, so the order of the terms does
-        // not matter. Bins of 2 or 3 values: branch-free min/max networks.
+        // Lower bound D_lo, then the bins that might exceed it (candidates).
         const double nd = static_cast<double>(n);
-        double dplus = -std::numeric_limits<double>::infinity();
-        double dminus = -std::numeric_limits<double>::infinity();
-        std::size_t first = 0;
-        for (std::size_t k = 0; k < nb; ++k)
+        const double* edge = ws.edge_cdf.data();
+        double d_lo = -std::numeric_limits<double>::infinity();
+        std::size_t start = 0;
+        for (std::size_t k = 0; k < slots; ++k)
         {
-            const std::size_t last = e[k];
-            const std::size_t size = last - first;
-            sort_small_range(su + first, size);
-            for (std::size_t i = first; i < last; ++i)
+            if (count[k] != 0)
             {
-                dplus = std::max(dplus, static_cast<double>(i + 1) / nd - su[i]);
-                dminus = std::max(dminus, su[i] - static_cast<double>(i) / nd);
+                const std::size_t end = start + count[k];
+                d_lo = std::max(d_lo, std::max(static_cast<double>(end) / nd - edge[2 * k + 1],
+                                               edge[2 * k] - static_cast<double>(start) / nd));
+                start = end;
             }
-            first = last;
+        }
+        constexpr std::uint32_t skip = std::numeric_limits<std::uint32_t>::max();
+        ws.candidates.clear();
+        std::size_t gathered = 0;
+        start = 0;
+        for (std::size_t k = 0; k < slots; ++k)
+        {
+            const std::size_t size = count[k];
+            const std::size_t end = start + size;
+            if (size != 0
+                && (static_cast<double>(end) / nd - edge[2 * k] > d_lo
+                    || edge[2 * k + 1] - static_cast<double>(start) / nd > d_lo))
+            {
+                ws.candidates.push_back({start, gathered, size});
+                count[k] = static_cast<std::uint32_t>(gathered);  // now: where its next value goes
+                gathered += size;
+            }
+            else
+            {
+                count[k] = skip;
+            }
+            start = end;
+        }
+        ws.sorted.resize(gathered);
+        double* values = ws.sorted.data();
+        if (gathered != 0)
+        {
+            for (std::size_t i = 0; i < n; ++i)
+            {
+                const std::uint32_t at = count[bin_of(x[i])];
+                if (at != skip)
+                {
+                    values[at] = x[i];
+                    ++count[bin_of(x[i])];
+                }
+            }
+        }
+        const normal_cdf_spline& phi = normal_cdf_table();
+        double dplus = d_lo;
+        double dminus = d_lo;
+        for (const auto& c : ws.candidates)
+        {
+            double* u = values + c.offset;
+            for (std::size_t i = 0; i < c.size; ++i)
+            {
+                u[i] = phi(u[i]);
+            }
+            sort_small_range(u, c.size);
+            for (std::size_t i = 0; i < c.size; ++i)
+            {
+                const std::size_t rank = c.first_rank + i;  // 0-based rank in the whole sample
+                dplus = std::max(dplus, static_cast<double>(rank + 1) / nd - u[i]);
+                dminus = std::max(dminus, u[i] - static_cast<double>(rank) / nd);
+            }
         }
         return std::max(dplus, dminus);
     }

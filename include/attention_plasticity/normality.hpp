@@ -17,6 +17,8 @@
 
 #include "detail/errors.hpp"
 #include "detail/finite.hpp"
+#include "detail/parallel.hpp"
+#include "detail/stream_store.hpp"
 #include "detail/strided.hpp"
 #include "kolmogorov.hpp"
 #include "ks_test.hpp"
@@ -112,66 +114,88 @@ namespace detail
         return tested;
     }
 
-    /// The n x m strided matrix (element (i, j) at data[i * row_stride + j * col_stride]) as
-    /// m contiguous columns of doubles, checked for non-finite values (named by row and column
-    /// of X). One transpose in tiles of 8 rows: a tile of a row-major source is read once and
-    /// each column receives whole cache lines, instead of strided gathers that miss the cache
-    /// on every row.
+    /// Rows [i0, i1) of columns [j0, j1) of the n x m strided matrix (element (i, j) at
+    /// data[i * row_stride + j * col_stride]) into out, column j at out + (j - j0) * ld. In tiles
+    /// of 8 rows: a tile of a row-major source is read once and each column receives whole
+    /// cache lines, instead of strided gathers that miss the cache on every row.
     template <class T>
-    void gather_columns(const char* function, const T* data, std::size_t n, std::size_t m, std::ptrdiff_t row_stride,
-                        std::ptrdiff_t col_stride, std::vector<double>& out)
+    void gather_columns(const T* data, std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1,
+                        std::ptrdiff_t row_stride, std::ptrdiff_t col_stride, double* out, std::size_t ld)
     {
-        out.resize(m * n);
-        double* columns = out.data();
         constexpr std::size_t tile = 8;
-        for (std::size_t i0 = 0; i0 < n; i0 += tile)
+        for (std::size_t t0 = i0; t0 < i1; t0 += tile)
         {
-            const std::size_t i1 = std::min(n, i0 + tile);
-            for (std::size_t j = 0; j < m; ++j)
+            const std::size_t t1 = std::min(i1, t0 + tile);
+            for (std::size_t j = j0; j < j1; ++j)
             {
                 const T* src = data + static_cast<std::ptrdiff_t>(j) * col_stride;
-                double* dst = columns + j * n;
-                for (std::size_t i = i0; i < i1; ++i)
+                double* dst = out + (j - j0) * ld;
+                for (std::size_t i = t0; i < t1; ++i)
                 {
                     dst[i] = static_cast<double>(src[static_cast<std::ptrdiff_t>(i) * row_stride]);
                 }
             }
         }
-        if (any_non_finite(columns, m * n))
-        {
-            for (std::size_t i = 0; i < n; ++i)  // the first in row-major order, as the caller sees X
-            {
-                for (std::size_t j = 0; j < m; ++j)
-                {
-                    if (is_non_finite(columns[j * n + i]))
-                    {
-                        throw_non_finite(function, "X", columns[j * n + i], i, j);
-                    }
-                }
-            }
-        }
     }
 
-    /// docs/method.md §2.8 on m contiguous columns of n >= 2 finite values (the tested ones
-    /// are standardized in place).
-    inline noise_normality_result noise_normality_of(double* columns, std::size_t n, std::size_t m,
-                                                     const std::vector<char>& tested, double p_alpha,
-                                                     ks_workspace& ws)
+    /// Columns per block of noise_normality_blocked for m columns: about a quarter of them (at
+    /// least 8), so that a block of doubles is a quarter of the size of a float32 copy of the
+    /// rows, and one pass over a row-major source reads long runs of every row.
+    inline std::size_t noise_block_columns(std::size_t m) noexcept
     {
-        std::vector<double> abs_skew(m), abs_kurt(m), pvals;
+        return std::min(m, std::max<std::size_t>(8, (m / 4 + 7) / 8 * 8));
+    }
+
+    // Rows per task when a block is gathered.
+    constexpr std::size_t noise_gather_rows = 4096;
+
+    /// docs/method.md §2.8 on m columns of n >= 2 finite values that gather(i0, i1, j0, j1, out,
+    /// ld) writes block by block (rows [i0, i1) of columns [j0, j1), column j at out + (j - j0) *
+    /// ld, where out is 64-byte aligned and ld a multiple of 8), noise_block_columns(m) columns at
+    /// a time. `threads` threads share each block's gathering
+    /// (by rows) and then its columns (one KS workspace each); nothing depends on who does what.
+    /// Per column: |skewness| and |excess kurtosis| from its central moments, and for the
+    /// tested ones the KS p-value of the column standardized in place.
+    template <class Gather>
+    noise_normality_result noise_normality_blocked(std::size_t n, std::size_t m, const std::vector<char>& tested,
+                                                   double p_alpha, std::size_t threads, Gather&& gather)
+    {
+        const double nan = std::numeric_limits<double>::quiet_NaN();
+        std::vector<double> abs_skew(m), abs_kurt(m), p_value(m, nan);
+        const chunks blocks{m, noise_block_columns(m)};
+        const chunks row_tasks{n, noise_gather_rows};
+        const std::size_t ld = (n + 7) / 8 * 8;
+        aligned_doubles columns;
+        columns.resize(m == 0 ? 0 : blocks.chunk * ld);
+        std::vector<ks_workspace> workspaces(std::min(worker_count(threads), std::max<std::size_t>(1, blocks.chunk)));
+        for (std::size_t block = 0; block < blocks.count(); ++block)
+        {
+            const std::size_t j0 = blocks.begin(block);
+            const std::size_t j1 = blocks.end(block);
+            parallel_for(row_tasks.count(), threads, [&](std::size_t task, std::size_t) {
+                gather(row_tasks.begin(task), row_tasks.end(task), j0, j1, columns.data(), ld);
+            });
+            parallel_for(j1 - j0, threads, [&](std::size_t k, std::size_t worker) {
+                const std::size_t j = j0 + k;
+                double* col = columns.data() + k * ld;
+                // Skewness and kurtosis are scale-free: take them from the raw column.
+                const central_sums c = central_moments(col, n);
+                const bool zero = zero_std(c, n);
+                abs_skew[j] = zero ? 0.0 : std::fabs(skewness_from(c, n));
+                abs_kurt[j] = zero ? 0.0 : std::fabs(excess_kurtosis_from(c, n));
+                if (tested[j])
+                {
+                    standardize_in_place(col, n, c);
+                    p_value[j] = kolmogn(n, ks_statistic_unsorted(col, n, workspaces[worker]), false, false);
+                }
+            });
+        }
+        std::vector<double> pvals;
         for (std::size_t j = 0; j < m; ++j)
         {
-            // Skewness and kurtosis are scale-free: take them from the raw column.
-            const central_sums c = central_moments(columns + j * n, n);
-            const bool zero = zero_std(c, n);
-            abs_skew[j] = zero ? 0.0 : std::fabs(skewness_from(c, n));
-            abs_kurt[j] = zero ? 0.0 : std::fabs(excess_kurtosis_from(c, n));
             if (tested[j])
             {
-                double* col = columns + j * n;
-                standardize_in_place(col, n, c);
-                const double d = ks_statistic_unsorted(col, n, ws);
-                pvals.push_back(kolmogn(n, d, false, false));
+                pvals.push_back(p_value[j]);
             }
         }
         noise_normality_result r;
@@ -182,8 +206,8 @@ namespace detail
         {
             below += p < p_alpha ? 1 : 0;
         }
-        r.fraction_ks_p_below_alpha = pvals.empty() ? std::numeric_limits<double>::quiet_NaN()
-                                                    : static_cast<double>(below) / static_cast<double>(pvals.size());
+        r.fraction_ks_p_below_alpha =
+            pvals.empty() ? nan : static_cast<double>(below) / static_cast<double>(pvals.size());
         r.median_ks_p_value = median_in_place(pvals);
         r.median_abs_skewness = median_in_place(abs_skew);
         r.median_abs_kurtosis = median_in_place(abs_kurt);
@@ -236,13 +260,27 @@ noise_normality_result noise_normality(const xt::xexpression<E>& X, std::size_t 
         detail::throw_invalid(fn, "X needs at least 2 rows, got n = ", n);
     }
     const std::vector<char> tested = detail::ks_tested_columns(m, max_ks_dims, seed);
-    std::vector<double> columns;
-    detail::with_strided<2>(e, [&](const auto* p, const auto& strides) {
-        detail::gather_columns(fn, p, n, m, static_cast<std::ptrdiff_t>(strides[0]),
-                               static_cast<std::ptrdiff_t>(strides[1]), columns);
+    return detail::with_strided<2>(e, [&](const auto* p, const auto& strides) {
+        const auto row_stride = static_cast<std::ptrdiff_t>(strides[0]);
+        const auto col_stride = static_cast<std::ptrdiff_t>(strides[1]);
+        // The first non-finite value in row order, as the caller sees X.
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            for (std::size_t j = 0; j < m; ++j)
+            {
+                const auto value = p[static_cast<std::ptrdiff_t>(i) * row_stride + static_cast<std::ptrdiff_t>(j) * col_stride];
+                if (detail::is_non_finite(value))
+                {
+                    detail::throw_non_finite(fn, "X", value, i, j);
+                }
+            }
+        }
+        return detail::noise_normality_blocked(
+            n, m, tested, p_alpha, 1,
+            [&](std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1, double* out, std::size_t ld) {
+                detail::gather_columns(p, i0, i1, j0, j1, row_stride, col_stride, out, ld);
+            });
     });
-    detail::ks_workspace ws;
-    return detail::noise_normality_of(columns.data(), n, m, tested, p_alpha, ws);
 }
 }  // namespace attention_plasticity
 

@@ -5,9 +5,10 @@
 // steps (orientation and subsampling, the position model, normality summaries, component
 // weights, query models, cells and aggregates) over views of the caller's buffers and
 // returns every number of docs/method.md §3. The steps are in their own headers; what is
-// here is the composition and the passes that serve several steps at once (the working
-// copies of the kept rows, oriented, with the regression's column sums and the rotation
-// done while each row is in cache).
+// here is the composition. No working copy of the queries or keys is made: the steps read
+// the caller's rows through a row source that keeps, orients and reflects them as they are
+// read (detail/row_source.hpp), so a head needs little memory beyond its own data, and with
+// options.threads > 1 the steps share their work among threads with identical results.
 
 #include <algorithm>
 #include <chrono>
@@ -29,7 +30,10 @@
 #include "detail/errors.hpp"
 #include "detail/finite.hpp"
 #include "detail/matrix.hpp"
+#include "detail/parallel.hpp"
+#include "detail/row_source.hpp"
 #include "detail/rows.hpp"
+#include "detail/stream_store.hpp"
 #include "normality.hpp"
 #include "preparation.hpp"
 #include "query_model.hpp"
@@ -52,6 +56,9 @@ struct head_options
     double max_rel_dist = 0.05;               // §2.12
     double covariance_epsilon = default_covariance_epsilon;  // §2.10
     std::int64_t sliding_window = 0;          // §2.11, in tokens; <= 0 means none
+    // Threads that analyze_head may use for this one head (the calling thread included);
+    // 0 or 1: the calling thread only. Results are identical for any number.
+    std::size_t threads = 1;
     // The extensions of docs/method.md §8: they add results and never change the ones above.
     bool distance_map = true;                 // §8.1, cheap (binning the pairs' PP)
     std::size_t distance_map_extra_pairs = 0; // §8.1, extra pairs per cell, from their own streams
@@ -114,9 +121,9 @@ struct bucket_profile
 /// Wall time of each stage of analyze_head, in seconds (for profiling; optional).
 struct stage_timings
 {
-    double preparation = 0.0;        // checks, orientation, subsampling, query conversion
-    double regression = 0.0;         // position regression, scalar predictability, query rotation
-    double rotation = 0.0;           // key conversion and rotation
+    double preparation = 0.0;        // checks, orientation (a pass over the keys), subsampling
+    double regression = 0.0;         // position regression (two passes over the queries), rotation
+    double rotation = 0.0;           // scalar predictability and each query's reflection (a pass)
     double normality = 0.0;          // component-0 fit, first-component and noise summaries
     double bucket_statistics = 0.0;  // component weights, query models
     double sampling = 0.0;           // key buckets, eligible cells, pair sampling
@@ -266,10 +273,11 @@ namespace detail
     /// §2.1 from all keys; a non-finite key is reported after the queries are checked
     /// (queries first, as everywhere in analyze_head).
     template <class TQ, class TK>
-    std::vector<double> head_orientation(const tokens_view<TQ>& queries, const tokens_view<TK>& keys)
+    std::vector<double> head_orientation(const tokens_view<TQ>& queries, const tokens_view<TK>& keys,
+                                         std::size_t threads)
     {
         std::size_t bad_row = 0;
-        std::vector<double> signs = orientation_signs_raw(matrix_of(keys), keys.bucket.data(), &bad_row);
+        std::vector<double> signs = orientation_signs_raw(matrix_of(keys), keys.bucket.data(), &bad_row, threads);
         if (signs.empty())
         {
             check_finite_rows(queries, "queries.vectors");
@@ -279,116 +287,200 @@ namespace detail
         return signs;
     }
 
-    /// The rows kept by §2.2. With a check_name, when rows are left out, every row is checked
-    /// for non-finite values first (the working copy checks only the rows it keeps).
-    template <class T>
-    std::vector<std::size_t> kept_rows(const tokens_view<T>& tokens, std::size_t max_rows, std::uint64_t seed,
-                                       const char* check_name)
+    /// The rows of one kind kept by §2.2 and their columns. When every row is kept, nothing is
+    /// copied (`rows` is empty and the columns point to the caller's).
+    struct kept_tokens
     {
-        std::vector<std::size_t> rows;
-        subsample_rows_into(tokens.vectors.shape()[0], max_rows, seed, rows);
-        if (check_name != nullptr && rows.size() < tokens.vectors.shape()[0])
-        {
-            check_finite_rows(tokens, check_name);
-        }
-        return rows;
-    }
+        std::vector<std::size_t> rows;  // the caller's rows kept, increasing; empty: all of them
+        std::size_t n = 0;
+        std::vector<double> t;          // positions as double (queries)
+        const std::int64_t* position = nullptr;
+        const std::int64_t* bucket = nullptr;
+        const std::int64_t* example_id = nullptr;
+        std::vector<std::int64_t> storage;  // the kept columns, when rows were left out
 
-    /// The working copy of one kind: the kept rows, oriented, in double.
-    struct working_tokens
-    {
-        xt::xtensor<double, 2> vectors;
-        std::vector<std::int64_t> position;
-        std::vector<double> t;  // positions as double (queries only)
-        std::vector<std::int64_t> bucket;
-        std::vector<std::int64_t> example_id;
+        const std::size_t* index() const noexcept { return rows.empty() ? nullptr : rows.data(); }
     };
 
-    /// The working copy of `rows` (§2.2) multiplied by the signs (§2.1), in one pass. Queries:
-    /// each kept row is checked (reported as `check_name`), and the column sums that are the
-    /// first pass of the position regression (§2.3) are accumulated. Keys: each row is rotated
-    /// (§2.5) with the one reflection of rotation.hpp.
+    /// The rows kept by §2.2 (with rng(seed)) and their columns. With a check_name, when rows
+    /// are left out, every row is checked for non-finite values first (the first pass over the
+    /// kept rows checks only those).
     template <class T>
-    working_tokens working_copy(const tokens_view<T>& tokens, const std::vector<std::size_t>& rows,
-                                const std::vector<double>& sign, const char* check_name,
-                                std::vector<double>* column_sums, const householder* rotation)
+    kept_tokens kept_tokens_of(const tokens_view<T>& tokens, std::size_t max_rows, std::uint64_t seed,
+                               const char* check_name, bool positions_as_double, bool with_example_id)
     {
-        const std::size_t d = sign.size();
-        const bool rotate = rotation != nullptr && !rotation->is_identity();
-        const bool is_query = column_sums != nullptr;
-        const matrix_view<T> x = matrix_of(tokens);
-        working_tokens out;
-        out.vectors = xt::xtensor<double, 2>::from_shape({rows.size(), d});
-        out.position.resize(rows.size());
-        out.bucket.resize(rows.size());
-        out.example_id.resize(is_query ? 0 : rows.size());
-        out.t.resize(is_query ? rows.size() : 0);
-        if (is_query)
+        kept_tokens k;
+        const std::size_t total = tokens.vectors.shape()[0];
+        if (total > max_rows)
         {
-            column_sums->assign(d, 0.0);
+            subsample_rows_into(total, max_rows, seed, k.rows);
         }
-        for (std::size_t r = 0; r < rows.size(); ++r)
+        k.n = k.rows.empty() ? total : k.rows.size();
+        k.position = tokens.position.data();
+        k.bucket = tokens.bucket.data();
+        k.example_id = with_example_id ? tokens.example_id.data() : nullptr;
+        if (k.n < total)
         {
-            const std::size_t i = rows[r];
-            const T* in = x.row(i);
-            if (check_name != nullptr && any_non_finite(in, d))
+            if (check_name != nullptr)
             {
-                throw_non_finite_row("analyze_head", check_name, in, i, d);
+                check_finite_rows(tokens, check_name);
             }
-            double* dst = out.vectors.data() + r * d;
-            for (std::size_t j = 0; j < d; ++j)
+            const std::size_t columns = with_example_id ? 3 : 2;
+            k.storage.resize(columns * k.n);
+            for (std::size_t r = 0; r < k.n; ++r)
             {
-                dst[j] = sign[j] * static_cast<double>(in[j]);
-            }
-            if (is_query)
-            {
-                double* acc = column_sums->data();
-                for (std::size_t j = 0; j < d; ++j)
+                k.storage[r] = tokens.position(k.rows[r]);
+                k.storage[k.n + r] = tokens.bucket(k.rows[r]);
+                if (with_example_id)
                 {
-                    acc[j] += dst[j];
+                    k.storage[2 * k.n + r] = tokens.example_id(k.rows[r]);
                 }
-                out.t[r] = static_cast<double>(tokens.position(i));
             }
-            else
-            {
-                out.example_id[r] = tokens.example_id(i);
-            }
-            if (rotate)
-            {
-                reflect_row(dst, rotation->v.data(), d);
-            }
-            out.position[r] = tokens.position(i);
-            out.bucket[r] = tokens.bucket(i);
+            k.position = k.storage.data();
+            k.bucket = k.storage.data() + k.n;
+            k.example_id = with_example_id ? k.storage.data() + 2 * k.n : nullptr;
         }
-        return out;
+        if (positions_as_double)
+        {
+            k.t.resize(k.n);
+            for (std::size_t r = 0; r < k.n; ++r)
+            {
+                k.t[r] = static_cast<double>(k.position[r]);
+            }
+        }
+        return k;
     }
 
-    /// §2.3-2.5 on the query working copy: the regression, the rotation made from its beta,
-    /// and the scalar predictability, whose pass over the rows also rotates them.
-    struct query_position_model
+    /// The kept rows of one kind, oriented (§2.1), read from the caller's buffer.
+    template <class T>
+    row_source<T> oriented_rows(const tokens_view<T>& tokens, const kept_tokens& kept, const std::vector<double>& sign)
     {
-        linear_fit fit;
-        householder rotation;
+        row_source<T> s = rows_of(matrix_of(tokens));
+        s.rows = kept.n;
+        s.index = kept.index();
+        s.sign = sign.data();
+        return s;
+    }
+
+    /// §2.4-2.5 on the queries: the scalar predictability, whose pass over the rows also gives
+    /// each row's reflection factor and the rotated component 0 (column 0 of X_rot, for §2.6).
+    struct query_rotation
+    {
         scalar_predictability scalar;
+        std::vector<double> factors;     // 2 (s x_i) . v per kept query (empty for H = I)
+        std::vector<double> component0;  // x_rot(i, 0)
     };
 
-    inline query_position_model position_model_of(working_tokens& q, const std::vector<double>& column_sums)
+    template <class T>
+    query_rotation rotate_queries(const double* t, const row_source<T>& rows, const linear_fit& fit,
+                                  const householder& rotation, std::size_t threads)
     {
-        constexpr const char* fn = "analyze_head";
-        query_position_model m;
-        m.fit = fit_linear_raw(q.t.data(), matrix_of(q.vectors), fn, column_sums.data());
-        m.rotation = householder_to_e1(m.fit.beta);
-        double* data = q.vectors.data();
-        const std::size_t d = q.vectors.shape()[1];
-        const double* v = m.rotation.is_identity() ? nullptr : m.rotation.v.data();
-        m.scalar = scalar_predictability_raw(q.t.data(), matrix_of(q.vectors), m.fit.beta.data(), fn,
-                                             [&](std::size_t i) {
-                                                 if (v != nullptr)
-                                                 {
-                                                     reflect_row(data + i * d, v, d);
-                                                 }
-                                             });
-        return m;
+        query_rotation r;
+        const std::size_t d = rows.cols;
+        const double* v = rotation.is_identity() ? nullptr : rotation.v.data();
+        r.factors.resize(v != nullptr ? rows.rows : 0);
+        r.component0.resize(rows.rows);
+        r.scalar = scalar_predictability_raw(
+            t, rows, fit.beta.data(), "analyze_head", threads,
+            [&](std::size_t first, std::size_t count, const double* block) {
+                if (v == nullptr)
+                {
+                    for (std::size_t i = 0; i < count; ++i)
+                    {
+                        r.component0[first + i] = block[i * d];
+                    }
+                    return;
+                }
+                double* factors = r.factors.data() + first;
+                reflection_scales(block, d, count, v, d, factors);
+                for (std::size_t i = 0; i < count; ++i)
+                {
+                    r.component0[first + i] = reflected(block[i * d], factors[i], v[0]);
+                }
+            });
+        return r;
+    }
+
+    /// §2.8 on columns 1..d-1 of the rotated queries, read from the caller's rows in blocks.
+    template <class T>
+    noise_normality_result noise_normality_of_rows(const row_source<T>& x_rot, const head_options& options,
+                                                   std::uint64_t seed)
+    {
+        const std::size_t n = x_rot.rows;
+        const std::size_t m = x_rot.cols - 1;
+        const std::vector<char> tested = ks_tested_columns(m, options.normality_max_dims, seed);
+        return noise_normality_blocked(
+            n, m, tested, options.p_alpha, options.threads,
+            [&](std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1, double* out, std::size_t ld) {
+                // Tiles of 8 rows, laid out by column: each column receives whole cache lines.
+                constexpr std::size_t tile = 8;
+                const std::size_t w = j1 - j0;
+                std::vector<double> row(w);
+                std::vector<double> values(tile * w);
+                for (std::size_t t0 = i0; t0 < i1; t0 += tile)
+                {
+                    const std::size_t rows = std::min(tile, i1 - t0);
+                    for (std::size_t r = 0; r < rows; ++r)
+                    {
+                        if (t0 + r + 16 < i1)
+                        {
+                            x_rot.prefetch(t0 + r + 16);
+                        }
+                        x_rot.load(t0 + r, 1 + j0, 1 + j1, row.data());
+                        for (std::size_t j = 0; j < w; ++j)
+                        {
+                            values[j * tile + r] = row[j];
+                        }
+                    }
+                    for (std::size_t j = 0; j < w; ++j)
+                    {
+                        double* dst = out + j * ld + t0;
+                        if (rows == tile)
+                        {
+                            store_line(dst, values.data() + j * tile);
+                        }
+                        else
+                        {
+                            std::copy(values.data() + j * tile, values.data() + j * tile + rows, dst);
+                        }
+                    }
+                }
+                stores_done();
+            });
+    }
+
+    /// §2.11-2.12 for every query model: the cells of its eligible key buckets with their pairs.
+    inline std::vector<std::vector<cell_pairs>> model_cells(const std::vector<bucket_query_model>& models,
+                                                            const std::vector<key_bucket>& key_buckets,
+                                                            const head_options& options, std::uint64_t pair_seed)
+    {
+        std::vector<std::vector<cell_pairs>> cells(models.size());
+        parallel_for(models.size(), options.threads, [&](std::size_t j, std::size_t) {
+            for (std::size_t c :
+                 eligible_key_buckets(key_buckets, models[j].bucket, models[j].tau, options.sliding_window))
+            {
+                cells[j].push_back(cell_key_pairs(key_buckets[c], models[j].bucket, options.num_pairs_per_bucket,
+                                                  options.max_rel_dist, pair_seed));
+            }
+        });
+        return cells;
+    }
+
+    /// The query models by decreasing number of pairs (ties in order): the order to hand
+    /// them to threads in, so that the largest do not come last.
+    inline std::vector<std::size_t> largest_first(const std::vector<std::vector<cell_pairs>>& cells)
+    {
+        std::vector<std::size_t> pairs(cells.size(), 0), order(cells.size());
+        for (std::size_t j = 0; j < cells.size(); ++j)
+        {
+            order[j] = j;
+            for (const auto& cell : cells[j])
+            {
+                pairs[j] += cell.pairs.size();
+            }
+        }
+        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return pairs[a] > pairs[b]; });
+        return order;
     }
 
     /// §2.14 over the profile rows, with C = max query position + 1.
@@ -406,21 +498,21 @@ namespace detail
         return plasticity_aggregates_raw(tau.data(), n_queries.data(), plasticity.data(), profile.size(), context);
     }
 
-    inline head_metrics head_metrics_of(const working_tokens& q, const working_tokens& k,
-                                        const query_position_model& position, const residual_normality_result& first,
+    inline head_metrics head_metrics_of(std::size_t n_q, std::size_t n_k, std::size_t d, const linear_fit& fit,
+                                        const scalar_predictability& scalar, const residual_normality_result& first,
                                         const noise_normality_result& noise,
                                         const plasticity_aggregates_result& aggregates)
     {
         head_metrics m;
-        m.n_q_tokens = q.position.size();
-        m.n_k_tokens = k.position.size();
-        m.d_model = q.vectors.shape()[1];
-        m.q_R2_pos = position.fit.r2_mean;
-        m.q_beta_norm = position.fit.beta_norm;
-        m.q_R2_scalar = position.scalar.r2;
-        m.q_mae_baseline = position.scalar.mae_baseline;
-        m.q_mae_proj = position.scalar.mae_projection;
-        m.q_mae_ratio = position.scalar.mae_ratio;
+        m.n_q_tokens = n_q;
+        m.n_k_tokens = n_k;
+        m.d_model = d;
+        m.q_R2_pos = fit.r2_mean;
+        m.q_beta_norm = fit.beta_norm;
+        m.q_R2_scalar = scalar.r2;
+        m.q_mae_baseline = scalar.mae_baseline;
+        m.q_mae_proj = scalar.mae_projection;
+        m.q_mae_ratio = scalar.mae_ratio;
         m.q_resid0_skew = first.skewness;
         m.q_resid0_kurt = first.excess_kurtosis;
         m.q_resid0_ks_p = first.ks_p_value;
@@ -435,27 +527,61 @@ namespace detail
         return m;
     }
 
+    /// The rows of a row source as a matrix read one row at a time: row(i) is row i in double,
+    /// valid until the next call (for steps written over a matrix_view that read rows in turn).
+    template <class T>
+    class loaded_rows
+    {
+    public:
+        explicit loaded_rows(const row_source<T>& source)
+            : rows(source.rows), cols(source.cols), m_source(source), m_row(source.cols)
+        {
+        }
+
+        const double* row(std::size_t i) const
+        {
+            m_source.load(i, m_row.data());
+            return m_row.data();
+        }
+
+        std::size_t rows;
+        std::size_t cols;
+
+    private:
+        const row_source<T>& m_source;
+        mutable std::vector<double> m_row;
+    };
+
     /// The extensions of docs/method.md §8 over the buckets of one head: what each bucket adds,
-    /// then the head-level results.
+    /// then the head-level results. The rotated queries and keys are read through the head's
+    /// row sources (the caller's rows, kept, oriented and reflected as they are read).
+    template <class TQ, class TK>
     class head_extensions
     {
     public:
-        head_extensions(const head_options& options, const working_tokens& q, const working_tokens& k,
-                        std::uint64_t pair_sampler_seed)
-            : m_options(options), m_q(q), m_k(k), m_pair_seed(pair_sampler_seed)
+        head_extensions(const head_options& options, const kept_tokens& q, const kept_tokens& k,
+                        const row_source<TQ>& q_rows, const row_source<TK>& k_rows, std::uint64_t pair_sampler_seed)
+            : m_options(options), m_q(q), m_k(k), m_q_rows(q_rows), m_k_rows(k_rows), m_pair_seed(pair_sampler_seed)
         {
             if (options.empirical_ap)
             {
-                m_query_rows = rows_by_bucket(q.bucket.data(), q.bucket.size());
+                m_query_rows = rows_by_bucket(q.bucket, q.n);
             }
         }
 
-        /// One query bucket: its cells, the differences w of their pairs and the Gaussian result
-        /// (whose profile row and cells, the last ones of `result`, get the empirical values).
+        /// One query bucket: its cells and the Gaussian result (whose profile row and cells, the
+        /// last ones of `result`, get the empirical values). The differences w of the pairs
+        /// (§2.12, the kernel's W) are formed again here only when an extension needs them whole.
         void add_bucket(const bucket_query_model& model, const std::vector<key_bucket>& key_buckets,
-                        const std::vector<cell_pairs>& cells, const xt::xtensor<double, 2>& w,
-                        const bucket_plasticity_result& bucket, head_result& result)
+                        const std::vector<cell_pairs>& cells, const bucket_plasticity_result& bucket,
+                        head_result& result)
         {
+            xt::xtensor<double, 2> w;
+            if ((m_options.empirical_ap && bucket.n_pairs > 0) || m_options.confidence_intervals)
+            {
+                const auto rows = pair_rows(cells);
+                w = key_row_differences(m_k_rows, rows.first, rows.second);
+            }
             if (m_options.distance_map)
             {
                 add_distances(cells, model.tau, bucket.pair_plasticity);
@@ -531,9 +657,10 @@ namespace detail
             if (m_options.confidence_intervals)
             {
                 const double level = m_options.confidence_level;
-                const plasticity_uncertainty u = standard_errors_raw(m_q.t.data(), m_q.bucket.data(),
-                                                                     matrix_of(m_q.vectors), component0, slope_norm,
-                                                                     models, m_estimates);
+                // §8.3's passes read the rotated queries row by row from the source (no copy).
+                const loaded_rows<TQ> rotated(m_q_rows);
+                const plasticity_uncertainty u = standard_errors_raw(m_q.t.data(), m_q.bucket, rotated, component0,
+                                                                     slope_norm, models, m_estimates);
                 for (std::size_t j = 0; j < result.profile.size(); ++j)
                 {
                     bucket_profile& row = result.profile[j];
@@ -560,7 +687,7 @@ namespace detail
     private:
         void add_distances(const std::vector<cell_pairs>& cells, double tau, const xt::xtensor<double, 1>& pp)
         {
-            const pair_distances d = pair_distances_raw(m_k.position.data(), cells, tau);
+            const pair_distances d = pair_distances_raw(m_k.position, cells, tau);
             m_key_distance.insert(m_key_distance.end(), d.key_distance.begin(), d.key_distance.end());
             m_query_distance.insert(m_query_distance.end(), d.query_distance.begin(), d.query_distance.end());
             m_plasticity.insert(m_plasticity.end(), pp.begin(), pp.end());
@@ -580,7 +707,7 @@ namespace detail
                                                        distance_map_pair_seed(m_pair_seed, model.bucket, cell.k_bucket),
                                                        "analyze_head"));
             }
-            const bucket_plasticity_result pp = query_bucket_plasticity_raw<double>(m_k.vectors, extra, model);
+            const bucket_plasticity_result pp = query_bucket_plasticity_raw(m_k_rows, extra, model);
             add_distances(extra, model.tau, pp.pair_plasticity);
         }
 
@@ -592,19 +719,20 @@ namespace detail
             const std::size_t cap = m_options.empirical_max_queries;
             subsample_rows_into(rows.size(), cap > 0 ? cap : rows.size(), empirical_query_seed(m_pair_seed, model.bucket),
                                 picked);
-            const std::size_t d = m_q.vectors.shape()[1];
+            const std::size_t d = m_q_rows.cols;
             xt::xtensor<double, 2> out = xt::xtensor<double, 2>::from_shape({picked.size(), d});
             for (std::size_t r = 0; r < picked.size(); ++r)
             {
-                const double* src = m_q.vectors.data() + rows[picked[r]] * d;
-                std::copy(src, src + d, out.data() + r * d);
+                m_q_rows.load(rows[picked[r]], out.data() + r * d);
             }
             return out;
         }
 
         const head_options& m_options;
-        const working_tokens& m_q;
-        const working_tokens& m_k;
+        const kept_tokens& m_q;
+        const kept_tokens& m_k;
+        const row_source<TQ>& m_q_rows;
+        const row_source<TK>& m_k_rows;
         std::uint64_t m_pair_seed;
         std::map<std::int64_t, std::vector<std::size_t>> m_query_rows;
         std::vector<double> m_key_distance, m_query_distance, m_plasticity;
@@ -623,72 +751,82 @@ template <class TQ, class TK>
 head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& keys, const head_id& id,
                          const head_options& options = {}, stage_timings* timings = nullptr)
 {
+    constexpr const char* fn = "analyze_head";
     detail::stage_clock clock(timings);
     detail::check_head_input(queries, keys, options);
+    const std::size_t threads = options.threads;
+    const detail::single_threaded_blas_scope blas(detail::worker_count(threads) > 1);
     const head_seeds seeds = seeds_of_head(options.seed, id);
-    // §2.1-2.2: signs from all keys (which are checked on the way), kept rows, working copies.
-    const std::vector<double> signs = detail::head_orientation(queries, keys);
+    // §2.1-2.2: signs from all keys (which are checked on the way), the kept rows.
+    const std::vector<double> signs = detail::head_orientation(queries, keys, threads);
     const std::size_t max_rows = options.max_tokens_per_head;
-    const auto q_rows = detail::kept_rows(queries, max_rows, seeds.query_subsample, "queries.vectors");
-    const auto k_rows = detail::kept_rows(keys, max_rows, seeds.key_subsample, nullptr);
-    std::vector<double> q_column_sums;
-    detail::working_tokens q = detail::working_copy(queries, q_rows, signs, "queries.vectors", &q_column_sums, nullptr);
+    const auto q = detail::kept_tokens_of(queries, max_rows, seeds.query_subsample, "queries.vectors", true, false);
+    const auto k = detail::kept_tokens_of(keys, max_rows, seeds.key_subsample, nullptr, false, true);
+    detail::row_source<TQ> q_rows = detail::oriented_rows(queries, q, signs);
+    detail::row_source<TK> k_rows = detail::oriented_rows(keys, k, signs);
     clock.lap(&stage_timings::preparation);
-    // §2.3-2.5: regression, rotation, scalar predictability; then the keys, rotated.
-    const detail::query_position_model position = detail::position_model_of(q, q_column_sums);
+    // §2.3-2.5: the regression (its first pass checks the kept queries), the rotation, the
+    // scalar predictability with each query's reflection factor.
+    const linear_fit fit = detail::fit_linear_raw(q.t.data(), q_rows, fn, threads, "queries.vectors");
+    const householder rotation = householder_to_e1(fit.beta);
     clock.lap(&stage_timings::regression);
-    const detail::working_tokens k = detail::working_copy(keys, k_rows, signs, nullptr, nullptr, &position.rotation);
+    const detail::query_rotation rotated = detail::rotate_queries(q.t.data(), q_rows, fit, rotation, threads);
+    q_rows.reflection = k_rows.reflection = rotation.is_identity() ? nullptr : rotation.v.data();
+    q_rows.reflection_factors = rotated.factors.empty() ? nullptr : rotated.factors.data();
     clock.lap(&stage_timings::rotation);
     // §2.6-2.8: the positional component and the normality summaries.
     const std::size_t d = signs.size();
-    const position_component_fit component0 =
-        detail::fit_position_component_raw(q.t.data(), detail::matrix_of(q.vectors), "analyze_head");
+    detail::matrix_view<double> component0_column;
+    component0_column.data = rotated.component0.data();
+    component0_column.rows = q.n;
+    component0_column.cols = component0_column.ld = 1;
+    const position_component_fit component0 = detail::fit_position_component_raw(q.t.data(), component0_column, fn);
     const residual_normality_result first = standardized_normality(component0.residual);
-    const noise_normality_result noise = noise_normality(xt::view(q.vectors, xt::all(), xt::range(1, d)),
-                                                         options.normality_max_dims, options.p_alpha,
-                                                         seeds.noise_components);
+    const noise_normality_result noise = detail::noise_normality_of_rows(q_rows, options, seeds.noise_components);
     clock.lap(&stage_timings::normality);
     // §2.9-2.10: component weights, query models.
     head_result result;
     result.id = id;
-    result.component_r2 = position.fit.r2;
-    result.component_weight = component_weights(position.fit.r2);
+    result.component_r2 = fit.r2;
+    result.component_weight = component_weights(fit.r2);
     const std::vector<bucket_query_model> models = detail::bucket_query_models_raw(
-        q.t.data(), q.bucket.data(), detail::matrix_of(q.vectors), component0, options.covariance_epsilon);
+        q.t.data(), q.bucket, q_rows, component0, options.covariance_epsilon, threads);
     clock.lap(&stage_timings::bucket_statistics);
-    // §2.11-2.13: per query bucket, the eligible cells, their pairs and one kernel call.
+    // §2.11-2.12: per query bucket, the eligible cells and their pairs.
     const std::vector<key_bucket> key_buckets =
-        detail::group_key_buckets_raw(k.position.data(), k.bucket.data(), k.example_id.data(), k.position.size());
-    detail::head_extensions extensions(options, q, k, seeds.pair_sampler);
-    for (const bucket_query_model& model : models)
+        detail::group_key_buckets_raw(k.position, k.bucket, k.example_id, k.n);
+    const auto cells = detail::model_cells(models, key_buckets, options, seeds.pair_sampler);
+    clock.lap(&stage_timings::sampling);
+    // §2.13: one kernel call per query bucket, over the pairs' keys as they are read.
+    std::vector<bucket_plasticity_result> buckets(models.size());
+    const std::vector<std::size_t> order = detail::largest_first(cells);  // threads finish together
+    detail::parallel_for(models.size(), threads, [&](std::size_t task, std::size_t) {
+        const std::size_t j = order[task];
+        buckets[j] = detail::query_bucket_plasticity_raw(k_rows, cells[j], models[j]);
+    });
+    clock.lap(&stage_timings::kernel);
+    // The rows of the buckets in order, each followed by what the extensions of
+    // docs/method.md §8 add to it (they never change the rows of §2).
+    detail::head_extensions<TQ, TK> extensions(options, q, k, q_rows, k_rows, seeds.pair_sampler);
+    for (std::size_t j = 0; j < models.size(); ++j)
     {
-        std::vector<cell_pairs> cells;
-        for (std::size_t c : eligible_key_buckets(key_buckets, model.bucket, model.tau, options.sliding_window))
-        {
-            cells.push_back(cell_key_pairs(key_buckets[c], model.bucket, options.num_pairs_per_bucket,
-                                           options.max_rel_dist, seeds.pair_sampler));
-        }
-        clock.lap(&stage_timings::sampling);
-        const auto rows = detail::pair_rows(cells);
-        const xt::xtensor<double, 2> w = key_differences<double>(k.vectors, rows.first, rows.second);
-        const bucket_plasticity_result bucket = detail::bucket_plasticity_of_differences<double>(w, cells, model);
+        const bucket_plasticity_result& bucket = buckets[j];
         result.cells.insert(result.cells.end(), bucket.cells.begin(), bucket.cells.end());
         bucket_profile row;
-        row.q_bucket = model.bucket;
-        row.tau = model.tau;
-        row.n_queries = model.n_queries;
+        row.q_bucket = models[j].bucket;
+        row.tau = models[j].tau;
+        row.n_queries = models[j].n_queries;
         row.plasticity = bucket.plasticity;
         row.n_pairs = bucket.n_pairs;
         result.profile.push_back(row);
-        clock.lap(&stage_timings::kernel);
-        extensions.add_bucket(model, key_buckets, cells, w, bucket, result);
-        clock.lap(&stage_timings::extensions);
+        extensions.add_bucket(models[j], key_buckets, cells[j], bucket, result);
     }
+    clock.lap(&stage_timings::extensions);
     // §2.14 and the metrics row.
     const plasticity_aggregates_result aggregates = detail::aggregates_of(result.profile, q.t);
-    result.metrics = detail::head_metrics_of(q, k, position, first, noise, aggregates);
+    result.metrics = detail::head_metrics_of(q.n, k.n, d, fit, rotated.scalar, first, noise, aggregates);
     clock.lap(&stage_timings::kernel);
-    extensions.finish(models, component0, position.fit.beta_norm, result);
+    extensions.finish(models, component0, fit.beta_norm, result);
     clock.lap(&stage_timings::extensions);
     return result;
 }

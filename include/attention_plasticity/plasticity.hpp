@@ -95,7 +95,30 @@ namespace detail
             const std::size_t rows = std::min(block, n - start);
             const T* w_block = w + start * ldw;
             gemm<T>(false, false, rows, k, k, T(1), w_block, ldw, sigma, ld_sigma, T(0), product, k);
-            for (std::size_t i = 0; i < rows; ++i)
+            // Each row's sums in the order of j; two rows at a time, so that four independent
+            // chains of additions overlap.
+            std::size_t i = 0;
+            for (; i + 2 <= rows; i += 2)
+            {
+                const T* wa = w_block + i * ldw;
+                const T* wb = wa + ldw;
+                const T* pa = product + i * k;
+                const T* pb = pa + k;
+                double ma = 0.0, va = 0.0, mb = 0.0, vb = 0.0;
+                for (std::size_t j = 0; j < k; ++j)
+                {
+                    const double muj = static_cast<double>(mu[j]);
+                    ma += static_cast<double>(wa[j]) * muj;
+                    va += static_cast<double>(wa[j]) * static_cast<double>(pa[j]);
+                    mb += static_cast<double>(wb[j]) * muj;
+                    vb += static_cast<double>(wb[j]) * static_cast<double>(pb[j]);
+                }
+                mean_out[start + i] += ma;
+                var_out[start + i] += va;
+                mean_out[start + i + 1] += mb;
+                var_out[start + i + 1] += vb;
+            }
+            for (; i < rows; ++i)
             {
                 const T* wi = w_block + i * ldw;
                 const T* pi = product + i * k;
@@ -494,6 +517,29 @@ double head_plasticity(const xt::xexpression<EW>& differences, const xt::xexpres
         detail::full_moments<detail::working_type_t<T, EW>>("head_plasticity", differences, mean, covariance)));
 }
 
+namespace detail
+{
+    /// The check of a row of key differences out = ra - rb (rows ia and ib of the keys): a
+    /// non-finite key is named by its row and column, a finite pair whose difference
+    /// overflows the result type by both rows.
+    template <class V, class S>
+    void check_difference_row(const char* fn, const V* out, const S* ra, const S* rb, std::size_t ia, std::size_t ib,
+                              std::size_t cols)
+    {
+        if (any_non_finite(out, cols))
+        {
+            const std::size_t j = first_non_finite(out, cols);
+            if (is_non_finite(ra[j]) || is_non_finite(rb[j]))
+            {
+                const bool first_bad = is_non_finite(ra[j]);
+                throw_non_finite(fn, "keys", first_bad ? ra[j] : rb[j], first_bad ? ia : ib, j);
+            }
+            throw_domain(fn, "keys[", ia, "] - keys[", ib, "] at column ", j, " (", static_cast<double>(ra[j]), " - ",
+                         static_cast<double>(rb[j]), ") overflows the result type");
+        }
+    }
+}  // namespace detail
+
 /// Key differences K[first] - K[second] for index pairs into the rows of K (n x d). T: the
 /// value type of the result (T = void: the value type of K). An index out of range or
 /// mismatched index lengths: std::invalid_argument; a non-finite key or a difference that
@@ -543,18 +589,7 @@ auto key_differences(const xt::xexpression<EK>& keys, const xt::xexpression<EI1>
         {
             out[j] = static_cast<value_type>(static_cast<difference_type>(ra[j]) - static_cast<difference_type>(rb[j]));
         }
-        if (detail::any_non_finite(out, k.cols))
-        {
-            const std::size_t j = detail::first_non_finite(out, k.cols);
-            if (detail::is_non_finite(ra[j]) || detail::is_non_finite(rb[j]))
-            {
-                const std::size_t row = detail::is_non_finite(ra[j]) ? ia : ib;
-                detail::throw_non_finite(fn, "keys", k(row, j), row, j);
-            }
-            detail::throw_domain(fn, "keys[", ia, "] - keys[", ib, "] at column ", j, " (",
-                                 static_cast<double>(ra[j]), " - ", static_cast<double>(rb[j]),
-                                 ") overflows the result type");
-        }
+        detail::check_difference_row(fn, out, ra, rb, ia, ib, k.cols);
     }
     return result;
 }

@@ -19,6 +19,7 @@
 #include "detail/errors.hpp"
 #include "detail/matrix.hpp"
 #include "detail/finite.hpp"
+#include "detail/parallel.hpp"
 #include "detail/rows.hpp"
 #include "random.hpp"
 
@@ -27,17 +28,18 @@ namespace attention_plasticity
 namespace detail
 {
     /// docs/method.md §2.1 over the rows of `keys` with their buckets: per-bucket sums in row
-    /// order (buckets get slots in order of first appearance), then the signs. The same pass
-    /// checks the rows: at the first row with a non-finite value it stores the row's index
-    /// in `first_bad_row` and returns an empty vector.
+    /// order (buckets get slots in order of first appearance), then the signs; with several
+    /// threads, each sums a range of the columns (the same sums). The same pass checks the rows: when a
+    /// value is non-finite it stores the index of the first row holding one in `first_bad_row`
+    /// and returns an empty vector.
     template <class T>
     std::vector<double> orientation_signs_raw(const matrix_view<T>& keys, const std::int64_t* buckets,
-                                              std::size_t* first_bad_row)
+                                              std::size_t* first_bad_row, std::size_t threads = 1)
     {
         const std::size_t n = keys.rows;
         const std::size_t d = keys.cols;
-        std::map<std::int64_t, std::size_t> slot;
-        std::vector<double> sums;
+        std::map<std::int64_t, std::size_t> slot_of;
+        std::vector<std::size_t> slot(n);
         std::vector<std::size_t> counts;
         std::int64_t last_bucket = 0;
         std::size_t s = 0;
@@ -45,25 +47,44 @@ namespace detail
         {
             if (i == 0 || buckets[i] != last_bucket)  // runs of equal buckets: one lookup
             {
-                s = slot.emplace(buckets[i], slot.size()).first->second;
+                s = slot_of.emplace(buckets[i], slot_of.size()).first->second;
                 last_bucket = buckets[i];
                 if (s == counts.size())
                 {
                     counts.push_back(0);
-                    sums.resize(counts.size() * d, 0.0);
                 }
             }
             ++counts[s];
-            const T* row = keys.row(i);
-            if (any_non_finite(row, d))
+            slot[i] = s;
+        }
+        std::vector<double> sums(counts.size() * d, 0.0);
+        const chunks columns = even_chunks(d, worker_count(threads), 8);
+        std::vector<char> non_finite(columns.count(), 0);
+        parallel_for(columns.count(), threads, [&](std::size_t task, std::size_t) {
+            const std::size_t j0 = columns.begin(task);
+            const std::size_t j1 = columns.end(task);
+            typename float_bits<T>::type flags = 0;
+            for (std::size_t i = 0; i < n; ++i)
             {
-                *first_bad_row = i;
-                return {};
+                const T* row = keys.row(i);
+                double* acc = sums.data() + slot[i] * d;
+                for (std::size_t j = j0; j < j1; ++j)
+                {
+                    acc[j] += static_cast<double>(row[j]);
+                    flags |= non_finite_flag(row[j]);
+                }
             }
-            double* acc = sums.data() + s * d;
-            for (std::size_t j = 0; j < d; ++j)
+            non_finite[task] = has_non_finite_flag<T>(flags) ? 1 : 0;
+        });
+        if (std::find(non_finite.begin(), non_finite.end(), char(1)) != non_finite.end())
+        {
+            for (std::size_t i = 0; i < n; ++i)
             {
-                acc[j] += static_cast<double>(row[j]);
+                if (any_non_finite(keys.row(i), d))
+                {
+                    *first_bad_row = i;
+                    return {};
+                }
             }
         }
         std::vector<double> sign(d, 0.0);

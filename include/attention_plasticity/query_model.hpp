@@ -20,6 +20,8 @@
 #include "detail/errors.hpp"
 #include "detail/finite.hpp"
 #include "detail/matrix.hpp"
+#include "detail/parallel.hpp"
+#include "detail/row_source.hpp"
 #include "detail/rows.hpp"
 #include "regression.hpp"
 
@@ -36,47 +38,151 @@ struct gaussian
 
 namespace detail
 {
-    /// Mean and (ddof = 1) covariance + eps I of the given rows of x, columns [first_col, cols).
-    /// scratch receives the centred rows; no n x n matrix is formed (one SYRK, m x m).
+    /// A set of rows of a source: rows[0..count), or 0..count-1 when rows is null.
+    struct row_set
+    {
+        const std::size_t* rows = nullptr;
+        std::size_t count = 0;
+
+        std::size_t operator[](std::size_t r) const noexcept { return rows != nullptr ? rows[r] : r; }
+    };
+
+    // Every set is cut into chunks of gaussian_chunk_rows rows, one task each: sums of a chunk
+    // in row order, chunk sums added in chunk order; SYRK over blocks of gaussian_block_rows
+    // centred rows. Fixed sizes: the results do not depend on the number of threads.
+    constexpr std::size_t gaussian_chunk_rows = 8192;
+    constexpr std::size_t gaussian_block_rows = 256;
+
+    /// Mean and (ddof = 1) covariance + eps I of each set of rows of x (>= 2 rows each),
+    /// columns [first_col, cols), on `threads` threads. No n x n matrix is formed: the centred
+    /// rows go through SYRK in blocks (m x m), and only one block per thread is held.
     template <class T>
-    gaussian gaussian_of_rows(const matrix_view<T>& x, const std::size_t* rows, std::size_t count,
-                              std::size_t first_col, double epsilon, std::vector<double>& scratch)
+    std::vector<gaussian> gaussians_of_row_sets(const row_source<T>& x, const std::vector<row_set>& sets,
+                                                std::size_t first_col, double epsilon, std::size_t threads)
     {
         const std::size_t m = x.cols - first_col;
-        gaussian g{xt::zeros<double>({m}), xt::zeros<double>({m, m})};
-        for (std::size_t r = 0; r < count; ++r)
+        struct task
         {
-            const T* row = x.row(rows ? rows[r] : r) + first_col;
+            std::size_t set, begin, end;
+        };
+        std::vector<task> tasks;
+        for (std::size_t g = 0; g < sets.size(); ++g)
+        {
+            const chunks pieces{sets[g].count, gaussian_chunk_rows};
+            for (std::size_t c = 0; c < pieces.count(); ++c)
+            {
+                tasks.push_back({g, pieces.begin(c), pieces.end(c)});
+            }
+        }
+        const std::size_t workers = std::min(worker_count(threads), std::max<std::size_t>(1, tasks.size()));
+        std::vector<std::vector<double>> scratch(workers);
+        // Means: the sum of each chunk, then the chunks of a set in order.
+        std::vector<double> partial(tasks.size() * m, 0.0);
+        parallel_for(tasks.size(), threads, [&](std::size_t k, std::size_t worker) {
+            const task& job = tasks[k];
+            std::vector<double>& row = scratch[worker];
+            row.resize(m);
+            double* sum = partial.data() + k * m;
+            for (std::size_t r = job.begin; r < job.end; ++r)
+            {
+                if (r + 8 < job.end)
+                {
+                    x.prefetch(sets[job.set][r + 8]);  // a bucket's rows may be anywhere
+                }
+                x.load(sets[job.set][r], first_col, x.cols, row.data());
+                for (std::size_t j = 0; j < m; ++j)
+                {
+                    sum[j] += row[j];
+                }
+            }
+        });
+        std::vector<gaussian> result(sets.size());
+        for (std::size_t g = 0; g < sets.size(); ++g)
+        {
+            result[g] = gaussian{xt::zeros<double>({m}), xt::zeros<double>({m, m})};
+        }
+        for (std::size_t k = 0; k < tasks.size(); ++k)
+        {
+            double* mean = result[tasks[k].set].mean.data();
+            const double* sum = partial.data() + k * m;
             for (std::size_t j = 0; j < m; ++j)
             {
-                g.mean(j) += static_cast<double>(row[j]);
+                mean[j] += sum[j];
             }
         }
-        for (std::size_t j = 0; j < m; ++j)
+        for (std::size_t g = 0; g < sets.size(); ++g)
         {
-            g.mean(j) /= static_cast<double>(count);
-        }
-        scratch.resize(count * m);
-        for (std::size_t r = 0; r < count; ++r)
-        {
-            const T* row = x.row(rows ? rows[r] : r) + first_col;
-            double* out = scratch.data() + r * m;
             for (std::size_t j = 0; j < m; ++j)
             {
-                out[j] = static_cast<double>(row[j]) - g.mean(j);
+                result[g].mean(j) /= static_cast<double>(sets[g].count);
             }
         }
-        syrk_ata<double>(m, count, 1.0 / static_cast<double>(count - 1), scratch.data(), m, 0.0,
-                         g.covariance.data(), m);
-        for (std::size_t i = 0; i < m; ++i)
+        // Covariances: each chunk's centred rows through SYRK into its own m x m sum (the set's
+        // covariance itself when the set is one chunk).
+        std::vector<std::size_t> slot(tasks.size(), 0);  // partial sum of task k, 1-based; 0: none
+        std::size_t slots = 0;
+        for (std::size_t k = 0; k < tasks.size(); ++k)
         {
-            for (std::size_t j = 0; j < i; ++j)
+            if (tasks[k].begin != 0 || tasks[k].end != sets[tasks[k].set].count)
             {
-                g.covariance(i, j) = g.covariance(j, i);
+                slot[k] = ++slots;
             }
-            g.covariance(i, i) += epsilon;
         }
-        return g;
+        partial.assign(slots * m * m, 0.0);
+        parallel_for(tasks.size(), threads, [&](std::size_t k, std::size_t worker) {
+            const task& job = tasks[k];
+            const double* mean = result[job.set].mean.data();
+            const double alpha = 1.0 / static_cast<double>(sets[job.set].count - 1);
+            std::vector<double>& block = scratch[worker];
+            block.resize(gaussian_block_rows * m);
+            double* sum = slot[k] != 0 ? partial.data() + (slot[k] - 1) * m * m : result[job.set].covariance.data();
+            for (std::size_t b = job.begin; b < job.end; b += gaussian_block_rows)
+            {
+                const std::size_t rows = std::min(gaussian_block_rows, job.end - b);
+                for (std::size_t r = 0; r < rows; ++r)
+                {
+                    double* out = block.data() + r * m;
+                    if (b + r + 8 < job.end)
+                    {
+                        x.prefetch(sets[job.set][b + r + 8]);
+                    }
+                    x.load(sets[job.set][b + r], first_col, x.cols, out);
+                    for (std::size_t j = 0; j < m; ++j)
+                    {
+                        out[j] -= mean[j];
+                    }
+                }
+                syrk_ata<double>(m, rows, alpha, block.data(), m, b == job.begin ? 0.0 : 1.0, sum, m);
+            }
+        });
+        for (std::size_t k = 0; k < tasks.size(); ++k)
+        {
+            if (slot[k] == 0)
+            {
+                continue;
+            }
+            double* c = result[tasks[k].set].covariance.data();
+            const double* sum = partial.data() + (slot[k] - 1) * m * m;
+            for (std::size_t i = 0; i < m; ++i)
+            {
+                for (std::size_t j = i; j < m; ++j)
+                {
+                    c[i * m + j] += sum[i * m + j];
+                }
+            }
+        }
+        for (auto& g : result)
+        {
+            for (std::size_t i = 0; i < m; ++i)
+            {
+                for (std::size_t j = 0; j < i; ++j)
+                {
+                    g.covariance(i, j) = g.covariance(j, i);
+                }
+                g.covariance(i, i) += epsilon;
+            }
+        }
+        return result;
     }
 }  // namespace detail
 
@@ -99,8 +205,9 @@ gaussian fit_gaussian(const xt::xexpression<E>& samples, double epsilon = defaul
         detail::throw_invalid(fn, "epsilon must be finite and >= 0, got ", epsilon);
     }
     detail::require_finite(fn, "samples", x);
-    std::vector<double> scratch;
-    return detail::gaussian_of_rows(x, nullptr, x.rows, 0, epsilon, scratch);
+    std::vector<gaussian> g = detail::gaussians_of_row_sets(detail::rows_of(x), {detail::row_set{nullptr, x.rows}}, 0,
+                                                            epsilon, 1);
+    return std::move(g[0]);
 }
 
 /// Statistics of one query bucket (docs/method.md §2.10).
@@ -125,10 +232,30 @@ namespace detail
     /// Rows of each bucket id, in increasing bucket id.
     inline std::map<std::int64_t, std::vector<std::size_t>> rows_by_bucket(const std::int64_t* buckets, std::size_t n)
     {
+        // Counted first, so that each list is allocated once; runs of equal ids share a lookup.
         std::map<std::int64_t, std::vector<std::size_t>> groups;
+        std::map<std::int64_t, std::size_t> counts;
+        auto count = counts.end();
         for (std::size_t i = 0; i < n; ++i)
         {
-            groups[buckets[i]].push_back(i);
+            if (count == counts.end() || count->first != buckets[i])
+            {
+                count = counts.emplace(buckets[i], 0).first;
+            }
+            ++count->second;
+        }
+        for (const auto& [bucket, size] : counts)
+        {
+            groups[bucket].reserve(size);
+        }
+        auto group = groups.end();
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            if (group == groups.end() || group->first != buckets[i])
+            {
+                group = groups.find(buckets[i]);
+            }
+            group->second.push_back(i);
         }
         return groups;
     }
@@ -166,18 +293,25 @@ namespace detail
 
     template <class T>
     std::vector<bucket_statistics> bucket_statistics_raw(const double* positions, const std::int64_t* buckets,
-                                                         const matrix_view<T>& x, const bucket_options& options)
+                                                         const row_source<T>& x, const bucket_options& options,
+                                                         std::size_t threads = 1)
     {
+        const std::vector<bucket_rows> selected = selected_buckets(positions, buckets, x.rows, options);
+        std::vector<row_set> sets;
+        for (const auto& b : selected)
+        {
+            sets.push_back({b.rows.data(), b.rows.size()});
+        }
+        std::vector<gaussian> gaussians =
+            gaussians_of_row_sets(x, sets, options.first_component, options.epsilon, threads);
         std::vector<bucket_statistics> result;
-        std::vector<double> scratch;
-        for (const auto& selected : selected_buckets(positions, buckets, x.rows, options))
+        for (std::size_t g = 0; g < selected.size(); ++g)
         {
             bucket_statistics stats;
-            stats.bucket = selected.bucket;
-            stats.count = selected.rows.size();
-            stats.tau = selected.tau;
-            stats.semantic = gaussian_of_rows(x, selected.rows.data(), selected.rows.size(), options.first_component,
-                                              options.epsilon, scratch);
+            stats.bucket = selected[g].bucket;
+            stats.count = selected[g].rows.size();
+            stats.tau = selected[g].tau;
+            stats.semantic = std::move(gaussians[g]);
             result.push_back(std::move(stats));
         }
         return result;
@@ -212,7 +346,7 @@ std::vector<bucket_statistics> compute_bucket_statistics(const xt::xexpression<E
     }
     detail::require_finite(fn, "positions", p);
     detail::require_finite(fn, "X", xm);
-    return detail::bucket_statistics_raw(p.data, b.data, xm, options);
+    return detail::bucket_statistics_raw(p.data, b.data, detail::rows_of(xm), options);
 }
 
 /// A query bucket that gets a query model (docs/method.md §2.10): j > 0 with at least 2
@@ -281,14 +415,14 @@ namespace detail
 {
     template <class T>
     std::vector<bucket_query_model> bucket_query_models_raw(const double* positions, const std::int64_t* buckets,
-                                                            const matrix_view<T>& x_rot,
+                                                            const row_source<T>& x_rot,
                                                             const position_component_fit& component0,
-                                                            double covariance_epsilon)
+                                                            double covariance_epsilon, std::size_t threads = 1)
     {
         bucket_options options;
         options.epsilon = covariance_epsilon;
         std::vector<bucket_query_model> models;
-        for (auto& stats : bucket_statistics_raw(positions, buckets, x_rot, options))
+        for (auto& stats : bucket_statistics_raw(positions, buckets, x_rot, options, threads))
         {
             bucket_query_model model;
             model.bucket = stats.bucket;
@@ -338,7 +472,7 @@ std::vector<bucket_query_model> bucket_query_models(const xt::xexpression<EP>& p
     }
     detail::require_finite(fn, "positions", p);
     detail::require_finite(fn, "X_rot", xm);
-    return detail::bucket_query_models_raw(p.data, b.data, xm, component0, covariance_epsilon);
+    return detail::bucket_query_models_raw(p.data, b.data, detail::rows_of(xm), component0, covariance_epsilon);
 }
 }  // namespace attention_plasticity
 

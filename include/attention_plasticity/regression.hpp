@@ -18,7 +18,10 @@
 
 #include "detail/errors.hpp"
 #include "detail/finite.hpp"
+#include "detail/dots.hpp"
 #include "detail/matrix.hpp"
+#include "detail/parallel.hpp"
+#include "detail/row_source.hpp"
 #include "detail/rows.hpp"
 
 namespace attention_plasticity
@@ -44,7 +47,7 @@ namespace detail
     /// Which columns of x hold one value in every row (exact comparison). Stops reading as
     /// soon as every column has varied, which for real data is after the second row.
     template <class T>
-    std::vector<char> constant_columns(const matrix_view<T>& x)
+    std::vector<char> constant_columns(const row_source<T>& x)
     {
         std::vector<char> constant(x.cols, 1);
         if (x.rows < 2)
@@ -56,10 +59,11 @@ namespace detail
         {
             open[j] = j;
         }
-        const T* first = x.row(0);
+        std::vector<double> first(x.cols), row(x.cols);
+        x.load(0, first.data());
         for (std::size_t i = 1; i < x.rows && !open.empty(); ++i)
         {
-            const T* row = x.row(i);
+            x.load(i, row.data());
             std::size_t kept = 0;
             for (std::size_t j : open)
             {
@@ -97,11 +101,15 @@ struct linear_fit
 
 namespace detail
 {
+    /// docs/method.md §2.3 over the rows of x: per column, the sum in row order, then the centred
+    /// sums S_tx and S_xx (two passes over the rows; with several threads, each takes a range of
+    /// the columns: every column's sums are the same whoever computes them). With a
+    /// `check_name`, the first pass also checks every value: a non-finite one is reported as
+    /// the first non-finite value of x in row order, "fn: check_name has a non-finite value
+    /// (v) at row r, column j" (r a row of the caller's matrix).
     template <class T>
-    /// `column_sums`, when given, holds sum_i x(i, j) accumulated in row order from 0.0 (as
-    /// the first pass below would compute it), e.g. fused into the pass that produced x.
-    linear_fit fit_linear_raw(const double* t, const matrix_view<T>& x, const char* fn,
-                              const double* column_sums = nullptr)
+    linear_fit fit_linear_raw(const double* t, const row_source<T>& x, const char* fn, std::size_t threads = 1,
+                              const char* check_name = nullptr)
     {
         const std::size_t n = x.rows;
         const std::size_t d = x.cols;
@@ -124,39 +132,118 @@ namespace detail
         fit.regressor_varies = stt > 0.0 && std::any_of(t, t + n, [&](double v) { return v != t[0]; });
 
         std::vector<double> mean(d, 0.0);
-        if (column_sums != nullptr)
-        {
-            std::copy(column_sums, column_sums + d, mean.begin());
-        }
-        else
+        std::vector<double> stx(d, 0.0);
+        std::vector<double> sxx(d, 0.0);
+        const chunks columns = even_chunks(d, worker_count(threads), 8);
+        std::vector<char> non_finite(columns.count(), 0);
+        // Without a reflection the signs are applied to the sums instead of every value: the
+        // same numbers (s sum x = sum s x exactly, a sign change being exact).
+        const bool signs_after = x.reflection == nullptr;
+        parallel_for(columns.count(), threads, [&](std::size_t task, std::size_t) {
+            const std::size_t j0 = columns.begin(task);
+            const std::size_t j1 = columns.end(task);
+            const std::size_t w = j1 - j0;
+            std::vector<double> buffer(5 * w, 0.0);
+            double* row = buffer.data();
+            double* sum = row + w;
+            double* tx = sum + w;
+            double* xx = tx + w;
+            double* centre = xx + w;  // the column means, of the values as read
+            bool bad = false;
+            if (signs_after)
+            {
+                typename float_bits<T>::type flags = 0;
+                for (std::size_t i = 0; i < n; ++i)
+                {
+                    const T* in = x.raw(i) + j0;
+                    for (std::size_t k = 0; k < w; ++k)
+                    {
+                        sum[k] += static_cast<double>(in[k]);
+                    }
+                    if (check_name != nullptr)
+                    {
+                        for (std::size_t k = 0; k < w; ++k)
+                        {
+                            flags |= non_finite_flag(in[k]);
+                        }
+                    }
+                }
+                bad = has_non_finite_flag<T>(flags);
+            }
+            else
+            {
+                float_bits<double>::type flags = 0;
+                for (std::size_t i = 0; i < n; ++i)
+                {
+                    x.load(i, j0, j1, row);
+                    for (std::size_t k = 0; k < w; ++k)
+                    {
+                        sum[k] += row[k];
+                    }
+                    if (check_name != nullptr)
+                    {
+                        for (std::size_t k = 0; k < w; ++k)
+                        {
+                            flags |= non_finite_flag(row[k]);
+                        }
+                    }
+                }
+                bad = has_non_finite_flag<double>(flags);
+            }
+            if (bad)
+            {
+                non_finite[task] = 1;
+                return;
+            }
+            for (std::size_t k = 0; k < w; ++k)
+            {
+                centre[k] = sum[k] / static_cast<double>(n);
+            }
+            for (std::size_t i = 0; i < n; ++i)
+            {
+                const double tc = t[i] - t_mean;
+                if (signs_after)
+                {
+                    const T* in = x.raw(i) + j0;
+                    for (std::size_t k = 0; k < w; ++k)
+                    {
+                        const double xc = static_cast<double>(in[k]) - centre[k];
+                        tx[k] += tc * xc;
+                        xx[k] += xc * xc;
+                    }
+                }
+                else
+                {
+                    x.load(i, j0, j1, row);
+                    for (std::size_t k = 0; k < w; ++k)
+                    {
+                        const double xc = row[k] - centre[k];
+                        tx[k] += tc * xc;
+                        xx[k] += xc * xc;
+                    }
+                }
+            }
+            for (std::size_t k = 0; k < w; ++k)
+            {
+                const double s = signs_after && x.sign != nullptr ? x.sign[j0 + k] : 1.0;
+                mean[j0 + k] = s * centre[k];
+                stx[j0 + k] = s * tx[k];
+                sxx[j0 + k] = xx[k];
+            }
+        });
+        if (std::find(non_finite.begin(), non_finite.end(), char(1)) != non_finite.end())
         {
             for (std::size_t i = 0; i < n; ++i)
             {
-                const T* row = x.row(i);
-                for (std::size_t j = 0; j < d; ++j)
+                if (any_non_finite(x.raw(i), d))
                 {
-                    mean[j] += static_cast<double>(row[j]);
+                    throw_non_finite_row(fn, check_name, x.raw(i), x.source_row(i), d);
                 }
             }
         }
-        for (auto& m : mean)
-        {
-            m /= static_cast<double>(n);
-        }
-        std::vector<double> stx(d, 0.0);
-        std::vector<double> sxx(d, 0.0);
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            const T* row = x.row(i);
-            const double tc = t[i] - t_mean;
-            for (std::size_t j = 0; j < d; ++j)
-            {
-                const double xc = static_cast<double>(row[j]) - mean[j];
-                stx[j] += tc * xc;
-                sxx[j] += xc * xc;
-            }
-        }
         const std::vector<char> constant = constant_columns(x);
+        std::vector<double> first_row(d);
+        x.load(0, first_row.data());
         double norm2 = 0.0;
         double r2_sum = 0.0;
         std::size_t r2_count = 0;
@@ -165,7 +252,7 @@ namespace detail
             if (constant[j] != 0 && n > 0)
             {
                 // OLS of a constant on t is exactly alpha = the constant, beta = 0.
-                fit.alpha(j) = static_cast<double>(x.row(0)[j]);
+                fit.alpha(j) = first_row[j];
                 fit.beta(j) = 0.0;
                 fit.r2(j) = 0.0;
             }
@@ -211,7 +298,7 @@ linear_fit fit_linear(const xt::xexpression<ET>& t, const xt::xexpression<EX>& x
     }
     detail::require_finite(fn, "t", tv);
     detail::require_finite(fn, "X", xm);
-    return detail::fit_linear_raw(tv.data, xm, fn);
+    return detail::fit_linear_raw(tv.data, detail::rows_of(xm), fn);
 }
 
 /// How well the projection s = X beta / ||beta|| predicts y = log2(t + 1) (docs/method.md §2.4).
@@ -281,15 +368,10 @@ namespace detail
         return result;
     }
 
-    /// y = log2(t + 1) of docs/method.md §2.4; throws for n = 0 or t <= -1.
-    inline std::vector<double> log2_positions(const double* t, std::size_t n, const char* fn)
+    /// y[i] = log2(t[i] + 1) of docs/method.md §2.4 for i in [first, last); throws for t <= -1.
+    inline void log2_positions(const double* t, std::size_t first, std::size_t last, double* y, const char* fn)
     {
-        if (n == 0)
-        {
-            throw_invalid(fn, "needs at least 1 sample, got 0");
-        }
-        std::vector<double> y(n);
-        for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t i = first; i < last; ++i)
         {
             if (!(t[i] > -1.0))
             {
@@ -297,7 +379,6 @@ namespace detail
             }
             y[i] = std::log2(t[i] + 1.0);
         }
-        return y;
     }
 
     inline double squared_norm(const double* v, std::size_t d) noexcept
@@ -310,52 +391,65 @@ namespace detail
         return norm2;
     }
 
-    /// s_i = (x_i . beta) / ||beta|| of one row, given 1 / ||beta|| (docs/method.md §2.4).
-    template <class T>
-    double scalar_projection(const T* row, const double* beta, std::size_t d, double inv_norm) noexcept
-    {
-        double dot = 0.0;
-        for (std::size_t j = 0; j < d; ++j)
-        {
-            dot += static_cast<double>(row[j]) * beta[j];
-        }
-        return dot * inv_norm;
-    }
+    /// Rows per task of the row pass of scalar_predictability_raw, and rows read together.
+    constexpr std::size_t scalar_task_rows = 4096;
+    constexpr std::size_t scalar_block_rows = 8;
 
-    /// docs/method.md §2.4. after_row(i) is called once for every row i after the row has
-    /// been read, in row order: a caller can transform its own copy of the row while it is in
-    /// cache (the pipeline rotates it).
-    template <class T, class AfterRow>
-    scalar_predictability scalar_predictability_raw(const double* t, const matrix_view<T>& x, const double* beta,
-                                                    const char* fn, AfterRow&& after_row)
+    /// docs/method.md §2.4 over the rows of x: s_i = (x_i . beta) / ||beta|| (each dot product in
+    /// the order of the components), then the fit of y = log2(t + 1) on s. The rows are read in
+    /// blocks of up to scalar_block_rows, in fixed tasks of scalar_task_rows rows shared by
+    /// `threads` threads; after_rows(first, count, block) is called for every block once its
+    /// rows are read (block: count x d, row-major, the rows as the step reads them), so a caller
+    /// can take what it needs from them while they are in cache (the pipeline: the reflection
+    /// factors of §2.5). after_rows may run on several threads at once, for different rows.
+    template <class T, class AfterRows>
+    scalar_predictability scalar_predictability_raw(const double* t, const row_source<T>& x, const double* beta,
+                                                    const char* fn, std::size_t threads, AfterRows&& after_rows)
     {
         const std::size_t n = x.rows;
         const std::size_t d = x.cols;
-        const std::vector<double> y = log2_positions(t, n, fn);
+        if (n == 0)
+        {
+            throw_invalid(fn, "needs at least 1 sample, got 0");
+        }
+        std::vector<double> y(n);
         const double norm2 = squared_norm(beta, d);
-        if (!(norm2 > 0.0))
-        {
-            for (std::size_t i = 0; i < n; ++i)
+        const bool project = norm2 > 0.0;
+        const double inv_norm = project ? 1.0 / std::sqrt(norm2) : 0.0;
+        std::vector<double> s(project ? n : 0);
+        const chunks tasks{n, scalar_task_rows};
+        std::vector<std::vector<double>> blocks(std::min(worker_count(threads), tasks.count()));
+        parallel_for(tasks.count(), threads, [&](std::size_t task, std::size_t worker) {
+            log2_positions(t, tasks.begin(task), tasks.end(task), y.data(), fn);
+            std::vector<double>& block = blocks[worker];
+            block.resize(scalar_block_rows * d);
+            double dots[scalar_block_rows];
+            for (std::size_t i0 = tasks.begin(task); i0 < tasks.end(task); i0 += scalar_block_rows)
             {
-                after_row(i);
+                const std::size_t count = std::min(scalar_block_rows, tasks.end(task) - i0);
+                for (std::size_t r = 0; r < count; ++r)
+                {
+                    x.load(i0 + r, block.data() + r * d);
+                }
+                if (project)
+                {
+                    row_dots(block.data(), d, count, beta, d, dots);
+                    for (std::size_t r = 0; r < count; ++r)
+                    {
+                        s[i0 + r] = dots[r] * inv_norm;
+                    }
+                }
+                after_rows(i0, count, static_cast<const double*>(block.data()));
             }
-            return scalar_fit(y, nullptr);
-        }
-        const double inv_norm = 1.0 / std::sqrt(norm2);
-        std::vector<double> s(n);
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            s[i] = scalar_projection(x.row(i), beta, d, inv_norm);
-            after_row(i);
-        }
-        return scalar_fit(y, &s);
+        });
+        return scalar_fit(y, project ? &s : nullptr);
     }
 
     template <class T>
-    scalar_predictability scalar_predictability_raw(const double* t, const matrix_view<T>& x, const double* beta,
+    scalar_predictability scalar_predictability_raw(const double* t, const row_source<T>& x, const double* beta,
                                                     const char* fn)
     {
-        return scalar_predictability_raw(t, x, beta, fn, [](std::size_t) {});
+        return scalar_predictability_raw(t, x, beta, fn, 1, [](std::size_t, std::size_t, const double*) {});
     }
 }  // namespace detail
 
@@ -377,7 +471,7 @@ scalar_predictability scalar_position_predictability(const xt::xexpression<ET>& 
     detail::require_finite(fn, "t", tv);
     detail::require_finite(fn, "X", xm);
     detail::require_finite(fn, "beta", bv);
-    return detail::scalar_predictability_raw(tv.data, xm, bv.data, fn);
+    return detail::scalar_predictability_raw(tv.data, detail::rows_of(xm), bv.data, fn);
 }
 
 /// The positional component of the rotated queries (docs/method.md §2.6): OLS of component 0
@@ -402,7 +496,7 @@ namespace detail
         column0.rows = n;
         column0.cols = 1;
         column0.ld = x.ld;
-        const linear_fit fit = fit_linear_raw(t, column0, fn);
+        const linear_fit fit = fit_linear_raw(t, rows_of(column0), fn);
         position_component_fit result;
         result.alpha = fit.alpha(0);
         result.beta = fit.beta(0);

@@ -1456,7 +1456,7 @@ class HeadOptions:
     analyze_dump turn it on: analyze_default_options()).
     """
 
-    def __init__(self, max_tokens_per_head: int = 50000, normality_max_dims: int = 64, p_alpha: float = 0.01, seed: int = 0, num_pairs_per_bucket: int = 256, max_rel_dist: float = 0.05, covariance_epsilon: float = 1e-12, sliding_window: int = 0, distance_map: bool = True, distance_map_extra_pairs: int = 0, distance_bins_per_octave: int = 1, empirical_ap: bool = False, empirical_max_queries: int = 0, confidence_intervals: bool = False, confidence_level: float = 0.95) -> None:
+    def __init__(self, max_tokens_per_head: int = 50000, normality_max_dims: int = 64, p_alpha: float = 0.01, seed: int = 0, num_pairs_per_bucket: int = 256, max_rel_dist: float = 0.05, covariance_epsilon: float = 1e-12, sliding_window: int = 0, threads: int = 1, distance_map: bool = True, distance_map_extra_pairs: int = 0, distance_bins_per_octave: int = 1, empirical_ap: bool = False, empirical_max_queries: int = 0, confidence_intervals: bool = False, confidence_level: float = 0.95) -> None:
         """The options, by keyword; defaults as docs/method.md §2 and §8."""
 
     @property
@@ -1514,6 +1514,17 @@ class HeadOptions:
 
     @sliding_window.setter
     def sliding_window(self, arg: int, /) -> None: ...
+
+    @property
+    def threads(self) -> int:
+        """
+        Threads analyze_head may use for this one head, the calling thread included (0 or 1: the
+        calling thread only); the results are identical for any number. analyze_dump sets it when
+        there are fewer heads than threads.
+        """
+
+    @threads.setter
+    def threads(self, arg: int, /) -> None: ...
 
     @property
     def distance_map(self) -> bool:

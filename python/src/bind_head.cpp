@@ -145,23 +145,33 @@ namespace
                 "__init__",
                 [](ap::head_options* self, std::size_t max_tokens_per_head, std::size_t normality_max_dims,
                    double p_alpha, std::uint64_t seed, std::size_t num_pairs_per_bucket, double max_rel_dist,
-                   double covariance_epsilon, std::int64_t sliding_window, bool distance_map,
+                   double covariance_epsilon, std::int64_t sliding_window, std::size_t threads, bool distance_map,
                    std::size_t distance_map_extra_pairs, std::size_t distance_bins_per_octave, bool empirical_ap,
                    std::size_t empirical_max_queries, bool confidence_intervals, double confidence_level) {
-                    new (self) ap::head_options{max_tokens_per_head,     normality_max_dims,
-                                                p_alpha,                 seed,
-                                                num_pairs_per_bucket,    max_rel_dist,
-                                                covariance_epsilon,      sliding_window,
-                                                distance_map,            distance_map_extra_pairs,
-                                                distance_bins_per_octave, empirical_ap,
-                                                empirical_max_queries,   confidence_intervals,
-                                                confidence_level};
+                    auto* o = new (self) ap::head_options{};
+                    o->max_tokens_per_head = max_tokens_per_head;
+                    o->normality_max_dims = normality_max_dims;
+                    o->p_alpha = p_alpha;
+                    o->seed = seed;
+                    o->num_pairs_per_bucket = num_pairs_per_bucket;
+                    o->max_rel_dist = max_rel_dist;
+                    o->covariance_epsilon = covariance_epsilon;
+                    o->sliding_window = sliding_window;
+                    o->threads = threads;
+                    o->distance_map = distance_map;
+                    o->distance_map_extra_pairs = distance_map_extra_pairs;
+                    o->distance_bins_per_octave = distance_bins_per_octave;
+                    o->empirical_ap = empirical_ap;
+                    o->empirical_max_queries = empirical_max_queries;
+                    o->confidence_intervals = confidence_intervals;
+                    o->confidence_level = confidence_level;
                 },
                 "max_tokens_per_head"_a = defaults.max_tokens_per_head,
                 "normality_max_dims"_a = defaults.normality_max_dims, "p_alpha"_a = defaults.p_alpha,
                 "seed"_a = defaults.seed, "num_pairs_per_bucket"_a = defaults.num_pairs_per_bucket,
                 "max_rel_dist"_a = defaults.max_rel_dist, "covariance_epsilon"_a = defaults.covariance_epsilon,
-                "sliding_window"_a = defaults.sliding_window, "distance_map"_a = defaults.distance_map,
+                "sliding_window"_a = defaults.sliding_window, "threads"_a = defaults.threads,
+                "distance_map"_a = defaults.distance_map,
                 "distance_map_extra_pairs"_a = defaults.distance_map_extra_pairs,
                 "distance_bins_per_octave"_a = defaults.distance_bins_per_octave,
                 "empirical_ap"_a = defaults.empirical_ap, "empirical_max_queries"_a = defaults.empirical_max_queries,
@@ -180,6 +190,10 @@ namespace
             .def_rw("covariance_epsilon", &ap::head_options::covariance_epsilon, "Ridge on Sigma_j (§2.10).")
             .def_rw("sliding_window", &ap::head_options::sliding_window,
                     "The head's sliding window in tokens (§2.11); <= 0: none.")
+            .def_rw("threads", &ap::head_options::threads,
+                    "Threads analyze_head may use for this one head, the calling thread included (0 or 1: the\n"
+                    "calling thread only); the results are identical for any number. analyze_dump sets it when\n"
+                    "there are fewer heads than threads.")
             .def_rw("distance_map", &ap::head_options::distance_map,
                     "The distance map of §8.1 (HeadResult.distance_map, head_distance_plasticity.csv).")
             .def_rw("distance_map_extra_pairs", &ap::head_options::distance_map_extra_pairs,
@@ -201,6 +215,7 @@ namespace
                        + ", max_rel_dist=" + ap_examples::format_number(o.max_rel_dist)
                        + ", covariance_epsilon=" + ap_examples::format_number(o.covariance_epsilon)
                        + ", sliding_window=" + std::to_string(o.sliding_window)
+                       + ", threads=" + std::to_string(o.threads)
                        + ", distance_map=" + (o.distance_map ? "True" : "False")
                        + ", distance_map_extra_pairs=" + std::to_string(o.distance_map_extra_pairs)
                        + ", distance_bins_per_octave=" + std::to_string(o.distance_bins_per_octave)

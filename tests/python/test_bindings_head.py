@@ -138,6 +138,18 @@ def test_python_threads_do_not_change_results():
     assert parallel == serial
 
 
+def test_threads_inside_one_head_do_not_change_results():
+    # HeadOptions.threads shares one head's steps among threads (docs/method.md §7.1): every
+    # value, the extensions' included, must be the same for any count.
+    q, k, position, bucket, example_id = make_head(seed=5, n=6000, d=24, buckets=8)
+    rows = []
+    for threads in (1, 2, 3, 0):
+        options = ap.HeadOptions(seed=7, threads=threads, confidence_intervals=True, empirical_ap=True)
+        rows.append(ap.analyze_head(ap.Tokens(q, position, bucket), ap.Tokens(k, position, bucket, example_id),
+                                    ap.HeadId(0, 0, 0), options).csv_rows())
+    assert all(r == rows[0] for r in rows[1:])
+
+
 def test_timings():
     q, k, position, bucket, example_id = make_head(seed=6, n=1000)
     r = ap.analyze_head(ap.Tokens(q, position, bucket), ap.Tokens(k, position, bucket, example_id), timings=True)
