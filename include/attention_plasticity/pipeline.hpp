@@ -483,6 +483,29 @@ namespace detail
         return order;
     }
 
+    /// §2.6 on column 0 of the rotated queries (one value per kept query).
+    inline position_component_fit position_component_of(const double* t, const std::vector<double>& component0,
+                                                        const char* fn)
+    {
+        matrix_view<double> column;
+        column.data = component0.data();
+        column.rows = component0.size();
+        column.cols = column.ld = 1;
+        return fit_position_component_raw(t, column, fn);
+    }
+
+    /// The head_profile.csv row of query bucket j (§3).
+    inline bucket_profile profile_row(const bucket_query_model& model, const bucket_plasticity_result& bucket)
+    {
+        bucket_profile row;
+        row.q_bucket = model.bucket;
+        row.tau = model.tau;
+        row.n_queries = model.n_queries;
+        row.plasticity = bucket.plasticity;
+        row.n_pairs = bucket.n_pairs;
+        return row;
+    }
+
     /// §2.14 over the profile rows, with C = max query position + 1.
     inline plasticity_aggregates_result aggregates_of(const std::vector<bucket_profile>& profile,
                                                       const std::vector<double>& query_positions)
@@ -776,11 +799,7 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     clock.lap(&stage_timings::rotation);
     // §2.6-2.8: the positional component and the normality summaries.
     const std::size_t d = signs.size();
-    detail::matrix_view<double> component0_column;
-    component0_column.data = rotated.component0.data();
-    component0_column.rows = q.n;
-    component0_column.cols = component0_column.ld = 1;
-    const position_component_fit component0 = detail::fit_position_component_raw(q.t.data(), component0_column, fn);
+    const position_component_fit component0 = detail::position_component_of(q.t.data(), rotated.component0, fn);
     const residual_normality_result first = standardized_normality(component0.residual);
     const noise_normality_result noise = detail::noise_normality_of_rows(q_rows, options, seeds.noise_components);
     clock.lap(&stage_timings::normality);
@@ -810,16 +829,9 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     detail::head_extensions<TQ, TK> extensions(options, q, k, q_rows, k_rows, seeds.pair_sampler);
     for (std::size_t j = 0; j < models.size(); ++j)
     {
-        const bucket_plasticity_result& bucket = buckets[j];
-        result.cells.insert(result.cells.end(), bucket.cells.begin(), bucket.cells.end());
-        bucket_profile row;
-        row.q_bucket = models[j].bucket;
-        row.tau = models[j].tau;
-        row.n_queries = models[j].n_queries;
-        row.plasticity = bucket.plasticity;
-        row.n_pairs = bucket.n_pairs;
-        result.profile.push_back(row);
-        extensions.add_bucket(models[j], key_buckets, cells[j], bucket, result);
+        result.cells.insert(result.cells.end(), buckets[j].cells.begin(), buckets[j].cells.end());
+        result.profile.push_back(detail::profile_row(models[j], buckets[j]));
+        extensions.add_bucket(models[j], key_buckets, cells[j], buckets[j], result);
     }
     clock.lap(&stage_timings::extensions);
     // §2.14 and the metrics row.
