@@ -133,11 +133,7 @@ namespace detail
     template <class Positions>
     pair_distances pair_distances_raw(const Positions& position, const std::vector<cell_pairs>& cells, double tau)
     {
-        std::size_t total = 0;
-        for (const auto& cell : cells)
-        {
-            total += cell.pairs.size();
-        }
+        const std::size_t total = total_pairs(cells);
         pair_distances d{xt::xtensor<double, 1>::from_shape({total}), xt::xtensor<double, 1>::from_shape({total})};
         std::size_t at = 0;
         for (const auto& cell : cells)
