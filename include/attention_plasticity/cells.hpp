@@ -212,9 +212,12 @@ namespace detail
         return {std::move(first), std::move(second)};
     }
 
-    /// The checks of the cells against keys_rot (n x d): pair rows in range, keys they use finite.
-    template <class T>
-    void check_cells(const char* fn, const matrix_view<T>& keys, const std::vector<cell_pairs>& cells)
+    /// The cells' own checks for the public function `fn`: first and second of one size, every
+    /// pair's rows below `rows` (the rows of the table the pairs index; the error says
+    /// "<table_has><rows><unit>"), then check_row(row) on each row a pair uses.
+    template <class CheckRow>
+    void check_cell_rows(const char* fn, const std::vector<cell_pairs>& cells, std::size_t rows,
+                         const char* table_has, const char* unit, CheckRow&& check_row)
     {
         for (std::size_t c = 0; c < cells.size(); ++c)
         {
@@ -228,18 +231,27 @@ namespace detail
             {
                 for (std::size_t row : {pairs.first(p), pairs.second(p)})
                 {
-                    if (row >= keys.rows)
+                    if (row >= rows)
                     {
-                        throw_invalid(fn, "cells[", c, "] pair ", p, " uses key row ", row, " but keys_rot has ",
-                                      keys.rows, " rows");
+                        throw_invalid(fn, "cells[", c, "] pair ", p, " uses key row ", row, " but ", table_has, rows,
+                                      unit);
                     }
-                    if (any_non_finite(keys.row(row), keys.cols))
-                    {
-                        throw_non_finite_row(fn, "keys_rot", keys.row(row), row, keys.cols);
-                    }
+                    check_row(row);
                 }
             }
         }
+    }
+
+    /// The checks of the cells against keys_rot (n x d): pair rows in range, keys they use finite.
+    template <class T>
+    void check_cells(const char* fn, const matrix_view<T>& keys, const std::vector<cell_pairs>& cells)
+    {
+        check_cell_rows(fn, cells, keys.rows, "keys_rot has ", " rows", [&](std::size_t row) {
+            if (any_non_finite(keys.row(row), keys.cols))
+            {
+                throw_non_finite_row(fn, "keys_rot", keys.row(row), row, keys.cols);
+            }
+        });
     }
 
     /// bucket_key_differences for the public function `fn` (its errors name fn): the cells
