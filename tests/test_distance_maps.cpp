@@ -24,6 +24,7 @@
 #include "test_util.hpp"
 
 namespace ap = attention_plasticity;
+using ap_test::cell_of;
 using ap_test::vector_of;
 
 TEST_CASE("log_distance_bin: negative, 0 to 1, then 2^((k-1)/b) to 2^(k/b) as the Python reference", "[distance]")
@@ -86,28 +87,12 @@ TEST_CASE("log_distance_bin: errors name the function and the argument", "[dista
                           "log_distance_bin_edges: bin must be >= -1, got -2");
 }
 
-namespace
-{
-ap::cell_pairs make_cell(std::int64_t j, std::int64_t c, std::vector<std::size_t> first, std::vector<std::size_t> second)
-{
-    ap::cell_pairs cell;
-    cell.q_bucket = j;
-    cell.k_bucket = c;
-    cell.pairs.first = xt::xtensor<std::size_t, 1>::from_shape({first.size()});
-    cell.pairs.second = xt::xtensor<std::size_t, 1>::from_shape({second.size()});
-    cell.pairs.example = xt::zeros<std::size_t>({first.size()});
-    std::copy(first.begin(), first.end(), cell.pairs.first.begin());
-    std::copy(second.begin(), second.end(), cell.pairs.second.begin());
-    return cell;
-}
-}  // namespace
-
 TEMPLATE_TEST_CASE("cell_pair_distances: |pos(k1) - pos(k2)| and tau - mean position, cell after cell", "[distance]",
                    float, double)
 {
     const xt::xtensor<TestType, 1> positions = {0, 3, 7, 8, 100, 5};
-    const std::vector<ap::cell_pairs> cells = {make_cell(4, 0, {0, 2}, {1, 3}), make_cell(4, 1, {}, {}),
-                                               make_cell(4, 2, {4, 5}, {5, 5})};
+    const std::vector<ap::cell_pairs> cells = {cell_of(4, 0, {0, 2}, {1, 3}), cell_of(4, 1, {}, {}),
+                                               cell_of(4, 2, {4, 5}, {5, 5})};
     const ap::pair_distances d = ap::cell_pair_distances(positions, cells, 50.25);
     REQUIRE(d.key_distance.size() == 4);
     CHECK(d.key_distance(0) == 3.0);
@@ -119,15 +104,15 @@ TEMPLATE_TEST_CASE("cell_pair_distances: |pos(k1) - pos(k2)| and tau - mean posi
     CHECK(d.query_distance(2) == 50.25 - 52.5);  // negative: keys after the queries' mean position
     CHECK(d.query_distance(3) == 50.25 - 5.0);
     // Order of the pairs does not depend on which key comes first.
-    const ap::pair_distances swapped = ap::cell_pair_distances(positions, {make_cell(4, 0, {1, 3}, {0, 2})}, 50.25);
+    const ap::pair_distances swapped = ap::cell_pair_distances(positions, {cell_of(4, 0, {1, 3}, {0, 2})}, 50.25);
     CHECK(swapped.key_distance(0) == d.key_distance(0));
     CHECK(swapped.query_distance(1) == d.query_distance(1));
 
-    AP_CHECK_THROWS_EXACT(ap::cell_pair_distances(positions, {make_cell(1, 0, {6}, {0})}, 1.0),
+    AP_CHECK_THROWS_EXACT(ap::cell_pair_distances(positions, {cell_of(1, 0, {6}, {0})}, 1.0),
                           std::invalid_argument,
                           "cell_pair_distances: cells[0] pair 0 uses key row 6 but key_positions has 6 entries");
     const xt::xtensor<TestType, 1> negative = {0, -1};
-    AP_CHECK_THROWS_EXACT(ap::cell_pair_distances(negative, {make_cell(1, 0, {0}, {1})}, 1.0), std::domain_error,
+    AP_CHECK_THROWS_EXACT(ap::cell_pair_distances(negative, {cell_of(1, 0, {0}, {1})}, 1.0), std::domain_error,
                           "cell_pair_distances: key_positions[1] = -1 is negative");
     CHECK_THROWS_WITH(ap::cell_pair_distances(positions, cells, std::nan("")),
                       "cell_pair_distances: tau must be finite, got nan");

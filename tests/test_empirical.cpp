@@ -88,19 +88,13 @@ TEMPLATE_TEST_CASE("query_bucket_empirical_plasticity: cell means and AP_j of th
     std::size_t at = 0;
     for (std::size_t c = 0; c < 4; ++c)
     {
-        ap::cell_pairs cell;
-        cell.q_bucket = 9;
-        cell.k_bucket = static_cast<std::int64_t>(c);
-        const std::size_t size = emp_cell_sizes[c];
-        cell.pairs.first = xt::xtensor<std::size_t, 1>::from_shape({size});
-        cell.pairs.second = xt::xtensor<std::size_t, 1>::from_shape({size});
-        cell.pairs.example = xt::zeros<std::size_t>({size});
-        for (std::size_t p = 0; p < size; ++p, ++at)
+        std::vector<std::size_t> first(emp_cell_sizes[c]), second(emp_cell_sizes[c]);
+        for (std::size_t p = 0; p < first.size(); ++p, ++at)
         {
-            cell.pairs.first(p) = at;
-            cell.pairs.second(p) = emp_p + at;
+            first[p] = at;
+            second[p] = emp_p + at;
         }
-        cells.push_back(cell);
+        cells.push_back(ap_test::cell_of(9, static_cast<std::int64_t>(c), first, second));
     }
     const auto q = matrix_of<TestType>(emp_q, emp_n, emp_d);
     const ap::bucket_plasticity_result r = ap::query_bucket_empirical_plasticity(keys, cells, q);

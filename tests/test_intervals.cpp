@@ -27,25 +27,8 @@
 #include "test_util.hpp"
 
 namespace ap = attention_plasticity;
+using ap_test::cell_of;
 using ap_test::matrix_of;
-
-namespace
-{
-ap::cell_pairs cell_of(std::int64_t j, std::int64_t c, const std::size_t* first, const std::size_t* second,
-                       std::size_t size)
-{
-    ap::cell_pairs cell;
-    cell.q_bucket = j;
-    cell.k_bucket = c;
-    cell.pairs.first = xt::xtensor<std::size_t, 1>::from_shape({size});
-    cell.pairs.second = xt::xtensor<std::size_t, 1>::from_shape({size});
-    cell.pairs.example = xt::zeros<std::size_t>({size});
-    std::copy(first, first + size, cell.pairs.first.begin());
-    std::copy(second, second + size, cell.pairs.second.begin());
-    return cell;
-}
-
-}  // namespace
 
 TEMPLATE_TEST_CASE("plasticity_standard_errors: SEs, biases and intervals as the NumPy implementation of §8.3",
                    "[intervals]", float, double)

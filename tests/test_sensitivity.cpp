@@ -20,23 +20,10 @@
 #include "test_util.hpp"
 
 namespace ap = attention_plasticity;
+using ap_test::cell_of;
 
 namespace
 {
-ap::cell_pairs cell_of(std::int64_t j, std::int64_t c, const std::size_t* first, const std::size_t* second,
-                       std::size_t size)
-{
-    ap::cell_pairs cell;
-    cell.q_bucket = j;
-    cell.k_bucket = c;
-    cell.pairs.first = xt::xtensor<std::size_t, 1>::from_shape({size});
-    cell.pairs.second = xt::xtensor<std::size_t, 1>::from_shape({size});
-    cell.pairs.example = xt::zeros<std::size_t>({size});
-    std::copy(first, first + size, cell.pairs.first.begin());
-    std::copy(second, second + size, cell.pairs.second.begin());
-    return cell;
-}
-
 // The full d-dimensional Gaussian of a model and the mean PP of the rows of w under it,
 // through the kernel's full-covariance path (tested against SciPy in test_plasticity.cpp).
 double mean_pp(const xt::xtensor<double, 2>& w, const ap::bucket_query_model& model)
@@ -218,12 +205,11 @@ TEST_CASE("pair_sampling_variance: sum_c N_c s_c^2 / (sum N_c)^2", "[sensitivity
     // of the pooled mean over 20000 draws agrees with the mean estimate within 5% (the relative SE
     // of a variance from 20000 draws is about 1%).
     const std::vector<std::vector<double>> population = {{0.1, 0.9, 0.5, 0.3}, {1.0, 0.0}, {0.6, 0.65, 0.7}};
+    const std::size_t key_rows[8] = {};  // only the cells' sizes matter here
     std::vector<ap::cell_pairs> mc_cells;
     for (std::size_t c = 0; c < 3; ++c)
     {
-        mc_cells.push_back(cell_of(5, static_cast<std::int64_t>(c), first, first, 0));
-        mc_cells.back().pairs.first = xt::zeros<std::size_t>({8});
-        mc_cells.back().pairs.second = xt::zeros<std::size_t>({8});
+        mc_cells.push_back(cell_of(5, static_cast<std::int64_t>(c), key_rows, key_rows, 8));
     }
     ap::rng generator(5);
     double sum = 0.0, squares = 0.0, estimate = 0.0;

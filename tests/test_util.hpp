@@ -2,7 +2,7 @@
 #define ATTENTION_PLASTICITY_TESTS_TEST_UTIL_HPP
 
 // Small helpers shared by the test files: fixtures arrays to tensors, numbers in messages,
-// relative comparisons, and the tests' own normal deviates.
+// relative comparisons, hand-made cells of key pairs, and the tests' own normal deviates.
 
 #include <algorithm>
 #include <cmath>
@@ -12,9 +12,11 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <xtensor/xtensor.hpp>
 
+#include <attention_plasticity/cells.hpp>
 #include <attention_plasticity/random.hpp>
 
 namespace ap_test
@@ -73,6 +75,28 @@ inline xt::xtensor<std::int64_t, 1> int_column(const std::int64_t* data, std::si
     xt::xtensor<std::int64_t, 1> c = xt::xtensor<std::int64_t, 1>::from_shape({n});
     std::copy(data, data + n, c.begin());
     return c;
+}
+
+/// Cell (j, c) holding the `size` pairs (first[p], second[p]) of key rows, all of example 0.
+inline attention_plasticity::cell_pairs cell_of(std::int64_t j, std::int64_t c, const std::size_t* first,
+                                                const std::size_t* second, std::size_t size)
+{
+    attention_plasticity::cell_pairs cell;
+    cell.q_bucket = j;
+    cell.k_bucket = c;
+    cell.pairs.first = xt::xtensor<std::size_t, 1>::from_shape({size});
+    cell.pairs.second = xt::xtensor<std::size_t, 1>::from_shape({size});
+    cell.pairs.example = xt::zeros<std::size_t>({size});
+    std::copy(first, first + size, cell.pairs.first.begin());
+    std::copy(second, second + size, cell.pairs.second.begin());
+    return cell;
+}
+
+/// Cell (j, c) of the pairs (first[p], second[p]); first and second of one size.
+inline attention_plasticity::cell_pairs cell_of(std::int64_t j, std::int64_t c, const std::vector<std::size_t>& first,
+                                                const std::vector<std::size_t>& second)
+{
+    return cell_of(j, c, first.data(), second.data(), std::min(first.size(), second.size()));
 }
 
 /// |value - reference| / |reference| (0 when equal; the reference floored at DBL_MIN).

@@ -182,15 +182,22 @@ struct bucket_plasticity_result
 
 namespace detail
 {
-    /// The rows of keys_rot of every pair of the cells, cell after cell: (first, second).
-    inline std::pair<xt::xtensor<std::size_t, 1>, xt::xtensor<std::size_t, 1>> pair_rows(
-        const std::vector<cell_pairs>& cells)
+    /// The number of pairs in all the cells.
+    inline std::size_t total_pairs(const std::vector<cell_pairs>& cells)
     {
         std::size_t total = 0;
         for (const auto& cell : cells)
         {
             total += cell.pairs.size();
         }
+        return total;
+    }
+
+    /// The rows of keys_rot of every pair of the cells, cell after cell: (first, second).
+    inline std::pair<xt::xtensor<std::size_t, 1>, xt::xtensor<std::size_t, 1>> pair_rows(
+        const std::vector<cell_pairs>& cells)
+    {
+        const std::size_t total = total_pairs(cells);
         xt::xtensor<std::size_t, 1> first = xt::xtensor<std::size_t, 1>::from_shape({total});
         xt::xtensor<std::size_t, 1> second = xt::xtensor<std::size_t, 1>::from_shape({total});
         std::size_t at = 0;
@@ -205,9 +212,12 @@ namespace detail
         return {std::move(first), std::move(second)};
     }
 
-    /// The checks of the cells against keys_rot (n x d): pair rows in range, keys they use finite.
-    template <class T>
-    void check_cells(const char* fn, const matrix_view<T>& keys, const std::vector<cell_pairs>& cells)
+    /// The cells' own checks for the public function `fn`: first and second of one size, every
+    /// pair's rows below `rows` (the rows of the table the pairs index; the error says
+    /// "<table_has><rows><unit>"), then check_row(row) on each row a pair uses.
+    template <class CheckRow>
+    void check_cell_rows(const char* fn, const std::vector<cell_pairs>& cells, std::size_t rows,
+                         const char* table_has, const char* unit, CheckRow&& check_row)
     {
         for (std::size_t c = 0; c < cells.size(); ++c)
         {
@@ -221,18 +231,39 @@ namespace detail
             {
                 for (std::size_t row : {pairs.first(p), pairs.second(p)})
                 {
-                    if (row >= keys.rows)
+                    if (row >= rows)
                     {
-                        throw_invalid(fn, "cells[", c, "] pair ", p, " uses key row ", row, " but keys_rot has ",
-                                      keys.rows, " rows");
+                        throw_invalid(fn, "cells[", c, "] pair ", p, " uses key row ", row, " but ", table_has, rows,
+                                      unit);
                     }
-                    if (any_non_finite(keys.row(row), keys.cols))
-                    {
-                        throw_non_finite_row(fn, "keys_rot", keys.row(row), row, keys.cols);
-                    }
+                    check_row(row);
                 }
             }
         }
+    }
+
+    /// The checks of the cells against keys_rot (n x d): pair rows in range, keys they use finite.
+    template <class T>
+    void check_cells(const char* fn, const matrix_view<T>& keys, const std::vector<cell_pairs>& cells)
+    {
+        check_cell_rows(fn, cells, keys.rows, "keys_rot has ", " rows", [&](std::size_t row) {
+            if (any_non_finite(keys.row(row), keys.cols))
+            {
+                throw_non_finite_row(fn, "keys_rot", keys.row(row), row, keys.cols);
+            }
+        });
+    }
+
+    /// bucket_key_differences for the public function `fn` (its errors name fn): the cells
+    /// checked against keys_rot, then the differences of their pairs' rows.
+    template <class T, class EK>
+    auto checked_bucket_key_differences(const char* fn, const xt::xexpression<EK>& keys_rot,
+                                        const std::vector<cell_pairs>& cells)
+    {
+        const auto keys = as_matrix<source_type_t<EK>>(keys_rot, fn, "keys_rot");
+        check_cells(fn, keys, cells);
+        const auto rows = pair_rows(cells);
+        return key_differences<T>(keys_rot, rows.first, rows.second);
     }
 }  // namespace detail
 
@@ -242,11 +273,7 @@ namespace detail
 template <class T = void, class EK>
 auto bucket_key_differences(const xt::xexpression<EK>& keys_rot, const std::vector<cell_pairs>& cells)
 {
-    constexpr const char* fn = "bucket_key_differences";
-    const auto keys = detail::as_matrix<detail::source_type_t<EK>>(keys_rot, fn, "keys_rot");
-    detail::check_cells(fn, keys, cells);
-    const auto rows = detail::pair_rows(cells);
-    return key_differences<T>(keys_rot, rows.first, rows.second);
+    return detail::checked_bucket_key_differences<T>("bucket_key_differences", keys_rot, cells);
 }
 
 namespace detail
@@ -386,8 +413,8 @@ namespace detail
 /// (the degenerate rule of §2.13 when v <= 0), all pairs in one batched kernel call (§4).
 /// A cell's plasticity is the mean PP of its pairs (NaN without pairs); AP_j the mean PP over
 /// all pairs of all the cells. The result also holds every pair's PP and moments (m, v), in
-/// the order of bucket_key_differences (for the extensions of docs/method.md §8). T: the precision of the kernel's products (T = void: the keys'
-/// value type); sums in double.
+/// the order of bucket_key_differences (for the extensions of docs/method.md §8). T: the
+/// precision of the kernel's products (T = void: the keys' value type); sums in double.
 template <class T = void, class EK>
 bucket_plasticity_result query_bucket_plasticity(const xt::xexpression<EK>& keys_rot,
                                                  const std::vector<cell_pairs>& cells,

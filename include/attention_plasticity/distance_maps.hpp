@@ -133,11 +133,7 @@ namespace detail
     template <class Positions>
     pair_distances pair_distances_raw(const Positions& position, const std::vector<cell_pairs>& cells, double tau)
     {
-        std::size_t total = 0;
-        for (const auto& cell : cells)
-        {
-            total += cell.pairs.size();
-        }
+        const std::size_t total = total_pairs(cells);
         pair_distances d{xt::xtensor<double, 1>::from_shape({total}), xt::xtensor<double, 1>::from_shape({total})};
         std::size_t at = 0;
         for (const auto& cell : cells)
@@ -169,30 +165,12 @@ pair_distances cell_pair_distances(const xt::xexpression<EP>& key_positions, con
         detail::throw_domain(fn, "tau must be finite, got ", tau);
     }
     detail::require_finite(fn, "key_positions", p);
-    for (std::size_t c = 0; c < cells.size(); ++c)
-    {
-        const key_pairs& pairs = cells[c].pairs;
-        if (pairs.first.size() != pairs.second.size())
+    detail::check_cell_rows(fn, cells, p.size, "key_positions has ", " entries", [&](std::size_t row) {
+        if (p[row] < 0.0)
         {
-            detail::throw_invalid(fn, "cells[", c, "] has ", pairs.first.size(), " first but ", pairs.second.size(),
-                                  " second rows");
+            detail::throw_domain(fn, "key_positions[", row, "] = ", p[row], " is negative");
         }
-        for (std::size_t i = 0; i < pairs.size(); ++i)
-        {
-            for (std::size_t row : {pairs.first(i), pairs.second(i)})
-            {
-                if (row >= p.size)
-                {
-                    detail::throw_invalid(fn, "cells[", c, "] pair ", i, " uses key row ", row,
-                                          " but key_positions has ", p.size, " entries");
-                }
-                if (p[row] < 0.0)
-                {
-                    detail::throw_domain(fn, "key_positions[", row, "] = ", p[row], " is negative");
-                }
-            }
-        }
-    }
+    });
     return detail::pair_distances_raw(p.data, cells, tau);
 }
 

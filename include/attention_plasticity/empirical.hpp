@@ -224,10 +224,7 @@ bucket_plasticity_result query_bucket_empirical_plasticity(const xt::xexpression
     static_assert(std::is_floating_point<value_type>::value,
                   "query_bucket_empirical_plasticity: T must be float or double");
     constexpr const char* fn = "query_bucket_empirical_plasticity";
-    const auto keys = detail::as_matrix<detail::source_type_t<EK>>(keys_rot, fn, "keys_rot");
-    detail::check_cells(fn, keys, cells);
-    const auto rows = detail::pair_rows(cells);
-    const auto w = key_differences<value_type>(keys_rot, rows.first, rows.second);
+    const auto w = detail::checked_bucket_key_differences<value_type>(fn, keys_rot, cells);
     // (w has the columns of keys_rot)
     const auto [q, wv] = detail::empirical_operands<value_type>(fn, bucket_queries, w, 2, "bucket_queries",
                                                                 "keys_rot has");

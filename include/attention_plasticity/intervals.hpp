@@ -397,10 +397,11 @@ namespace detail
                 gradients[k * targets + c] = terms[c].rotation_gradient[k];
             }
         }
+        std::vector<double> own(std::min(n, block));
         for (std::size_t start = 0; start < n; start += block)
         {
             const std::size_t size = std::min(block, n - start);
-            std::vector<double> own(size, 0.0);
+            std::fill(own.begin(), own.begin() + static_cast<std::ptrdiff_t>(size), 0.0);
             for (std::size_t i = 0; i < size; ++i)
             {
                 const auto* row = x.row(start + i);

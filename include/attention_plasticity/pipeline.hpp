@@ -470,14 +470,11 @@ namespace detail
     /// them to threads in, so that the largest do not come last.
     inline std::vector<std::size_t> largest_first(const std::vector<std::vector<cell_pairs>>& cells)
     {
-        std::vector<std::size_t> pairs(cells.size(), 0), order(cells.size());
+        std::vector<std::size_t> pairs(cells.size()), order(cells.size());
         for (std::size_t j = 0; j < cells.size(); ++j)
         {
             order[j] = j;
-            for (const auto& cell : cells[j])
-            {
-                pairs[j] += cell.pairs.size();
-            }
+            pairs[j] = total_pairs(cells[j]);
         }
         std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return pairs[a] > pairs[b]; });
         return order;

@@ -242,11 +242,7 @@ double pair_sampling_variance(const xt::xexpression<EP>& pair_plasticity, const 
 {
     constexpr const char* fn = "pair_sampling_variance";
     const auto pp = detail::as_vector<double>(pair_plasticity, fn, "pair_plasticity");
-    std::size_t total = 0;
-    for (const auto& cell : cells)
-    {
-        total += cell.pairs.size();
-    }
+    const std::size_t total = detail::total_pairs(cells);
     if (pp.size != total)
     {
         detail::throw_invalid(fn, "pair_plasticity has ", pp.size, " entries but the cells hold ", total, " pairs");
