@@ -4,11 +4,13 @@
 // The per-head pipeline (docs/method.md §2): one call per head that composes the public
 // steps (orientation and subsampling, the position model, normality summaries, component
 // weights, query models, cells and aggregates) over views of the caller's buffers and
-// returns every number of docs/method.md §3. The steps are in their own headers; what is
-// here is the composition. No working copy of the queries or keys is made: the steps read
-// the caller's rows through a row source that keeps, orients and reflects them as they are
-// read (detail/row_source.hpp), so a head needs little memory beyond its own data, and with
-// options.threads > 1 the steps share their work among threads with identical results.
+// returns every number of docs/method.md §3 (head_result.hpp: the options and the result).
+// The steps are in their own headers, the extensions of §8 in detail/head_extensions.hpp;
+// what is here is the composition. No working copy of the queries or keys is made: the steps
+// read the caller's rows through a row source that keeps, orients and reflects them as they
+// are read (detail/row_source.hpp, detail/kept_tokens.hpp), so a head needs little memory
+// beyond its own data, and with options.threads > 1 the steps share their work among threads
+// with identical results.
 
 #include <algorithm>
 #include <chrono>
@@ -29,11 +31,14 @@
 #include "intervals.hpp"
 #include "detail/errors.hpp"
 #include "detail/finite.hpp"
+#include "detail/head_extensions.hpp"
+#include "detail/kept_tokens.hpp"
 #include "detail/matrix.hpp"
 #include "detail/parallel.hpp"
 #include "detail/row_source.hpp"
 #include "detail/rows.hpp"
 #include "detail/stream_store.hpp"
+#include "head_result.hpp"
 #include "normality.hpp"
 #include "preparation.hpp"
 #include "query_model.hpp"
@@ -45,104 +50,6 @@
 
 namespace attention_plasticity
 {
-/// The parameters of docs/method.md §2 (defaults as there) and the head's sliding window.
-struct head_options
-{
-    std::size_t max_tokens_per_head = 50000;  // §2.2
-    std::size_t normality_max_dims = 64;      // §2.8
-    double p_alpha = 0.01;                    // §2.8
-    std::uint64_t seed = 0;                   // §2.15
-    std::size_t num_pairs_per_bucket = 256;   // §2.12
-    double max_rel_dist = 0.05;               // §2.12
-    double covariance_epsilon = default_covariance_epsilon;  // §2.10
-    std::int64_t sliding_window = 0;          // §2.11, in tokens; <= 0 means none
-    // Threads that analyze_head may use for this one head (the calling thread included);
-    // 0 or 1: the calling thread only. Results are identical for any number.
-    std::size_t threads = 1;
-    // The extensions of docs/method.md §8: they add results and never change the ones above.
-    bool distance_map = true;                 // §8.1, cheap (binning the pairs' PP)
-    std::size_t distance_map_extra_pairs = 0; // §8.1, extra pairs per cell, from their own streams
-    std::size_t distance_bins_per_octave = 1; // §8.1, 1 to 1024
-    bool empirical_ap = false;                // §8.2, pairs x queries GEMMs: off by default
-    std::size_t empirical_max_queries = 0;    // §8.2, queries per bucket for it (seeded subsample); 0: all
-    bool confidence_intervals = false;        // §8.3, about one more kernel's work: off by default
-    double confidence_level = 0.95;           // §8.3, in (0, 1)
-};
-
-/// head_metrics.csv, one row.
-struct head_metrics
-{
-    std::size_t n_q_tokens = 0;
-    std::size_t n_k_tokens = 0;
-    std::size_t d_model = 0;
-    double q_R2_pos = 0.0;
-    double q_beta_norm = 0.0;
-    double q_R2_scalar = 0.0;
-    double q_mae_baseline = 0.0;
-    double q_mae_proj = 0.0;
-    double q_mae_ratio = 1.0;
-    double q_resid0_skew = 0.0;
-    double q_resid0_kurt = 0.0;
-    double q_resid0_ks_p = 1.0;
-    double q_noise_med_abs_skew = 0.0;
-    double q_noise_med_abs_kurt = 0.0;
-    double q_noise_med_ks_p = 0.0;
-    double q_noise_frac_ks_p_lt_alpha = 0.0;
-    double ap_overall = 0.0;
-    double ap_first20 = 0.0;
-    double ap_last20 = 0.0;
-    double ap_drop = 0.0;
-    // docs/method.md §8: NaN when the extension is off (or undefined).
-    double ap_empirical_overall = std::numeric_limits<double>::quiet_NaN();     // §8.2
-    double ap_empirical_overall_se = std::numeric_limits<double>::quiet_NaN();  // §8.2-8.3
-    double ap_overall_se = std::numeric_limits<double>::quiet_NaN();            // §8.3
-    double ap_overall_bias = std::numeric_limits<double>::quiet_NaN();          // §8.3
-    double ap_overall_ci_low = std::numeric_limits<double>::quiet_NaN();        // §8.3
-    double ap_overall_ci_high = std::numeric_limits<double>::quiet_NaN();       // §8.3
-};
-
-/// head_profile.csv, one row: a query bucket with a query model.
-struct bucket_profile
-{
-    std::int64_t q_bucket = 0;
-    double tau = 0.0;
-    std::size_t n_queries = 0;
-    double plasticity = 0.0;  // AP_j, NaN when the bucket has no pairs
-    std::size_t n_pairs = 0;
-    // docs/method.md §8: NaN when the extension is off (or undefined).
-    double plasticity_empirical = std::numeric_limits<double>::quiet_NaN();     // §8.2
-    double plasticity_empirical_se = std::numeric_limits<double>::quiet_NaN();  // §8.2-8.3
-    double plasticity_se = std::numeric_limits<double>::quiet_NaN();            // §8.3
-    double plasticity_bias = std::numeric_limits<double>::quiet_NaN();          // §8.3
-    double plasticity_ci_low = std::numeric_limits<double>::quiet_NaN();        // §8.3
-    double plasticity_ci_high = std::numeric_limits<double>::quiet_NaN();       // §8.3
-};
-
-/// Wall time of each stage of analyze_head, in seconds (for profiling; optional).
-struct stage_timings
-{
-    double preparation = 0.0;        // checks, orientation (a pass over the keys), subsampling
-    double regression = 0.0;         // position regression (two passes over the queries), rotation
-    double rotation = 0.0;           // scalar predictability and each query's reflection (a pass)
-    double normality = 0.0;          // component-0 fit, first-component and noise summaries
-    double bucket_statistics = 0.0;  // component weights, query models
-    double sampling = 0.0;           // key buckets, eligible cells, pair sampling
-    double kernel = 0.0;             // key differences, moments and plasticity, aggregates
-    double extensions = 0.0;         // docs/method.md §8: distance map, empirical AP, intervals
-    double total = 0.0;
-};
-
-struct head_result
-{
-    head_id id;
-    head_metrics metrics;
-    std::vector<cell_plasticity> cells;
-    std::vector<bucket_profile> profile;
-    xt::xtensor<double, 1> component_r2;      // R2_d of §2.3, original (oriented) axes
-    xt::xtensor<double, 1> component_weight;  // w_d of §2.9
-    std::vector<distance_plasticity_bin> distance_map;  // docs/method.md §8.1; empty when off
-};
-
 namespace detail
 {
     /// Adds the time since the last call to a stage of stage_timings (when requested).
@@ -169,27 +76,6 @@ namespace detail
         std::chrono::steady_clock::time_point m_start;
         std::chrono::steady_clock::time_point m_last;
     };
-
-    template <class T>
-    matrix_view<T> matrix_of(const tokens_view<T>& tokens)
-    {
-        matrix_view<T> v;
-        v.data = tokens.vectors.data();
-        v.rows = tokens.vectors.shape()[0];
-        v.cols = tokens.vectors.shape()[1];
-        v.ld = v.cols;
-        return v;
-    }
-
-    inline matrix_view<double> matrix_of(const xt::xtensor<double, 2>& x)
-    {
-        matrix_view<double> v;
-        v.data = x.data();
-        v.rows = x.shape()[0];
-        v.cols = x.shape()[1];
-        v.ld = v.cols;
-        return v;
-    }
 
     /// The checks of one kind that do not read the vectors (columns, positions). `kind` is
     /// the argument's name, "queries" or "keys".
@@ -262,14 +148,6 @@ namespace detail
         }
     }
 
-    /// Every vector of one kind is finite, else the error naming the first non-finite value.
-    template <class T>
-    void check_finite_rows(const tokens_view<T>& tokens, const char* name)
-    {
-        const matrix_view<T> x = matrix_of(tokens);
-        require_finite("analyze_head", name, x.data, x.rows, x.cols, x.ld);
-    }
-
     /// §2.1 from all keys; a non-finite key is reported after the queries are checked
     /// (queries first, as everywhere in analyze_head).
     template <class TQ, class TK>
@@ -285,81 +163,6 @@ namespace detail
             throw_non_finite_row("analyze_head", "keys.vectors", k.row(bad_row), bad_row, k.cols);
         }
         return signs;
-    }
-
-    /// The rows of one kind kept by §2.2 and their columns. When every row is kept, nothing is
-    /// copied (`rows` is empty and the columns point to the caller's).
-    struct kept_tokens
-    {
-        std::vector<std::size_t> rows;  // the caller's rows kept, increasing; empty: all of them
-        std::size_t n = 0;
-        std::vector<double> t;          // positions as double (queries)
-        const std::int64_t* position = nullptr;
-        const std::int64_t* bucket = nullptr;
-        const std::int64_t* example_id = nullptr;
-        std::vector<std::int64_t> storage;  // the kept columns, when rows were left out
-
-        const std::size_t* index() const noexcept { return rows.empty() ? nullptr : rows.data(); }
-    };
-
-    /// The rows kept by §2.2 (with rng(seed)) and their columns. With a check_name, when rows
-    /// are left out, every row is checked for non-finite values first (the first pass over the
-    /// kept rows checks only those).
-    template <class T>
-    kept_tokens kept_tokens_of(const tokens_view<T>& tokens, std::size_t max_rows, std::uint64_t seed,
-                               const char* check_name, bool positions_as_double, bool with_example_id)
-    {
-        kept_tokens k;
-        const std::size_t total = tokens.vectors.shape()[0];
-        if (total > max_rows)
-        {
-            subsample_rows_into(total, max_rows, seed, k.rows);
-        }
-        k.n = k.rows.empty() ? total : k.rows.size();
-        k.position = tokens.position.data();
-        k.bucket = tokens.bucket.data();
-        k.example_id = with_example_id ? tokens.example_id.data() : nullptr;
-        if (k.n < total)
-        {
-            if (check_name != nullptr)
-            {
-                check_finite_rows(tokens, check_name);
-            }
-            const std::size_t columns = with_example_id ? 3 : 2;
-            k.storage.resize(columns * k.n);
-            for (std::size_t r = 0; r < k.n; ++r)
-            {
-                k.storage[r] = tokens.position(k.rows[r]);
-                k.storage[k.n + r] = tokens.bucket(k.rows[r]);
-                if (with_example_id)
-                {
-                    k.storage[2 * k.n + r] = tokens.example_id(k.rows[r]);
-                }
-            }
-            k.position = k.storage.data();
-            k.bucket = k.storage.data() + k.n;
-            k.example_id = with_example_id ? k.storage.data() + 2 * k.n : nullptr;
-        }
-        if (positions_as_double)
-        {
-            k.t.resize(k.n);
-            for (std::size_t r = 0; r < k.n; ++r)
-            {
-                k.t[r] = static_cast<double>(k.position[r]);
-            }
-        }
-        return k;
-    }
-
-    /// The kept rows of one kind, oriented (§2.1), read from the caller's buffer.
-    template <class T>
-    row_source<T> oriented_rows(const tokens_view<T>& tokens, const kept_tokens& kept, const std::vector<double>& sign)
-    {
-        row_source<T> s = rows_of(matrix_of(tokens));
-        s.rows = kept.n;
-        s.index = kept.index();
-        s.sign = sign.data();
-        return s;
     }
 
     /// §2.4-2.5 on the queries: the scalar predictability, whose pass over the rows also gives
@@ -547,218 +350,6 @@ namespace detail
         return m;
     }
 
-    /// The rows of a row source as a matrix read one row at a time: row(i) is row i in double,
-    /// valid until the next call (for steps written over a matrix_view that read rows in turn).
-    template <class T>
-    class loaded_rows
-    {
-    public:
-        explicit loaded_rows(const row_source<T>& source)
-            : rows(source.rows), cols(source.cols), m_source(source), m_row(source.cols)
-        {
-        }
-
-        const double* row(std::size_t i) const
-        {
-            m_source.load(i, m_row.data());
-            return m_row.data();
-        }
-
-        std::size_t rows;
-        std::size_t cols;
-
-    private:
-        const row_source<T>& m_source;
-        mutable std::vector<double> m_row;
-    };
-
-    /// The extensions of docs/method.md §8 over the buckets of one head: what each bucket adds,
-    /// then the head-level results. The rotated queries and keys are read through the head's
-    /// row sources (the caller's rows, kept, oriented and reflected as they are read).
-    template <class TQ, class TK>
-    class head_extensions
-    {
-    public:
-        head_extensions(const head_options& options, const kept_tokens& q, const kept_tokens& k,
-                        const row_source<TQ>& q_rows, const row_source<TK>& k_rows, std::uint64_t pair_sampler_seed)
-            : m_options(options), m_q(q), m_k(k), m_q_rows(q_rows), m_k_rows(k_rows), m_pair_seed(pair_sampler_seed)
-        {
-            if (options.empirical_ap)
-            {
-                m_query_rows = rows_by_bucket(q.bucket, q.n);
-            }
-        }
-
-        /// One query bucket: its cells and the Gaussian result (whose profile row and cells, the
-        /// last ones of `result`, get the empirical values). The differences w of the pairs
-        /// (§2.12, the kernel's W) are formed again here only when an extension needs them whole.
-        void add_bucket(const bucket_query_model& model, const std::vector<key_bucket>& key_buckets,
-                        const std::vector<cell_pairs>& cells, const bucket_plasticity_result& bucket,
-                        head_result& result)
-        {
-            xt::xtensor<double, 2> w;
-            if ((m_options.empirical_ap && bucket.n_pairs > 0) || m_options.confidence_intervals)
-            {
-                const auto rows = pair_rows(cells);
-                w = key_row_differences(m_k_rows, rows.first, rows.second);
-            }
-            if (m_options.distance_map)
-            {
-                add_distances(cells, model.tau, bucket.pair_plasticity);
-                if (m_options.distance_map_extra_pairs > 0)
-                {
-                    add_extra_pairs(model, key_buckets, cells);
-                }
-            }
-            bucket_profile& row = result.profile.back();
-            if (m_options.empirical_ap && bucket.n_pairs > 0)
-            {
-                const xt::xtensor<double, 2> queries = empirical_queries(model);
-                const matrix_view<double> qv = matrix_of(queries);
-                const matrix_view<double> wv = matrix_of(w);
-                const empirical_preferences preferences = preferences_raw(qv, wv);
-                const bucket_plasticity_result empirical = bucket_empirical_of_preferences(preferences, cells);
-                const std::size_t first_cell = result.cells.size() - cells.size();
-                for (std::size_t c = 0; c < cells.size(); ++c)
-                {
-                    result.cells[first_cell + c].plasticity_empirical = empirical.cells[c].plasticity;
-                }
-                row.plasticity_empirical = empirical.plasticity;
-                if (m_options.confidence_intervals)
-                {
-                    const double variance = empirical_mean_variance_raw(qv, wv, preferences)
-                                            + pair_sampling_variance(empirical.pair_plasticity, cells);
-                    row.plasticity_empirical_se = std::sqrt(variance);
-                    m_empirical_variance.push_back(variance);
-                }
-            }
-            if (m_options.confidence_intervals)
-            {
-                bucket_estimate estimate;
-                estimate.plasticity = bucket.plasticity;
-                estimate.sensitivity =
-                    sensitivity_raw(matrix_of(w), bucket.moments.mean.data(), bucket.moments.variance.data(), model);
-                estimate.pair_variance = bucket.n_pairs > 0 ? pair_sampling_variance(bucket.pair_plasticity, cells)
-                                                            : std::numeric_limits<double>::quiet_NaN();
-                m_estimates.push_back(std::move(estimate));
-            }
-        }
-
-        /// The head-level results, once every bucket was added: ap_empirical_overall, the
-        /// intervals, the distance map.
-        void finish(const std::vector<bucket_query_model>& models, const position_component_fit& component0,
-                    double slope_norm, head_result& result)
-        {
-            head_metrics& m = result.metrics;
-            if (m_options.empirical_ap)
-            {
-                // §2.14's aggregate of the empirical AP_j; its variance from the buckets' (disjoint queries).
-                std::vector<double> tau, n_queries, empirical;
-                double variance = 0.0, total = 0.0;
-                std::size_t next = 0;
-                for (const bucket_profile& row : result.profile)
-                {
-                    tau.push_back(row.tau);
-                    n_queries.push_back(static_cast<double>(row.n_queries));
-                    empirical.push_back(row.plasticity_empirical);
-                    if (m_options.confidence_intervals && !is_nan(row.plasticity_empirical))
-                    {
-                        variance += n_queries.back() * n_queries.back() * m_empirical_variance[next++];
-                        total += n_queries.back();
-                    }
-                }
-                m.ap_empirical_overall = weighted_plasticity(tau.data(), n_queries.data(), empirical.data(),
-                                                             empirical.size(), [](double) { return true; });
-                if (total > 0.0)
-                {
-                    m.ap_empirical_overall_se = std::sqrt(variance) / total;
-                }
-            }
-            if (m_options.confidence_intervals)
-            {
-                const double level = m_options.confidence_level;
-                // §8.3's passes read the rotated queries row by row from the source (no copy).
-                const loaded_rows<TQ> rotated(m_q_rows);
-                const plasticity_uncertainty u = standard_errors_raw(m_q.t.data(), m_q.bucket, rotated, component0,
-                                                                     slope_norm, models, m_estimates);
-                for (std::size_t j = 0; j < result.profile.size(); ++j)
-                {
-                    bucket_profile& row = result.profile[j];
-                    row.plasticity_se = u.bucket_standard_error[j];
-                    row.plasticity_bias = u.bucket_bias[j];
-                    const interval ci = plasticity_interval(row.plasticity, row.plasticity_bias, row.plasticity_se, level);
-                    row.plasticity_ci_low = ci.low;
-                    row.plasticity_ci_high = ci.high;
-                }
-                m.ap_overall_se = u.standard_error;
-                m.ap_overall_bias = u.bias;
-                const interval ci = plasticity_interval(m.ap_overall, m.ap_overall_bias, m.ap_overall_se, level);
-                m.ap_overall_ci_low = ci.low;
-                m.ap_overall_ci_high = ci.high;
-            }
-            if (m_options.distance_map)
-            {
-                result.distance_map = distance_map_raw(m_key_distance.data(), m_query_distance.data(),
-                                                       m_plasticity.data(), m_plasticity.size(),
-                                                       m_options.distance_bins_per_octave);
-            }
-        }
-
-    private:
-        void add_distances(const std::vector<cell_pairs>& cells, double tau, const xt::xtensor<double, 1>& pp)
-        {
-            const pair_distances d = pair_distances_raw(m_k.position, cells, tau);
-            m_key_distance.insert(m_key_distance.end(), d.key_distance.begin(), d.key_distance.end());
-            m_query_distance.insert(m_query_distance.end(), d.query_distance.begin(), d.query_distance.end());
-            m_plasticity.insert(m_plasticity.end(), pp.begin(), pp.end());
-        }
-
-        /// §8.1: extra pairs of every cell from their own streams, under the bucket's model.
-        void add_extra_pairs(const bucket_query_model& model, const std::vector<key_bucket>& key_buckets,
-                             const std::vector<cell_pairs>& cells)
-        {
-            std::vector<cell_pairs> extra;
-            for (const cell_pairs& cell : cells)
-            {
-                const auto it = std::lower_bound(key_buckets.begin(), key_buckets.end(), cell.k_bucket,
-                                                 [](const key_bucket& kb, std::int64_t b) { return kb.bucket < b; });
-                extra.push_back(cell_pairs_from_stream(*it, model.bucket, m_options.distance_map_extra_pairs,
-                                                       m_options.max_rel_dist,
-                                                       distance_map_pair_seed(m_pair_seed, model.bucket, cell.k_bucket),
-                                                       "analyze_head"));
-            }
-            const bucket_plasticity_result pp = query_bucket_plasticity_raw(m_k_rows, extra, model);
-            add_distances(extra, model.tau, pp.pair_plasticity);
-        }
-
-        /// §8.2: the bucket's queries (rotated), all of them or a seeded subsample of the cap.
-        xt::xtensor<double, 2> empirical_queries(const bucket_query_model& model) const
-        {
-            const std::vector<std::size_t>& rows = m_query_rows.at(model.bucket);
-            std::vector<std::size_t> picked;
-            const std::size_t cap = m_options.empirical_max_queries;
-            subsample_rows_into(rows.size(), cap > 0 ? cap : rows.size(), empirical_query_seed(m_pair_seed, model.bucket),
-                                picked);
-            const std::size_t d = m_q_rows.cols;
-            xt::xtensor<double, 2> out = xt::xtensor<double, 2>::from_shape({picked.size(), d});
-            for (std::size_t r = 0; r < picked.size(); ++r)
-            {
-                m_q_rows.load(rows[picked[r]], out.data() + r * d);
-            }
-            return out;
-        }
-
-        const head_options& m_options;
-        const kept_tokens& m_q;
-        const kept_tokens& m_k;
-        const row_source<TQ>& m_q_rows;
-        const row_source<TK>& m_k_rows;
-        std::uint64_t m_pair_seed;
-        std::map<std::int64_t, std::vector<std::size_t>> m_query_rows;
-        std::vector<double> m_key_distance, m_query_distance, m_plasticity;
-        std::vector<bucket_estimate> m_estimates;
-        std::vector<double> m_empirical_variance;
-    };
 }  // namespace detail
 
 /// Runs docs/method.md §2 on one head: the queries and keys (views of the caller's buffers,

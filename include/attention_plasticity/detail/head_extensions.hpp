@@ -1,0 +1,251 @@
+#ifndef ATTENTION_PLASTICITY_DETAIL_HEAD_EXTENSIONS_HPP
+#define ATTENTION_PLASTICITY_DETAIL_HEAD_EXTENSIONS_HPP
+
+// The extensions of docs/method.md §8 inside analyze_head (pipeline.hpp): per bucket, what
+// the distance map, the empirical AP and the intervals add; then the head-level results.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <vector>
+
+#include <xtensor/xtensor.hpp>
+
+#include "../aggregates.hpp"
+#include "../cells.hpp"
+#include "../distance_maps.hpp"
+#include "../empirical.hpp"
+#include "../head_result.hpp"
+#include "../intervals.hpp"
+#include "../query_model.hpp"
+#include "../seeds.hpp"
+#include "../sensitivity.hpp"
+#include "finite.hpp"
+#include "kept_tokens.hpp"
+#include "matrix.hpp"
+#include "row_source.hpp"
+#include "stream_store.hpp"
+
+namespace attention_plasticity
+{
+namespace detail
+{
+    /// The rows of a row source as a matrix read one row at a time: row(i) is row i in double,
+    /// valid until the next call (for steps written over a matrix_view that read rows in turn).
+    template <class T>
+    class loaded_rows
+    {
+    public:
+        explicit loaded_rows(const row_source<T>& source)
+            : rows(source.rows), cols(source.cols), m_source(source), m_row(source.cols)
+        {
+        }
+
+        const double* row(std::size_t i) const
+        {
+            m_source.load(i, m_row.data());
+            return m_row.data();
+        }
+
+        std::size_t rows;
+        std::size_t cols;
+
+    private:
+        const row_source<T>& m_source;
+        mutable std::vector<double> m_row;
+    };
+
+    /// The extensions of docs/method.md §8 over the buckets of one head: what each bucket adds,
+    /// then the head-level results. The rotated queries and keys are read through the head's
+    /// row sources (the caller's rows, kept, oriented and reflected as they are read).
+    template <class TQ, class TK>
+    class head_extensions
+    {
+    public:
+        head_extensions(const head_options& options, const kept_tokens& q, const kept_tokens& k,
+                        const row_source<TQ>& q_rows, const row_source<TK>& k_rows, std::uint64_t pair_sampler_seed)
+            : m_options(options), m_q(q), m_k(k), m_q_rows(q_rows), m_k_rows(k_rows), m_pair_seed(pair_sampler_seed)
+        {
+            if (options.empirical_ap)
+            {
+                m_query_rows = rows_by_bucket(q.bucket, q.n);
+            }
+        }
+
+        /// One query bucket: its cells and the Gaussian result (whose profile row and cells, the
+        /// last ones of `result`, get the empirical values). The differences w of the pairs
+        /// (§2.12, the kernel's W) are formed again here only when an extension needs them whole.
+        void add_bucket(const bucket_query_model& model, const std::vector<key_bucket>& key_buckets,
+                        const std::vector<cell_pairs>& cells, const bucket_plasticity_result& bucket,
+                        head_result& result)
+        {
+            xt::xtensor<double, 2> w;
+            if ((m_options.empirical_ap && bucket.n_pairs > 0) || m_options.confidence_intervals)
+            {
+                const auto rows = pair_rows(cells);
+                w = key_row_differences(m_k_rows, rows.first, rows.second);
+            }
+            if (m_options.distance_map)
+            {
+                add_distances(cells, model.tau, bucket.pair_plasticity);
+                if (m_options.distance_map_extra_pairs > 0)
+                {
+                    add_extra_pairs(model, key_buckets, cells);
+                }
+            }
+            bucket_profile& row = result.profile.back();
+            if (m_options.empirical_ap && bucket.n_pairs > 0)
+            {
+                const xt::xtensor<double, 2> queries = empirical_queries(model);
+                const matrix_view<double> qv = matrix_of(queries);
+                const matrix_view<double> wv = matrix_of(w);
+                const empirical_preferences preferences = preferences_raw(qv, wv);
+                const bucket_plasticity_result empirical = bucket_empirical_of_preferences(preferences, cells);
+                const std::size_t first_cell = result.cells.size() - cells.size();
+                for (std::size_t c = 0; c < cells.size(); ++c)
+                {
+                    result.cells[first_cell + c].plasticity_empirical = empirical.cells[c].plasticity;
+                }
+                row.plasticity_empirical = empirical.plasticity;
+                if (m_options.confidence_intervals)
+                {
+                    const double variance = empirical_mean_variance_raw(qv, wv, preferences)
+                                            + pair_sampling_variance(empirical.pair_plasticity, cells);
+                    row.plasticity_empirical_se = std::sqrt(variance);
+                    m_empirical_variance.push_back(variance);
+                }
+            }
+            if (m_options.confidence_intervals)
+            {
+                bucket_estimate estimate;
+                estimate.plasticity = bucket.plasticity;
+                estimate.sensitivity =
+                    sensitivity_raw(matrix_of(w), bucket.moments.mean.data(), bucket.moments.variance.data(), model);
+                estimate.pair_variance = bucket.n_pairs > 0 ? pair_sampling_variance(bucket.pair_plasticity, cells)
+                                                            : std::numeric_limits<double>::quiet_NaN();
+                m_estimates.push_back(std::move(estimate));
+            }
+        }
+
+        /// The head-level results, once every bucket was added: ap_empirical_overall, the
+        /// intervals, the distance map.
+        void finish(const std::vector<bucket_query_model>& models, const position_component_fit& component0,
+                    double slope_norm, head_result& result)
+        {
+            head_metrics& m = result.metrics;
+            if (m_options.empirical_ap)
+            {
+                // §2.14's aggregate of the empirical AP_j; its variance from the buckets' (disjoint queries).
+                std::vector<double> tau, n_queries, empirical;
+                double variance = 0.0, total = 0.0;
+                std::size_t next = 0;
+                for (const bucket_profile& row : result.profile)
+                {
+                    tau.push_back(row.tau);
+                    n_queries.push_back(static_cast<double>(row.n_queries));
+                    empirical.push_back(row.plasticity_empirical);
+                    if (m_options.confidence_intervals && !is_nan(row.plasticity_empirical))
+                    {
+                        variance += n_queries.back() * n_queries.back() * m_empirical_variance[next++];
+                        total += n_queries.back();
+                    }
+                }
+                m.ap_empirical_overall = weighted_plasticity(tau.data(), n_queries.data(), empirical.data(),
+                                                             empirical.size(), [](double) { return true; });
+                if (total > 0.0)
+                {
+                    m.ap_empirical_overall_se = std::sqrt(variance) / total;
+                }
+            }
+            if (m_options.confidence_intervals)
+            {
+                const double level = m_options.confidence_level;
+                // §8.3's passes read the rotated queries row by row from the source (no copy).
+                const loaded_rows<TQ> rotated(m_q_rows);
+                const plasticity_uncertainty u = standard_errors_raw(m_q.t.data(), m_q.bucket, rotated, component0,
+                                                                     slope_norm, models, m_estimates);
+                for (std::size_t j = 0; j < result.profile.size(); ++j)
+                {
+                    bucket_profile& row = result.profile[j];
+                    row.plasticity_se = u.bucket_standard_error[j];
+                    row.plasticity_bias = u.bucket_bias[j];
+                    const interval ci = plasticity_interval(row.plasticity, row.plasticity_bias, row.plasticity_se, level);
+                    row.plasticity_ci_low = ci.low;
+                    row.plasticity_ci_high = ci.high;
+                }
+                m.ap_overall_se = u.standard_error;
+                m.ap_overall_bias = u.bias;
+                const interval ci = plasticity_interval(m.ap_overall, m.ap_overall_bias, m.ap_overall_se, level);
+                m.ap_overall_ci_low = ci.low;
+                m.ap_overall_ci_high = ci.high;
+            }
+            if (m_options.distance_map)
+            {
+                result.distance_map = distance_map_raw(m_key_distance.data(), m_query_distance.data(),
+                                                       m_plasticity.data(), m_plasticity.size(),
+                                                       m_options.distance_bins_per_octave);
+            }
+        }
+
+    private:
+        void add_distances(const std::vector<cell_pairs>& cells, double tau, const xt::xtensor<double, 1>& pp)
+        {
+            const pair_distances d = pair_distances_raw(m_k.position, cells, tau);
+            m_key_distance.insert(m_key_distance.end(), d.key_distance.begin(), d.key_distance.end());
+            m_query_distance.insert(m_query_distance.end(), d.query_distance.begin(), d.query_distance.end());
+            m_plasticity.insert(m_plasticity.end(), pp.begin(), pp.end());
+        }
+
+        /// §8.1: extra pairs of every cell from their own streams, under the bucket's model.
+        void add_extra_pairs(const bucket_query_model& model, const std::vector<key_bucket>& key_buckets,
+                             const std::vector<cell_pairs>& cells)
+        {
+            std::vector<cell_pairs> extra;
+            for (const cell_pairs& cell : cells)
+            {
+                const auto it = std::lower_bound(key_buckets.begin(), key_buckets.end(), cell.k_bucket,
+                                                 [](const key_bucket& kb, std::int64_t b) { return kb.bucket < b; });
+                extra.push_back(cell_pairs_from_stream(*it, model.bucket, m_options.distance_map_extra_pairs,
+                                                       m_options.max_rel_dist,
+                                                       distance_map_pair_seed(m_pair_seed, model.bucket, cell.k_bucket),
+                                                       "analyze_head"));
+            }
+            const bucket_plasticity_result pp = query_bucket_plasticity_raw(m_k_rows, extra, model);
+            add_distances(extra, model.tau, pp.pair_plasticity);
+        }
+
+        /// §8.2: the bucket's queries (rotated), all of them or a seeded subsample of the cap.
+        xt::xtensor<double, 2> empirical_queries(const bucket_query_model& model) const
+        {
+            const std::vector<std::size_t>& rows = m_query_rows.at(model.bucket);
+            std::vector<std::size_t> picked;
+            const std::size_t cap = m_options.empirical_max_queries;
+            subsample_rows_into(rows.size(), cap > 0 ? cap : rows.size(), empirical_query_seed(m_pair_seed, model.bucket),
+                                picked);
+            const std::size_t d = m_q_rows.cols;
+            xt::xtensor<double, 2> out = xt::xtensor<double, 2>::from_shape({picked.size(), d});
+            for (std::size_t r = 0; r < picked.size(); ++r)
+            {
+                m_q_rows.load(rows[picked[r]], out.data() + r * d);
+            }
+            return out;
+        }
+
+        const head_options& m_options;
+        const kept_tokens& m_q;
+        const kept_tokens& m_k;
+        const row_source<TQ>& m_q_rows;
+        const row_source<TK>& m_k_rows;
+        std::uint64_t m_pair_seed;
+        std::map<std::int64_t, std::vector<std::size_t>> m_query_rows;
+        std::vector<double> m_key_distance, m_query_distance, m_plasticity;
+        std::vector<bucket_estimate> m_estimates;
+        std::vector<double> m_empirical_variance;
+    };
+}  // namespace detail
+}  // namespace attention_plasticity
+
+#endif  // ATTENTION_PLASTICITY_DETAIL_HEAD_EXTENSIONS_HPP

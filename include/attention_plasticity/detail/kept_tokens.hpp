@@ -1,0 +1,129 @@
+#ifndef ATTENTION_PLASTICITY_DETAIL_KEPT_TOKENS_HPP
+#define ATTENTION_PLASTICITY_DETAIL_KEPT_TOKENS_HPP
+
+// The rows of a head that docs/method.md §2.2 keeps, and the row sources that read them from
+// the caller's buffers, oriented (§2.1): what analyze_head's steps and extensions read.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <xtensor/xtensor.hpp>
+
+#include "../preparation.hpp"
+#include "../tokens.hpp"
+#include "finite.hpp"
+#include "matrix.hpp"
+#include "row_source.hpp"
+
+namespace attention_plasticity
+{
+namespace detail
+{
+    template <class T>
+    matrix_view<T> matrix_of(const tokens_view<T>& tokens)
+    {
+        matrix_view<T> v;
+        v.data = tokens.vectors.data();
+        v.rows = tokens.vectors.shape()[0];
+        v.cols = tokens.vectors.shape()[1];
+        v.ld = v.cols;
+        return v;
+    }
+
+    inline matrix_view<double> matrix_of(const xt::xtensor<double, 2>& x)
+    {
+        matrix_view<double> v;
+        v.data = x.data();
+        v.rows = x.shape()[0];
+        v.cols = x.shape()[1];
+        v.ld = v.cols;
+        return v;
+    }
+
+    /// Every vector of one kind is finite, else the error naming the first non-finite value.
+    template <class T>
+    void check_finite_rows(const tokens_view<T>& tokens, const char* name)
+    {
+        const matrix_view<T> x = matrix_of(tokens);
+        require_finite("analyze_head", name, x.data, x.rows, x.cols, x.ld);
+    }
+
+    /// The rows of one kind kept by §2.2 and their columns. When every row is kept, nothing is
+    /// copied (`rows` is empty and the columns point to the caller's).
+    struct kept_tokens
+    {
+        std::vector<std::size_t> rows;  // the caller's rows kept, increasing; empty: all of them
+        std::size_t n = 0;
+        std::vector<double> t;          // positions as double (queries)
+        const std::int64_t* position = nullptr;
+        const std::int64_t* bucket = nullptr;
+        const std::int64_t* example_id = nullptr;
+        std::vector<std::int64_t> storage;  // the kept columns, when rows were left out
+
+        const std::size_t* index() const noexcept { return rows.empty() ? nullptr : rows.data(); }
+    };
+
+    /// The rows kept by §2.2 (with rng(seed)) and their columns. With a check_name, when rows
+    /// are left out, every row is checked for non-finite values first (the first pass over the
+    /// kept rows checks only those).
+    template <class T>
+    kept_tokens kept_tokens_of(const tokens_view<T>& tokens, std::size_t max_rows, std::uint64_t seed,
+                               const char* check_name, bool positions_as_double, bool with_example_id)
+    {
+        kept_tokens k;
+        const std::size_t total = tokens.vectors.shape()[0];
+        if (total > max_rows)
+        {
+            subsample_rows_into(total, max_rows, seed, k.rows);
+        }
+        k.n = k.rows.empty() ? total : k.rows.size();
+        k.position = tokens.position.data();
+        k.bucket = tokens.bucket.data();
+        k.example_id = with_example_id ? tokens.example_id.data() : nullptr;
+        if (k.n < total)
+        {
+            if (check_name != nullptr)
+            {
+                check_finite_rows(tokens, check_name);
+            }
+            const std::size_t columns = with_example_id ? 3 : 2;
+            k.storage.resize(columns * k.n);
+            for (std::size_t r = 0; r < k.n; ++r)
+            {
+                k.storage[r] = tokens.position(k.rows[r]);
+                k.storage[k.n + r] = tokens.bucket(k.rows[r]);
+                if (with_example_id)
+                {
+                    k.storage[2 * k.n + r] = tokens.example_id(k.rows[r]);
+                }
+            }
+            k.position = k.storage.data();
+            k.bucket = k.storage.data() + k.n;
+            k.example_id = with_example_id ? k.storage.data() + 2 * k.n : nullptr;
+        }
+        if (positions_as_double)
+        {
+            k.t.resize(k.n);
+            for (std::size_t r = 0; r < k.n; ++r)
+            {
+                k.t[r] = static_cast<double>(k.position[r]);
+            }
+        }
+        return k;
+    }
+
+    /// The kept rows of one kind, oriented (§2.1), read from the caller's buffer.
+    template <class T>
+    row_source<T> oriented_rows(const tokens_view<T>& tokens, const kept_tokens& kept, const std::vector<double>& sign)
+    {
+        row_source<T> s = rows_of(matrix_of(tokens));
+        s.rows = kept.n;
+        s.index = kept.index();
+        s.sign = sign.data();
+        return s;
+    }
+}  // namespace detail
+}  // namespace attention_plasticity
+
+#endif  // ATTENTION_PLASTICITY_DETAIL_KEPT_TOKENS_HPP
