@@ -197,9 +197,7 @@ def analyze_dump(data_root, output_dir=None, *, config=None, progress=True, warn
         errors = [HeadError(*failure[1:6]) for failure in run.failures()]
         written = target is not None and run.commit()
         if target is not None and not written:
-            warnings.warn(f"{run.counts_text()}; no head was analyzed, so "
-                          + (f"the earlier results in {target} are left as they were"
-                             if run.has_earlier_set() else f"nothing was written to {target}"),
+            warnings.warn(f"{run.counts_text()}; no head was analyzed, so {run.unchanged_text(True)}",
                           HeadFailedWarning, stacklevel=2)
     finally:
         run.close()
