@@ -81,6 +81,11 @@ public:
     std::size_t threads() const { return m_threads; }
     bool writes() const { return m_writer.has_value(); }
     bool has_earlier_set() const { return m_writer && m_writer->has_earlier_set(); }
+    /// result_set_writer::unchanged_text of the output folder ("" when the run does not write).
+    std::string unchanged_text(bool nothing_to_write) const
+    {
+        return m_writer ? m_writer->unchanged_text(nothing_to_write) : std::string();
+    }
     std::vector<std::string> notes() const { return m_writer ? m_writer->notes() : std::vector<std::string>{}; }
 
     /// The files of the result set: the CSVs, and shard.json for a shard.

@@ -99,10 +99,8 @@ int main(int argc, char** argv)
     if (!run->has_results())
     {
         run->commit();  // drops the temporary set
-        const std::string where = run->has_earlier_set()
-                                      ? "the earlier results in " + output_dir + " are left as they were"
-                                      : "nothing was written to " + output_dir;
-        std::fprintf(stderr, "ap_analyze: %s; no head was analyzed, so %s\n", counts.c_str(), where.c_str());
+        std::fprintf(stderr, "ap_analyze: %s; no head was analyzed, so %s\n", counts.c_str(),
+                     run->unchanged_text(true).c_str());
         return 1;
     }
     try
@@ -111,9 +109,7 @@ int main(int argc, char** argv)
     }
     catch (const std::exception& e)
     {
-        std::fprintf(stderr, "ap_analyze: error: %s; %s\n", e.what(),
-                     run->has_earlier_set() ? ("the earlier results in " + output_dir + " are unchanged").c_str()
-                                            : ("no results were written to " + output_dir).c_str());
+        std::fprintf(stderr, "ap_analyze: error: %s; %s\n", e.what(), run->unchanged_text(false).c_str());
         return 1;
     }
     double head_seconds = 0.0;

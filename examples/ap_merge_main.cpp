@@ -143,9 +143,7 @@ int main(int argc, char** argv)
     {
         writer->abandon();
         std::fprintf(stderr, "ap_merge: %s; no head was analyzed, so %s\n", counts.c_str(),
-                     writer->has_earlier_set()
-                         ? ("the earlier results in " + config.output_dir + " are left as they were").c_str()
-                         : ("nothing was written to " + config.output_dir).c_str());
+                     writer->unchanged_text(true).c_str());
         return 1;
     }
     try
@@ -154,10 +152,7 @@ int main(int argc, char** argv)
     }
     catch (const std::exception& e)
     {
-        std::fprintf(stderr, "ap_merge: error: %s; %s\n", e.what(),
-                     writer->has_earlier_set()
-                         ? ("the earlier results in " + config.output_dir + " are unchanged").c_str()
-                         : ("no results were written to " + config.output_dir).c_str());
+        std::fprintf(stderr, "ap_merge: error: %s; %s\n", e.what(), writer->unchanged_text(false).c_str());
         return 1;
     }
     std::fprintf(stderr, "ap_merge: %s; results in %s\n", counts.c_str(), config.output_dir.c_str());

@@ -358,6 +358,19 @@ public:
     /// Whether the folder already holds a set (of this version or an earlier one).
     bool has_earlier_set() const { return m_had_current || !m_legacy.empty(); }
 
+    /// The folder after a run that made no new set, as every front end ends its last message:
+    /// with `nothing_to_write` (no head analyzed) "the earlier results in DIR are left as they
+    /// were" or "nothing was written to DIR"; else (the set could not be written) "the earlier
+    /// results in DIR are unchanged" or "no results were written to DIR".
+    std::string unchanged_text(bool nothing_to_write) const
+    {
+        if (has_earlier_set())
+        {
+            return "the earlier results in " + m_out + (nothing_to_write ? " are left as they were" : " are unchanged");
+        }
+        return (nothing_to_write ? "nothing was written to " : "no results were written to ") + m_out;
+    }
+
     /// Messages about the folder worth showing (leftovers left alone, locking unavailable).
     const std::vector<std::string>& notes() const { return m_notes; }
 

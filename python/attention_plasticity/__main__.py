@@ -49,17 +49,14 @@ def main(argv=None):
             return 130
         counts = run.counts_text()
         if not run.has_results:
-            where = (f"the earlier results in {run.output_dir} are left as they were"
-                     if run.has_earlier_set() else f"nothing was written to {run.output_dir}")
+            where = run.unchanged_text(True)
             run.commit()
             say(f"{counts}; no head was analyzed, so {where}")
             return 1
         try:
             run.commit()
         except (OSError, RuntimeError) as exc:
-            where = (f"the earlier results in {run.output_dir} are unchanged" if run.has_earlier_set()
-                     else f"no results were written to {run.output_dir}")
-            say(f"error: {exc}; {where}")
+            say(f"error: {exc}; {run.unchanged_text(False)}")
             return 1
         say(f"{counts}, in {time.perf_counter() - start:.1f} s; results in {run.output_dir}")
         return 1 if run.failed else 0

@@ -1987,6 +1987,14 @@ class DumpRun:
     def has_earlier_set(self) -> bool:
         """Whether the output folder held a result set before."""
 
+    def unchanged_text(self, nothing_to_write: bool) -> str:
+        """
+        The output folder after a run that wrote no new set, as ap_analyze ends its message: with
+        nothing_to_write (no head analyzed) 'the earlier results in DIR are left as they were' or 'nothing
+        was written to DIR'; else (the set could not be written) 'the earlier results in DIR are
+        unchanged' or 'no results were written to DIR'.
+        """
+
     def close(self) -> None:
         """Releases the output folder (its lock and an unwritten temporary set)."""
 

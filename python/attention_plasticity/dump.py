@@ -12,7 +12,7 @@ bar, and the failed heads as warnings and as data.
 import os
 import sys
 import warnings
-from typing import List, NamedTuple
+from typing import NamedTuple
 
 from . import _core, _tables
 
@@ -193,12 +193,11 @@ def analyze_dump(data_root, output_dir=None, *, config=None, progress=True, warn
                                      parquet_rows=parquet_rows)
     target = run.output_dir
     try:
-        errors = _run(run, progress=progress, warn=warn)
+        _run(run, progress=progress, warn=warn)
+        errors = [HeadError(*failure[1:6]) for failure in run.failures()]
         written = target is not None and run.commit()
         if target is not None and not written:
-            warnings.warn(f"{run.counts_text()}; no head was analyzed, so "
-                          + (f"the earlier results in {target} are left as they were"
-                             if run.has_earlier_set() else f"nothing was written to {target}"),
+            warnings.warn(f"{run.counts_text()}; no head was analyzed, so {run.unchanged_text(True)}",
                           HeadFailedWarning, stacklevel=2)
     finally:
         run.close()
@@ -211,16 +210,14 @@ analyze_dump.__doc__ = analyze_dump.__doc__.replace("{options}", _option_doc())
 def _run(run, progress, warn, report=False):
     """Runs ``run`` with a tqdm bar (progress: True, False, or None for "when stderr is a
     terminal"); each failure is warned (``warn``) and/or printed on stderr as ap_analyze
-    prints it (``report``). Returns the HeadErrors."""
+    prints it (``report``). The failures themselves stay in ``run.failures()``."""
     from tqdm import tqdm
 
-    errors: List[HeadError] = []
     bar = tqdm(total=len(run.heads), unit="head", desc="attention plasticity", file=sys.stderr,
                disable=(None if progress is None else not progress), dynamic_ncols=True)
 
     def on_progress(done, failures):
-        for _index, layer, q_head, k_head, file, reason, line in failures:
-            errors.append(HeadError(layer, q_head, k_head, file, reason))
+        for *_failure, line in failures:
             if report:
                 bar.write(line, file=sys.stderr)
             if warn:
@@ -232,8 +229,6 @@ def _run(run, progress, warn, report=False):
         run.run(read_parquet_folder, on_progress)
     finally:
         bar.close()
-    errors.sort(key=lambda e: (e.layer, e.q_head))
-    return errors
 
 
 __all__ = ["analyze_dump", "DumpResult", "HeadError", "HeadFailedWarning", "parquet_rows", "read_parquet_folder"]

@@ -640,6 +640,14 @@ void bind_dump(nb::module_& m)
              "Writes the result set into output_dir (a writer of its own); False when there is none.")
         .def("has_earlier_set", [](const dump_run& r) { return r.engine().has_earlier_set(); },
              "Whether the output folder held a result set before.")
+        .def(
+            "unchanged_text",
+            [](const dump_run& r, bool nothing_to_write) { return r.engine().unchanged_text(nothing_to_write); },
+            "nothing_to_write"_a,
+            "The output folder after a run that wrote no new set, as ap_analyze ends its message: with\n"
+            "nothing_to_write (no head analyzed) 'the earlier results in DIR are left as they were' or 'nothing\n"
+            "was written to DIR'; else (the set could not be written) 'the earlier results in DIR are\n"
+            "unchanged' or 'no results were written to DIR'.")
         .def("close", &dump_run::close, "Releases the output folder (its lock and an unwritten temporary set).")
         .def("counts_text", [](const dump_run& r) { return r.engine().counts_text(); },
              "'P of the L query heads of the layout present: ...'.");

@@ -96,6 +96,13 @@ class Ctx:
     def save(self, layer, head, kind, name, array):
         np().save(self.path(layer, head, kind, name), array)
 
+    def poke(self, layer, head, kind, name, index, value):
+        """Sets one element of an array file; returns the file's path."""
+        a = self.load(layer, head, kind, name)
+        a[index] = value
+        self.save(layer, head, kind, name, a)
+        return self.path(layer, head, kind, name)
+
 
 CASES = []
 
@@ -406,36 +413,27 @@ def shape_window_length(c):
 
 @case
 def value_nan(c):
-    a = c.load(1, 3, "q", "vector.npy")
-    a[5, 2] = float("nan")
-    c.save(1, 3, "q", "vector.npy", a)
-    return Expect(1, one(1, 3, c.path(1, 3, "q", "vector.npy"), "non-finite value (nan) at row 5, column 2"))
+    p = c.poke(1, 3, "q", "vector.npy", (5, 2), float("nan"))
+    return Expect(1, one(1, 3, p, "non-finite value (nan) at row 5, column 2"))
 
 
 @case
 def value_inf(c):
-    a = c.load(0, 1, "q", "vector.npy")
-    a[0, 0] = float("-inf")
-    c.save(0, 1, "q", "vector.npy", a)
-    return Expect(1, one(0, 1, c.path(0, 1, "q", "vector.npy"), "non-finite value (-inf) at row 0, column 0"))
+    p = c.poke(0, 1, "q", "vector.npy", (0, 0), float("-inf"))
+    return Expect(1, one(0, 1, p, "non-finite value (-inf) at row 0, column 0"))
 
 
 @case
 def value_nan_in_keys(c):
-    a = c.load(1, 1, "k", "vector.npy")
-    a[2, 1] = float("nan")
-    c.save(1, 1, "k", "vector.npy", a)
-    p = c.path(1, 1, "k", "vector.npy")
+    p = c.poke(1, 1, "k", "vector.npy", (2, 1), float("nan"))
     return Expect(1, {(1, 2): (p, "non-finite value (nan) at row 2, column 1"),
                       (1, 3): (p, "non-finite value (nan) at row 2, column 1")})
 
 
 @case
 def value_negative_position(c):
-    a = c.load(1, 2, "q", "position.npy")
-    a[3] = -1
-    c.save(1, 2, "q", "position.npy", a)
-    return Expect(1, one(1, 2, c.path(1, 2, "q", "position.npy"), "negative position -1 at row 3"))
+    p = c.poke(1, 2, "q", "position.npy", 3, -1)
+    return Expect(1, one(1, 2, p, "negative position -1 at row 3"))
 
 
 @case

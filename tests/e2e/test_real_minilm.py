@@ -64,33 +64,6 @@ def check_errors(c, stderr, captured):
         c.check(not line.startswith("error"), "unexpected error line: %s" % line)
 
 
-def compare_with_reference(c, ref, got):
-    worst = {}
-    for key, want in sorted(ref.items()):
-        quantity = key[2]
-        if key not in got:
-            c.check(False, "missing in ap_analyze output: %s" % (key,))
-            continue
-        have = got[key]
-        if quantity in ref_metrics.EXACT:
-            c.check(int(have) == int(want), "%s: %s, reference %s" % (key, have, want))
-            continue
-        rel, abs_tol = ref_metrics.tolerance(quantity)
-        a, b = u.num(have), u.num(want)
-        c.check(u.close(a, b, rel=rel, abs_tol=abs_tol),
-                "%s: %s, reference %s (diff %.3g)" % (key, have, want, a - b))
-        group = "ks" if quantity in ref_metrics.KS else (
-            "moments" if quantity in ref_metrics.MOMENTS else "other (relative)")
-        diff = abs(a - b) if group != "other (relative)" else abs(a - b) / max(abs(b), 1e-300)
-        worst[group] = max(worst.get(group, 0.0), diff)
-    ref_heads = {k[:2] for k in ref}
-    extra = sorted({k[:2] for k in got} - ref_heads)
-    c.check(not extra, "heads in ap_analyze output but not in the reference: %s" % extra)
-    extra_buckets = [k for k in got if k[2] in ("tau", "n_queries") and k not in ref]
-    c.check(not extra_buckets, "profile rows the reference does not have: %s" % extra_buckets[:5])
-    print("worst differences: " + ", ".join("%s %.3g" % kv for kv in sorted(worst.items())))
-
-
 def check_plasticity_ranges(c, out, captured):
     _, metrics = u.read_csv(os.path.join(out, "head_metrics.csv"))
     analyzed = {u.head_key(r) for r in metrics}
@@ -132,7 +105,8 @@ def main():
     check_errors(c, stderr, captured)
 
     check_plasticity_ranges(c, out, captured)
-    compare_with_reference(c, ref_metrics.load_fixture(reference), ref_metrics.load_results(out))
+    ref_metrics.compare_with_reference(c, ref_metrics.load_fixture(reference),
+                                       ref_metrics.load_results(out))
 
     code, stdout, stderr = u.run([sys.executable, RENDER_ALL, "--results", out, "--out",
                                   figures, "--dpi", 60])

@@ -63,15 +63,10 @@ def load_results(out):
     return got
 
 
-def main():
-    analyze, dump, fixture, work = sys.argv[1:5]
-    u.fresh_dir(work)
-    out = os.path.join(work, "out")
-    u.run([analyze, "--data-root", dump, "--output-dir", out, "--normality-max-dims", 64,
-           "--max-tokens-per-head", 50000, "--threads", 2], expect=0)
-    ref = load_fixture(fixture)
-    got = load_results(out)
-    c = u.Checker()
+def compare_with_reference(c, ref, got):
+    """Checks every reference value against ap_analyze's (``got``, from load_results) at the
+    tolerances above, and that ap_analyze has no head or profile row the reference lacks;
+    prints the worst differences (absolute for KS p-values and moments, else relative)."""
     worst = {}
     for key, want in sorted(ref.items()):
         quantity = key[2]
@@ -87,10 +82,22 @@ def main():
         c.check(u.close(a, b, rel=rel, abs_tol=abs_tol), "%s: %s, reference %s (diff %.3g)" % (key, have, want, a - b))
         group = quantity if quantity in KS or quantity in MOMENTS else "other"
         worst[group] = max(worst.get(group, 0.0), abs(a - b) / max(abs(b), 1e-300) if group == "other" else abs(a - b))
+    extra_heads = sorted({k[:2] for k in got} - {k[:2] for k in ref})
+    c.check(not extra_heads, "heads in ap_analyze output but not in the reference: %s" % extra_heads)
     # Every profile row of the driver is in the reference (no extra buckets).
     extra = [k for k in got if k[2] in ("tau", "n_queries") and k not in ref]
-    c.check(not extra, "profile rows the reference does not have: %s" % extra)
+    c.check(not extra, "profile rows the reference does not have: %s" % extra[:5])
     print("worst differences: " + ", ".join("%s %.3g" % kv for kv in sorted(worst.items())))
+
+
+def main():
+    analyze, dump, fixture, work = sys.argv[1:5]
+    u.fresh_dir(work)
+    out = os.path.join(work, "out")
+    u.run([analyze, "--data-root", dump, "--output-dir", out, "--normality-max-dims", 64,
+           "--max-tokens-per-head", 50000, "--threads", 2], expect=0)
+    c = u.Checker()
+    compare_with_reference(c, load_fixture(fixture), load_results(out))
     c.close("test_reference_metrics")
 
 

@@ -21,23 +21,13 @@ import unittest
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-CONVERTER = os.path.join(ROOT, "examples", "convert_sniffed_qk.py")
 sys.path.insert(0, HERE)
 
+import bindings_util as bu  # noqa: E402
 from sniffed_fixtures import head_data, sniffed_table, write_table  # noqa: E402
 
 NUM_LAYERS, NUM_Q, NUM_K, DIM = 2, 4, 2, 8
 WINDOW = {0: None, 1: 48}
-CSVS = ("head_metrics.csv", "head_bucket_plasticity.csv", "head_profile.csv",
-        "head_component_weights.csv")
-
-
-def ap_analyze_path():
-    path = os.environ.get("AP_ANALYZE") or os.path.join(ROOT, "build", "examples", "ap_analyze")
-    if not os.access(path, os.X_OK):
-        raise AssertionError(f"ap_analyze not found at {path}: build it or set AP_ANALYZE")
-    return path
 
 
 def run(args):
@@ -76,13 +66,13 @@ class TestParquetEqualsNpy(unittest.TestCase):
 
     def analyze(self, root, name):
         out = os.path.join(self.tmp, name)
-        proc = run([ap_analyze_path(), "--data-root", root, "--output-dir", out,
+        proc = run([bu.ap_analyze(), "--data-root", root, "--output-dir", out,
                     "--num-q-heads", NUM_Q, "--num-k-heads", NUM_K, "--threads", 2])
         self.assertEqual(proc.returncode, 0, proc.stderr)
         return out
 
     def test_converted_equals_direct(self):
-        proc = run([sys.executable, CONVERTER, "--quiet", self.parquet, self.converted])
+        proc = run([sys.executable, bu.CONVERTER, "--quiet", self.parquet, self.converted])
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertEqual(sorted(os.listdir(self.converted)), sorted(os.listdir(self.direct)))
         for name in os.listdir(self.direct):
@@ -97,7 +87,7 @@ class TestParquetEqualsNpy(unittest.TestCase):
 
         from_npy = self.analyze(self.direct, "out_direct")
         from_parquet = self.analyze(self.converted, "out_converted")
-        for name in CSVS:
+        for name in bu.CSV_FILES:  # every CSV of the set, the distance map of §8.1 included
             with open(os.path.join(from_npy, name), "rb") as f:
                 want = f.read()
             with open(os.path.join(from_parquet, name), "rb") as f:
