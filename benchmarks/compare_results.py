@@ -3,7 +3,8 @@
 
 usage: compare_results.py OLD_DIR NEW_DIR
 
-For each of the four result files (docs/method.md §3), rows are matched in order (the files
+For each result file (docs/method.md §3 and §8.1's distance map; a file absent from both
+folders is skipped), rows are matched in order (the files
 list heads, buckets and components in a fixed order) and every numeric column is compared:
 the report gives, per column, how many values differ at all and the largest relative
 difference |new - old| / max(|old|, 1e-300) (NaN equal to NaN). Identifier and count columns
@@ -16,7 +17,8 @@ import math
 import os
 import sys
 
-FILES = ["head_metrics.csv", "head_bucket_plasticity.csv", "head_profile.csv", "head_component_weights.csv"]
+FILES = ["head_metrics.csv", "head_bucket_plasticity.csv", "head_profile.csv", "head_component_weights.csv",
+         "head_distance_plasticity.csv"]
 
 
 def read(path):
@@ -40,6 +42,8 @@ def main():
     old_dir, new_dir = sys.argv[1:3]
     status = 0
     for name in FILES:
+        if not os.path.exists(os.path.join(old_dir, name)) and not os.path.exists(os.path.join(new_dir, name)):
+            continue
         old_header, old_rows = read(os.path.join(old_dir, name))
         new_header, new_rows = read(os.path.join(new_dir, name))
         if old_header != new_header or len(old_rows) != len(new_rows):
