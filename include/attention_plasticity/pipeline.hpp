@@ -349,7 +349,6 @@ namespace detail
         m.ap_drop = aggregates.ap_drop;
         return m;
     }
-
 }  // namespace detail
 
 /// Runs docs/method.md §2 on one head: the queries and keys (views of the caller's buffers,
