@@ -82,8 +82,8 @@ public:
 
     /// A lower bound on the size of each file of the set: the header lines and, per head,
     /// one metrics row of at least one character per column (a full disk is refused before
-    /// the work; a set that is larger than this and does not fit fails at the end, leaving
-    /// the earlier set current).
+    /// the work; a larger set that does not fit fails at its writing, leaving the earlier set
+    /// current).
     std::vector<std::uint64_t> minimum_set_sizes() const
     {
         std::vector<std::uint64_t> sizes;

@@ -502,8 +502,10 @@ public:
     }
 
     /// Throws output_error (before any work) when the output folder's file system has not
-    /// room for files of at least `sizes` bytes (each rounded up to whole blocks, plus the
-    /// set's folder): a full disk is refused at once, not after the work.
+    /// room for files of `sizes` bytes together (in whole blocks; a lower bound, since file
+    /// systems that keep small files inline need no more): a full disk is refused at once,
+    /// not after the work. A set that passes and still does not fit fails at its writing,
+    /// the earlier set staying current.
     void require_free_space(const std::vector<std::uint64_t>& sizes) const
     {
         struct statvfs fs;
@@ -512,11 +514,12 @@ public:
             return;  // unknown: the writing itself will tell
         }
         const std::uint64_t block = fs.f_frsize;
-        std::uint64_t need = block;  // the set's folder
+        std::uint64_t bytes = 0;
         for (const std::uint64_t size : sizes)
         {
-            need += std::max<std::uint64_t>(1, (size + block - 1) / block) * block;
+            bytes += size;
         }
+        const std::uint64_t need = (bytes + block - 1) / block * block;
         const std::uint64_t available = static_cast<std::uint64_t>(fs.f_bavail) * block;
         if (available < need)
         {
