@@ -205,7 +205,7 @@ def test_usage_and_output_errors_are_ap_analyzes(dumps, tmp_path):
     with pytest.raises(ap.UsageError) as info:
         ap.analyze_dump(dumps["npy"], num_pairs_per_bucket=0, num_q_heads=4, num_k_heads=2)
     assert str(info.value).replace("num_pairs_per_bucket", "--num-pairs-per-bucket") in proc.stderr
-    with pytest.raises(ap.UsageError, match="num_q_heads .4. must be a multiple of num_k_heads .3."):
+    with pytest.raises(ap.UsageError, match="num_q_heads .4, given. must be a multiple of num_k_heads .3, given."):
         ap.analyze_dump(dumps["npy"], num_q_heads=4, num_k_heads=3)
     with pytest.raises(ap.UsageError, match="p_alpha"):
         ap.analyze_dump(dumps["npy"], p_alpha=1.5)
@@ -257,7 +257,11 @@ def test_command_line_is_ap_analyzes(dumps, tmp_path):
     assert bu.result_files(tmp_path / "out") == dumps["csv"]
     assert "8 of the 8 query heads of the layout present: 8 analyzed, 0 failed" in proc.stderr
     helps = [bu.check_run(cli + ["--help"]).stdout, bu.check_run([bu.ap_analyze(), "--help"]).stdout]
-    assert helps[0] == helps[1].replace("ap_analyze", "python -m attention_plasticity", 1)
+    # the same text, but for the paragraph on the layouts read (the module reads Parquet too)
+    paragraphs = [h.split("\n\n") for h in helps]
+    assert [p for p in paragraphs[0] if "data.parquet" not in p] == \
+        [p.replace("ap_analyze", "python -m attention_plasticity", 1) for p in paragraphs[1] if "NPY files" not in p]
+    assert "data.parquet" in helps[0] and "data.parquet" not in helps[1]
     bad = bu.run(cli + ["--data-root", dumps["npy"], "--seed", "x"])
     want = bu.run([bu.ap_analyze(), "--data-root", dumps["npy"], "--seed", "x"])
     assert (bad.returncode, want.returncode) == (2, 2)
