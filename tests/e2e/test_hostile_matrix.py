@@ -14,7 +14,10 @@ holds an earlier result set (another seed), breaks one thing, runs ap_analyze, a
     rows of failed, absent or unselected heads are left out); after a usage error (nothing
     analyzed) or a run where no head succeeded, the earlier set is unchanged byte for byte;
   - no leftover temporary entry in the output folder, and usage errors do no work (no
-    progress line).
+    progress line);
+  - no case waits: each run is killed after 120 s and then fails (FIFOs where a file, the
+    lock or data is expected); the cases that plant links to files outside the output folder
+    check that those files are untouched and that none is created (issue 19).
 Cases needing to deny root its permissions run under setpriv (see e2e_util); disk-full and
 kill -9 cases are in test_disk_full.py and test_kill_runs.py.
 """
