@@ -32,6 +32,7 @@
 // its set with the same writer). POSIX; the run identity and liveness use Linux's /proc.
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdint>
@@ -205,6 +206,13 @@ inline std::optional<process_identity> parse_process_token(const std::string& to
     {
         return std::nullopt;
     }
+    // "~N" after the host: the (N+1)-th set of one process (host names hold no '~').
+    const std::size_t tilde = token.find('~', pos);
+    if (tilde != std::string::npos
+        && (tilde + 1 == token.size() || token.find_first_not_of("0123456789", tilde + 1) != std::string::npos))
+    {
+        return std::nullopt;
+    }
     for (std::size_t i = 0; i < 2; ++i)
     {
         if (fields[i].find_first_not_of("0123456789") != std::string::npos)
@@ -215,7 +223,7 @@ inline std::optional<process_identity> parse_process_token(const std::string& to
     p.pid = std::stol(fields[0]);
     p.start_ticks = std::stoull(fields[1]);
     p.boot_id = fields[2];
-    p.host = token.substr(pos);
+    p.host = token.substr(pos, tilde == std::string::npos ? std::string::npos : tilde - pos);
     return p;
 }
 
@@ -614,7 +622,11 @@ private:
         const std::string previous = detail::link_text(in_state("previous"));
         m_kept = is_set_name(previous) ? previous : std::string();
         remove_leftovers();
-        const std::string token = this_process().token();
+        // A process may write several sets into one folder (the Python module): each run of
+        // it names its own ("~N" from the second on), never the one `current` names.
+        static std::atomic<unsigned long> runs{0};
+        const unsigned long run = runs++;
+        const std::string token = this_process().token() + (run == 0 ? "" : "~" + std::to_string(run));
         m_temp = in_state("tmp-" + token);
         m_set_name = "set-" + token;
         if (::mkdir(m_temp.c_str(), 0755) != 0)

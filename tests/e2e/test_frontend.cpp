@@ -310,4 +310,11 @@ TEST_CASE("result sets: the run identity tells a gone process from a live one", 
     const auto dashed = parse_process_token("12-34-abcd-node-7.cluster");
     REQUIRE(dashed);
     CHECK(dashed->host == "node-7.cluster");
+    // The second and later sets of one process: "~N" after the host.
+    const auto later = parse_process_token("12-34-abcd-node-7.cluster~3");
+    REQUIRE(later);
+    CHECK(later->host == "node-7.cluster");
+    CHECK(later->token() == dashed->token());
+    CHECK_FALSE(parse_process_token("12-34-abcd-host~"));
+    CHECK_FALSE(parse_process_token("12-34-abcd-host~x"));
 }

@@ -311,3 +311,24 @@ def test_help_says_parquet_is_read(capsys):
     text = capsys.readouterr().out
     assert "data.parquet" in text and "--model-config" in text
     assert "*.npy" not in text
+
+
+def test_runs_of_one_process_into_one_folder(dumps, tmp_path):
+    """Several analyze_dump calls of one process into one folder: each makes its own set (they
+    shared one name, and the second failed with "Directory not empty"); the set before stays
+    readable as `previous` (the consistent read of examples/README.md)."""
+    out = tmp_path / "out"
+    state = out / ".ap_results"
+    seen = []
+    for seed in (1, 2, 3):
+        resolved = state / os.readlink(state / "current") if seen else None
+        before = (resolved / "head_metrics.csv").read_bytes() if resolved else None
+        result = ap.analyze_dump(dumps["npy"], out, seed=seed, num_q_heads=4, num_k_heads=2, progress=False)
+        assert result.output_dir == str(out)
+        assert (out / "head_metrics.csv").read_text() == result.csv_text("head_metrics")
+        if resolved:
+            assert os.readlink(state / "previous") == resolved.name
+            assert (resolved / "head_metrics.csv").read_bytes() == before
+        seen.append(os.readlink(state / "current"))
+    assert len(set(seen)) == 3
+    assert sorted(e for e in os.listdir(state) if e.startswith("set-")) == sorted(seen[1:])
