@@ -24,7 +24,8 @@
 // are opened with O_NOFOLLOW (and O_NONBLOCK: a FIFO is never waited for) and checked with
 // fstat.
 //
-// <run> names the process: pid, start time (clock ticks since boot), boot id and host. A
+// <run> names the process: pid, start time (clock ticks since boot), boot id and host, and
+// "~N" after it for the (N+1)-th set of one process (the Python module may write several). A
 // leftover (tmp-, set-, link-, name-, legacy- <run>) is removed only when that process is gone:
 // same host and another boot, or no such pid, or a pid with another start time.
 //
