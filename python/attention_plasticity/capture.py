@@ -434,20 +434,24 @@ def pydoc_documents():
 
 
 def make_examples(tokenizer, documents, max_seq_len):
-    """Token id lists: each document cut into consecutive pieces of at most max_seq_len - 2
-    tokens, each framed as the encoders read a sequence: [CLS] piece [SEP]."""
-    cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
-    if cls is None or sep is None:
-        raise CaptureError("the tokenizer has no [CLS]/[SEP] tokens; this script captures "
-                           "BERT-style encoders")
-    room = max_seq_len - 2
+    """Token id lists: each document cut into consecutive pieces, each framed as the model
+    reads a sequence: [CLS] piece [SEP] for an encoder's tokenizer (one with [CLS] and
+    [SEP]), else <bos> piece when the tokenizer has a beginning-of-sequence token, else the
+    piece alone; at most max_seq_len tokens each."""
+    cls, sep = getattr(tokenizer, "cls_token_id", None), getattr(tokenizer, "sep_token_id", None)
+    bos = getattr(tokenizer, "bos_token_id", None)
+    if cls is not None and sep is not None:
+        head, tail = [cls], [sep]
+    else:
+        head, tail = ([] if bos is None else [bos]), []
+    room = max_seq_len - len(head) - len(tail)
     if room < 1:
         raise CaptureError(f"--max-seq-len {max_seq_len} leaves no room for text")
     examples = []
     for _name, text in documents:
         ids = tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
         for start in range(0, len(ids), room):
-            examples.append([cls] + list(ids[start:start + room]) + [sep])
+            examples.append(head + list(ids[start:start + room]) + tail)
     return examples
 
 
