@@ -334,6 +334,9 @@ class AttentionCapture:
     # -- the registry path --------------------------------------------------
     def _switch(self):
         for layer, module in self._modules:
+            if id(module) in _ACTIVE:
+                raise CaptureError(f"layer {layer} of model type '{_model_type(self.model)}' "
+                                   f"is already being captured (remove that capture first)")
             _ACTIVE[id(module)] = (self, layer)
         for config in _configs(self.model.config):
             current = getattr(config, "_attn_implementation", None)

@@ -197,10 +197,11 @@ class Sniffer:
         self.batch = []
         self.set_plan(plan, None)
 
-    def set_plan(self, plan, capture):
-        """The heads to keep, and the AttentionCapture (for the layers' windows)."""
+    def set_plan(self, plan, infos):
+        """The heads to keep, and the layers' LayerInfo (AttentionCapture.layers, kept up to
+        date by the capture: the window each layer's attention receives)."""
         self.plan = plan
-        self.capture = capture
+        self.infos = infos
         self.heads = {(layer, kind): self.torch.tensor(heads[0 if kind == "q" else 1])
                       for layer, heads in plan.items() for kind in "qk"}
 
@@ -228,7 +229,7 @@ class Sniffer:
             return
         torch = self.torch
         heads = self.plan[layer][0 if kind == "q" else 1]
-        window = self.capture.layers[layer].sliding_window if self.capture else None
+        window = self.infos[layer].sliding_window if self.infos else None
         for b, example in enumerate(self.batch):
             rows = example["rows"][kind]
             if not len(rows):
@@ -270,7 +271,7 @@ def run_capture(model, examples, sink, options, *, example_ids=None, batch_size=
     tokens_seen = 0
     with _capture.AttentionCapture(model, sniffer, pre_rope=options.capture_pre_rope) as cap:
         plan = plan_heads(cap.layers, options)
-        sniffer.set_plan(plan, cap)
+        sniffer.set_plan(plan, cap.layers)
         sink.start(plan, cap.layers)
         with torch.inference_mode():
             for start in range(0, len(examples), batch_size):
@@ -527,19 +528,7 @@ def profile_model(model, tokenizer, texts, *, max_seq_len=512, max_examples=None
     ``head_options`` a whole HeadOptions (default: analyze_dump's). The numbers are those of
     capture_qk.py -> analyze_dump on the same settings. Returns a ModelProfile.
     """
-    import attention_plasticity as ap
-
-    capture_kw = {k: options.pop(k) for k in list(options) if k in SnifferOptions.names()}
-    capture_kw.setdefault("capture_token_strings", False)
-    sniff = SnifferOptions(**capture_kw).check()
-    if options:
-        head_options = ap.analyze_default_options() if head_options is None \
-            else head_options
-        for key, value in options.items():
-            if not hasattr(head_options, key):
-                raise CaptureError(f"profile_model: unknown option '{key}' (neither a "
-                                   f"capture option nor a HeadOptions field)")
-            setattr(head_options, key, value)
+    sniff, head_options = _split_options(options, head_options)
     if isinstance(texts, str):
         texts = [texts]
     examples = _capture.make_examples(tokenizer, [(str(i), t) for i, t in enumerate(texts)],
@@ -557,9 +546,162 @@ def profile_model(model, tokenizer, texts, *, max_seq_len=512, max_examples=None
     return ModelProfile(tables, results, errors, plan, layers, tokens)
 
 
+def _split_options(options, head_options):
+    """(SnifferOptions of the capture options, HeadOptions (default analyze_dump's) with the
+    remaining options set by name)."""
+    import attention_plasticity as ap
+
+    capture_kw = {k: options.pop(k) for k in list(options) if k in SnifferOptions.names()}
+    capture_kw.setdefault("capture_token_strings", False)
+    sniff = SnifferOptions(**capture_kw).check()
+    if not options:
+        return sniff, head_options
+    head_options = ap.analyze_default_options() if head_options is None else head_options
+    for key, value in options.items():
+        if not hasattr(head_options, key):
+            raise CaptureError(f"unknown option '{key}' (neither a capture option nor a "
+                               f"HeadOptions field)")
+        setattr(head_options, key, value)
+    return sniff, head_options
+
+
 def _pad_id(tokenizer):
     for name in ("pad_token_id", "eos_token_id", "unk_token_id"):
         value = getattr(tokenizer, name, None)
         if value is not None:
             return value
     return 0
+
+
+def profile_vectors(batches, lengths=None, example_ids=None, *, sliding_windows=None,
+                    head_options=None, **options):
+    """The analysis of profile_model on query and key states another tool captured.
+
+    ``batches``: one dict, or a list of them (one per forward pass), {(layer, 'q' | 'k'):
+    tensor or array [batch, seq_len, heads, head_dim]}: the states whose dot products
+    (times the scaling) are the scores: TransformerLens' ``hook_rot_q`` / ``hook_rot_k``
+    where the model is rotary, else ``hook_q`` / ``hook_k`` (``from_activation_cache``), or
+    what an nnsight trace saved; keys with their own (GQA) head count. ``lengths``: per
+    batch, the real length of each example (padding on the right is left out; default the
+    whole seq_len); ``example_ids``: per batch, an id per example (default 0, 1, ... over all
+    batches); ``sliding_windows``: {layer: window} (default none). ``options``: the capture
+    options (sampler, min_bucket_size, sampling_rate, layers, heads, head_sample, seed, ...)
+    and HeadOptions fields, as profile_model. Returns a ModelProfile.
+    """
+    import torch
+
+    if isinstance(batches, dict):
+        batches, lengths, example_ids = [batches], \
+            None if lengths is None else [lengths], None if example_ids is None else [example_ids]
+    sniff, head_options = _split_options(options, head_options)
+    first = batches[0]
+    layers = sorted({layer for layer, _kind in first})
+    infos = {}
+    for layer in layers:
+        if (layer, "q") not in first or (layer, "k") not in first:
+            raise CaptureError(f"profile_vectors: layer {layer} needs both 'q' and 'k' states")
+        q, k = first[layer, "q"], first[layer, "k"]
+        if q.ndim != 4 or k.ndim != 4 or q.shape[-1] != k.shape[-1]:
+            raise CaptureError(f"profile_vectors: layer {layer}: states must be [batch, seq, "
+                               f"heads, head_dim] with one head_dim (q {tuple(q.shape)}, k "
+                               f"{tuple(k.shape)})")
+        infos[layer] = _capture.LayerInfo(
+            layer=layer, module_name="", num_q_heads=q.shape[2], num_k_heads=k.shape[2],
+            head_dim=q.shape[3], rope=False, nope=False,
+            sliding_window=(sliding_windows or {}).get(layer))
+    plan = plan_heads(infos, sniff)
+    sink = MemorySink()
+    sink.start(plan, infos)
+    recorder = Sniffer(sniff, plan, sink)
+    recorder.set_plan(plan, infos)
+    next_id = 0
+    for i, batch in enumerate(batches):
+        size, seq = batch[layers[0], "q"].shape[:2]
+        lens = [seq] * size if lengths is None else list(lengths[i])
+        ids = list(range(next_id, next_id + size)) if example_ids is None \
+            else list(example_ids[i])
+        next_id += size
+        recorder.begin_batch(ids, lens)
+        for layer in layers:
+            for kind in "qk":
+                x = batch[layer, kind]
+                recorder(layer, kind, x if isinstance(x, torch.Tensor) else torch.as_tensor(x))
+    info = infos[layers[0]]
+    results, errors, tables = analyze_in_memory(sink, plan, info.num_q_heads, info.num_k_heads,
+                                                head_options)
+    return ModelProfile(tables, results, errors, plan, infos, next_id)
+
+
+def from_activation_cache(cache, num_layers=None):
+    """{(layer, kind): tensor} of a TransformerLens ActivationCache for profile_vectors:
+    ``blocks.L.attn.hook_rot_q`` / ``hook_rot_k`` where present (rotary models), else
+    ``hook_q`` / ``hook_k`` ([batch, pos, heads, d_head]). Where the cache also holds
+    ``hook_pattern``, its log-probabilities must be a single factor (TransformerLens'
+    1/attn_scale) times q.k of the states taken plus a constant per query, on every entry
+    with weight, else CaptureError: e.g. a rotary model whose cache has only the pre-rotary
+    hook_q/hook_k (TransformerLens 4's native rotary bridge)."""
+
+    keys = set(cache.keys())
+    if num_layers is None:
+        num_layers = 1 + max(int(k.split(".")[1]) for k in keys if k.startswith("blocks."))
+    out = {}
+    for layer in range(num_layers):
+        names = {}
+        for kind in "qk":
+            for name in (f"blocks.{layer}.attn.hook_rot_{kind}", f"blocks.{layer}.attn.hook_{kind}"):
+                if name in keys:
+                    out[layer, kind] = cache[name]
+                    names[kind] = name
+                    break
+            else:
+                raise CaptureError(f"from_activation_cache: the cache has neither "
+                                   f"blocks.{layer}.attn.hook_rot_{kind} nor hook_{kind} (run "
+                                   f"the model with run_with_cache and no names_filter that "
+                                   f"drops them)")
+        pattern_name = f"blocks.{layer}.attn.hook_pattern"
+        if pattern_name in keys:
+            error = _pattern_misfit(out[layer, "q"], out[layer, "k"], cache[pattern_name])
+            if error > 1e-3:
+                raise CaptureError(
+                    f"from_activation_cache: layer {layer}: {names['q']} . {names['k']} does not "
+                    f"give the cache's attention pattern (log-probabilities off by "
+                    f"{error:.3g}): these are not the vectors of the scores (a rotary model "
+                    f"whose cache has no hook_rot_q/hook_rot_k?)")
+    return out
+
+
+def _pattern_misfit(q, k, pattern):
+    """How far log(pattern) is from c * q.k + a constant per query row, for the best single
+    factor c (the scaling), over the entries the pattern gives weight (> 1e-6): the largest
+    residual, relative to the largest centered log-probability (0: q, k are the vectors of
+    the scores whatever the scaling and mask)."""
+    import torch
+
+    q, k = q.detach().to(torch.float64), k.detach().to(torch.float64)
+    k = k.repeat_interleave(q.shape[2] // k.shape[2], dim=2)
+    qk = torch.einsum("bqhd,bkhd->bhqk", q, k)
+    logp = pattern.detach().to(torch.float64).clamp_min(1e-300).log()
+    ok = pattern.detach() > 1e-6
+    count = ok.sum(-1, keepdim=True).clamp_min(1)
+    center = lambda x: torch.where(ok, x - (x * ok).sum(-1, keepdim=True) / count, 0.0)  # noqa
+    x, y = center(qk)[ok], center(logp)[ok]
+    factor = (x @ y) / max(float(x @ x), 1e-300)
+    return float((y - factor * x).abs().max()) / max(1.0, float(y.abs().max()))
+
+
+def from_nnsight_inputs(saved):
+    """{(layer, kind): tensor} for profile_vectors from what an nnsight trace saved of each
+    layer's attention call: ``{layer: module.self_attn.source.attention_interface_1.inputs
+    .save()}`` ((args, kwargs) of the call of transformers' attention function, args =
+    (module, query [batch, heads, seq, d], key, value, mask): the states after the rotary
+    embedding that attention_plasticity.capture records)."""
+    out = {}
+    for layer, inputs in saved.items():
+        args = inputs[0] if isinstance(inputs, tuple) and len(inputs) == 2 \
+            and isinstance(inputs[1], dict) else inputs
+        if len(args) < 3 or getattr(args[1], "ndim", 0) != 4 or getattr(args[2], "ndim", 0) != 4:
+            raise CaptureError(f"from_nnsight_inputs: layer {layer}: expected the inputs "
+                               f"(module, query, key, ...) of the attention function's call")
+        out[layer, "q"] = args[1].detach().transpose(1, 2)
+        out[layer, "k"] = args[2].detach().transpose(1, 2)
+    return out

@@ -20,7 +20,7 @@ set_tests_properties(python_package_install PROPERTIES TIMEOUT 1800 LABELS pytho
                      FIXTURES_SETUP ap_python_package)
 
 set(_ap_binding_tests bindings_kernel bindings_steps bindings_extensions bindings_memory bindings_api inmemory_profile
-    capture_families capture_sniffer)
+    capture_families capture_sniffer capture_toolkits)
 set(_ap_binding_env "")
 if(AP_BUILD_EXAMPLES)
   # The comparisons with the C++ programs (same rows, same CSV bytes, same shards).

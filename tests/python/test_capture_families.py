@@ -143,6 +143,17 @@ def test_gqa_key_heads_once():
     assert shapes == {"q": (2, SEQ, 4, 8), "k": (2, SEQ, 2, 8)}
 
 
+def test_one_capture_at_a_time():
+    model = build("llama", "sdpa")
+    with capture.hook_qk(model, lambda *a: None):
+        with pytest.raises(capture.CaptureError, match="already being captured"):
+            capture.hook_qk(model, lambda *a: None)
+        assert model.config._attn_implementation.startswith(capture.KEY_PREFIX)
+    assert model.config._attn_implementation == "sdpa"
+    with capture.hook_qk(model, lambda *a: None):  # free again
+        pass
+
+
 def test_bert_through_the_registry():
     config = transformers.BertConfig(vocab_size=97, hidden_size=32, num_hidden_layers=2,
                                      num_attention_heads=4, intermediate_size=48,

@@ -7,7 +7,8 @@ min_bucket_size, sampler, capture_token_strings, a local dataset with an id colu
 with padding) gives the exact schema, the planned folders, the dataset's example ids, no
 padding row, and vectors equal to what the model's attention reads (hook_qk on each example
 alone); the samplers' buckets and rates against their formulas; sliding windows recorded per
-layer; memory holding only the kept rows; profile_model equal to capture -> analyze_dump.
+layer; memory holding only the kept rows; profile_model equal to capture -> analyze_dump, and
+profile_vectors (states another tool captured) equal to profile_model.
 Run: .venv/bin/python -m pytest -q tests/python/test_capture_sniffer.py
 """
 
@@ -247,3 +248,17 @@ def test_profile_model_equals_capture_then_analyze_dump(model_dir, tmp_path):
         assert profile[name].equals(dump[name]), name
     metrics = profile.head_metrics
     assert list(zip(metrics.layer, metrics.q_head)) == [(l, h) for l in range(4) for h in range(4)]
+    # The same states handed over by another tool (here hook_qk, one example per pass).
+    batches = []
+    for ids in capture.make_examples(tokenizer, [(str(i), t) for i, t in enumerate(texts)], 128):
+        kept = {}
+        with capture.hook_qk(model, lambda l, k, x: kept.setdefault((l, k), x.clone())), \
+                torch.inference_mode():
+            model(input_ids=torch.tensor([ids]))
+        batches.append(kept)
+    windows = {layer: info.sliding_window for layer, info in profile.layers.items()}
+    assert windows == {0: None, 1: None, 2: WINDOW, 3: WINDOW}
+    vectors = sniffer.profile_vectors(batches, sliding_windows=windows, min_bucket_size=16,
+                                      sampling_rate=1.0)
+    for name, _file, _header in ap.result_tables():
+        assert vectors.csv_text(name) == profile.csv_text(name), name
