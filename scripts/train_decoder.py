@@ -25,7 +25,7 @@ attend to a sliding window of 128 tokens; the others are full causal RoPE layers
 
 Text: the strings of CPython's ``pydoc_data/topics.py`` (the Language Reference topics that
 ``help()`` shows; Python Software Foundation License), through
-``attention_plasticity.capture.pydoc_documents`` when the package is importable. Tokenizer:
+``attention_plasticity.capture.pydoc_documents`` when the package is installed. Tokenizer:
 byte-level (token id = byte value, GPT-2's byte-to-character map so that the
 ``tokenizers`` library can hold it), plus ``<|bos|>`` (256), ``<|eos|>`` (257), ``<|pad|>``
 (258). Every example starts with ``<|bos|>`` at position 0, then ``seq_len - 1`` bytes of a
@@ -63,8 +63,6 @@ import time
 
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 
 BOS, EOS, PAD = 256, 257, 258
 VOCAB = 259
@@ -115,11 +113,10 @@ def parse_args(argv):
 
 def documents():
     """[(topic, text)] of pydoc_data/topics.py in sorted topic order."""
-    try:
-        sys.path.insert(0, os.path.join(ROOT, "python"))
+    try:      # the installed package's (the capture cuts the same documents)
         from attention_plasticity.capture import pydoc_documents
         return pydoc_documents()
-    except ImportError:       # the package's compiled module is not needed for this
+    except ImportError:       # not installed: the same list, straight from the interpreter
         from pydoc_data.topics import topics
         return [(name, topics[name]) for name in sorted(topics)]
 
