@@ -98,6 +98,10 @@ struct array_arg
     std::vector<std::size_t> shape;
     bool is_float32 = false;  // float arrays: float32 (else float64)
     bool converted = false;   // a copy was made
+    // A torch tensor's storage, held for the call: another thread's t.set_() (or
+    // t.resize_()) replaces the tensor's storage while the GIL is released, and would
+    // otherwise free the data read here (NumPy refuses to resize an exported array).
+    nb::object storage;
 
     std::size_t size() const
     {

@@ -108,8 +108,8 @@ def main():
     root = os.path.join(work, "rules")
     rules_dump(root)
     out = os.path.join(work, "rules_out")
-    u.run([analyze, "--data-root", root, "--output-dir", out, "--num-pairs-per-bucket", PAIRS, "--threads", 1],
-          expect=0)
+    u.run([analyze, "--data-root", root, "--output-dir", out, "--num-pairs-per-bucket", PAIRS, "--threads", 1,
+           "--num-q-heads", 2, "--num-k-heads", 2], expect=0)
     _, cells = u.read_csv(os.path.join(out, "head_bucket_plasticity.csv"))
     _, profile = u.read_csv(os.path.join(out, "head_profile.csv"))
     _, metrics = u.read_csv(os.path.join(out, "head_metrics.csv"))
@@ -153,7 +153,8 @@ def main():
     root = os.path.join(work, "window")
     window_dump(root)
     out = os.path.join(work, "window_out")
-    u.run([analyze, "--data-root", root, "--output-dir", out, "--num-pairs-per-bucket", PAIRS], expect=0)
+    u.run([analyze, "--data-root", root, "--output-dir", out, "--num-pairs-per-bucket", PAIRS,
+           "--num-q-heads", 6, "--num-k-heads", 1], expect=0)
     _, cells = u.read_csv(os.path.join(out, "head_bucket_plasticity.csv"))
     _, profile = u.read_csv(os.path.join(out, "head_profile.csv"))
     _, metrics = u.read_csv(os.path.join(out, "head_metrics.csv"))
