@@ -109,7 +109,8 @@ namespace
             }
         }
         throw nb::type_error((std::string(fn) + ": " + name + " must be an array of numbers, got "
-                              + python_type_name(obj)).c_str());
+                              + python_type_name(obj) + " of dtype " + nb::cast<std::string>(nb::str(dtype)))
+                                 .c_str());
     }
 
     void check_ndim(std::size_t actual, std::size_t wanted, const char* fn, const char* name)
@@ -364,6 +365,11 @@ nb::handle new_exception(nb::module_& m, const char* name, const char* doc, PyOb
 }
 }  // namespace
 
+namespace ap_python
+{
+void install_result_methods(nb::module_& m);  // bind_tables.cpp: repr and to_dict of every result type
+}  // namespace ap_python
+
 NB_MODULE(_core, m)
 {
     m.doc() = module_doc;
@@ -401,4 +407,6 @@ NB_MODULE(_core, m)
     ap_python::bind_extensions(m);
     ap_python::bind_head(m);
     ap_python::bind_dump(m);
+    ap_python::bind_tables(m);
+    ap_python::install_result_methods(m);
 }
