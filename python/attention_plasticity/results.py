@@ -7,7 +7,7 @@ the very numbers the CSV writer formats (``_core.result_columns``: the C++ defin
 every column in examples/csv_rows.hpp, its name and its type, int64 or float64), never from
 CSV text, and no column is listed here: a column added to the CSVs appears in the DataFrames.
 
-The other result types (the structs of the steps, kernel and extensions, e.g. ``BucketModel``,
+The other result types (the structs of the steps, kernel and extensions, e.g. ``BucketQueryModel``,
 ``CellPlasticity``, ``StageTimings``) get from the module a ``repr`` listing their fields
 (``_repr``: numbers with 6 significant digits, arrays by dtype and shape, lists by length) and
 ``to_dict()`` (``_to_dict``: the fields as they are, arrays stay arrays), unless they have their
