@@ -60,3 +60,12 @@ def result_files(folder):
             with open(os.path.join(folder, name), "rb") as f:
                 out[name] = f.read()
     return out
+
+
+def read_table(path, name):
+    """A result CSV (table `name`, e.g. "head_metrics") read with pandas in the dtypes of the
+    package's DataFrames (attention_plasticity.result_schema(): read_csv alone would take a float
+    column of whole numbers for int64). pandas 3 parses the floats exactly."""
+    import pandas as pd
+    import attention_plasticity as ap
+    return pd.read_csv(path).astype(dict(ap.result_schema()[name]))

@@ -52,7 +52,7 @@ def assert_same_csvs(result, output_dir, want):
     assert bu.result_files(output_dir) == want
     for name, frame in result.tables.items():
         assert result.csv_text(name).encode() == want[name + ".csv"]
-        pd.testing.assert_frame_equal(frame, pd.read_csv(output_dir / (name + ".csv")))
+        pd.testing.assert_frame_equal(frame, bu.read_table(output_dir / (name + ".csv"), name), check_exact=True)
 
 
 @pytest.mark.parametrize("layout", ["npy", "parquet"])
@@ -203,13 +203,13 @@ def test_failed_heads_are_reported_and_the_others_unchanged(dumps, tmp_path):
 
 
 def test_usage_and_output_errors_are_ap_analyzes(dumps, tmp_path):
-    with pytest.raises(ap.UsageError, match="unknown option 'num_pairs'"):
+    with pytest.raises(ap.UsageError, match="analyze_dump: unknown keyword 'num_pairs'"):
         ap.analyze_dump(dumps["npy"], num_pairs=5)
     proc = bu.run([bu.ap_analyze(), "--data-root", dumps["npy"], "--num-pairs-per-bucket", "0"] + LAYOUT)
     assert proc.returncode == 2
     with pytest.raises(ap.UsageError) as info:
         ap.analyze_dump(dumps["npy"], num_pairs_per_bucket=0, num_q_heads=4, num_k_heads=2)
-    assert str(info.value).replace("num_pairs_per_bucket", "--num-pairs-per-bucket") in proc.stderr
+    assert str(info.value).replace("analyze_dump: num_pairs_per_bucket", "--num-pairs-per-bucket") in proc.stderr
     with pytest.raises(ap.UsageError, match="num_q_heads .4, given. must be a multiple of num_k_heads .3, given."):
         ap.analyze_dump(dumps["npy"], num_q_heads=4, num_k_heads=3)
     with pytest.raises(ap.UsageError, match="p_alpha"):
