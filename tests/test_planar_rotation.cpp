@@ -82,7 +82,7 @@ TEMPLATE_TEST_CASE("planar_rotation agrees with the NumPy reference", "[planar_r
     CHECK(worst < 1e-10);
 }
 
-TEMPLATE_TEST_CASE("planar_rotation on tokens_view equals the expression form; a is orthogonal to b",
+TEMPLATE_TEST_CASE("planar_rotation on tokens_view equals the expression form, a is orthogonal to b",
                    "[planar_rotation]", float, double)
 {
     const ref::head& h = ref::heads[0];
@@ -132,7 +132,7 @@ TEST_CASE("planar_rotation's scalars are invariant under a reflection of the spa
     }
 }
 
-TEST_CASE("planar_rotation without position covariance is NaN; bad input names the argument", "[planar_rotation]")
+TEST_CASE("planar_rotation without position covariance is NaN, bad input names the argument", "[planar_rotation]")
 {
     const xt::xtensor<double, 2> q = {{1.0, 2.0}, {3.0, 1.0}};
     const xt::xtensor<double, 2> k = {{0.5, 0.0}};

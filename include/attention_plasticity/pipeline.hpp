@@ -409,7 +409,9 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     const householder rotation = householder_to_e1(fit.beta);
     clock.lap(&stage_timings::regression);
     // §8.5 on the kept, oriented rows (the measures are invariant under the orientation).
-    const detail::qk_moments moments = detail::head_qk_moments(q, q_rows, k, k_rows, threads);
+    const detail::qk_moments moments = options.companion_measures
+                                           ? detail::head_qk_moments(q, q_rows, k, k_rows, threads)
+                                           : detail::qk_moments{};
     clock.lap(&stage_timings::extensions);
     const detail::query_rotation rotated = detail::rotate_queries(q.t.data(), q_rows, fit, rotation, threads);
     q_rows.reflection = k_rows.reflection = rotation.is_identity() ? nullptr : rotation.v.data();
@@ -455,7 +457,10 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     // §2.14 and the metrics row.
     const plasticity_aggregates_result aggregates = detail::aggregates_of(result.profile, q.t);
     result.metrics = detail::head_metrics_of(q.n, k.n, d, fit, rotated.scalar, first, noise, aggregates);
-    detail::add_companion_measures(moments, result.metrics);
+    if (options.companion_measures)
+    {
+        detail::add_companion_measures(moments, result.metrics);
+    }
     clock.lap(&stage_timings::kernel);
     extensions.finish(models, component0, fit.beta_norm, result);
     clock.lap(&stage_timings::extensions);

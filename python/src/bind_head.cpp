@@ -196,6 +196,8 @@ namespace
                     "there are fewer heads than threads.")
             .def_rw("distance_map", &ap::head_options::distance_map,
                     "The distance map of §8.1 (HeadResult.distance_map, head_distance_plasticity.csv).")
+            .def_rw("companion_measures", &ap::head_options::companion_measures,
+                    "The companion measures of §8.5 (bias_strength, the PCA roles); on by default.")
             .def_rw("distance_map_extra_pairs", &ap::head_options::distance_map_extra_pairs,
                     "Extra pairs per cell for the distance map, from their own streams (§8.1).")
             .def_rw("distance_bins_per_octave", &ap::head_options::distance_bins_per_octave,
