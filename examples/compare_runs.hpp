@@ -6,7 +6,8 @@
 // each compared with the next. Per head and quantity (ap_overall, ap_first20, ap_last20,
 // ap_drop, and AP_j of each query bucket): the bias-corrected difference, its standard error
 // from the intervals of §8.3, z, the two-sided p-value, Benjamini-Hochberg q-values and Holm's
-// adjusted p-values across heads; the heads that changed; a model-level summary by layer.
+// adjusted p-values across heads; the heads that changed; a model-level summary by layer; and
+// each set's means over heads in order (the trajectory of checkpoints).
 // ap_compare (ap_compare_main.cpp) and attention_plasticity.compare_runs (python/src) both
 // call compare_result_sets() below and write its files, so their CSVs are the same bytes.
 
@@ -59,6 +60,7 @@ struct compare_options
 inline const char* const compare_heads_csv = "compare_heads.csv";
 inline const char* const compare_changed_csv = "compare_changed.csv";
 inline const char* const compare_summary_csv = "compare_summary.csv";
+inline const char* const compare_trajectory_csv = "compare_trajectory.csv";
 
 inline const char* const compare_heads_header =
     "set_a,set_b,layer,q_head,k_head,quantity,q_bucket,value_a,value_b,difference,se,z,p,q_bh,p_holm,significant";
@@ -66,6 +68,7 @@ inline const char* const compare_changed_header = "set_a,set_b,layer,q_head,k_he
 inline const char* const compare_summary_header =
     "set_a,set_b,quantity,layer,n_heads,mean_a,mean_b,mean_difference,se,ci_low,ci_high,z,p,sd_difference,"
     "n_significant";
+inline const char* const compare_trajectory_header = "set,order,quantity,layer,n_heads,mean,se,ci_low,ci_high";
 
 namespace compare_detail
 {
@@ -90,6 +93,7 @@ namespace compare_detail
     {
         std::int64_t layer = 0, q_head = 0, k_head = 0, d_model = 0;
         estimate overall, first20, last20, drop;
+        double bias_strength = std::numeric_limits<double>::quiet_NaN();  // §8.5; NaN when not written
         std::vector<bucket_row> buckets;  // in q_bucket order
     };
 
@@ -345,6 +349,10 @@ namespace compare_detail
                          number(metrics, row, "ap_overall_se")};
             h.first20.value = number(metrics, row, "ap_first20");
             h.last20.value = number(metrics, row, "ap_last20");
+            if (metrics.column.count("bias_strength") != 0)
+            {
+                h.bias_strength = number(metrics, row, "bias_strength");
+            }
             if (!std::isnan(h.overall.value) && std::isnan(h.overall.se))
             {
                 throw compare_error(label + ": head layer " + std::to_string(h.layer) + " q_head "
@@ -671,6 +679,46 @@ inline compare_result compare_result_sets(const compare_options& options)
             }
         }
     }
+    // The trajectory: each set's mean over the compared heads, all layers and by layer.
+    std::string trajectory_text = std::string(compare_trajectory_header) + "\n";
+    for (std::size_t s = 0; s < sets.size(); ++s)
+    {
+        const char* const quantities[] = {"ap_overall", "ap_first20", "ap_last20", "ap_drop", "bias_strength"};
+        for (std::size_t q = 0; q < 5; ++q)
+        {
+            std::map<std::int64_t, std::vector<estimate>> groups;
+            for (const head_key& key : keys)
+            {
+                const head& h = sets[s].heads.at(key);
+                const estimate e = q == 0   ? h.overall
+                                   : q == 1 ? h.first20
+                                   : q == 2 ? h.last20
+                                   : q == 3 ? h.drop
+                                            : estimate{h.bias_strength, 0.0, std::numeric_limits<double>::quiet_NaN()};
+                if (std::isfinite(e.value))
+                {
+                    groups[-1].push_back(e);
+                    groups[key.first].push_back(e);
+                }
+            }
+            for (const auto& [layer, members] : groups)
+            {
+                const double n = static_cast<double>(members.size());
+                double mean = 0.0, variance = 0.0;
+                for (const estimate& e : members)
+                {
+                    mean += e.value / n;
+                    variance += e.se * e.se;
+                }
+                const double se = std::sqrt(variance) / n;
+                trajectory_text += sets[s].name + "," + std::to_string(s) + "," + quantities[q] + ","
+                                   + (layer < 0 ? std::string("all") : std::to_string(layer)) + ","
+                                   + std::to_string(members.size());
+                append_doubles(trajectory_text, {mean, se, mean - z_level * se, mean + z_level * se});
+                trajectory_text += "\n";
+            }
+        }
+    }
     if (options.same_dump)
     {
         result.notes.push_back(
@@ -678,8 +726,8 @@ inline compare_result compare_result_sets(const compare_options& options)
             "analyses share the query sample, so the difference's true variance is smaller and the tests are "
             "conservative (docs/method.md §8.6)");
     }
-    result.names = {compare_heads_csv, compare_changed_csv, compare_summary_csv};
-    result.texts = {std::move(heads_text), std::move(changed_text), std::move(summary_text)};
+    result.names = {compare_heads_csv, compare_changed_csv, compare_summary_csv, compare_trajectory_csv};
+    result.texts = {std::move(heads_text), std::move(changed_text), std::move(summary_text), std::move(trajectory_text)};
     return result;
 }
 

@@ -35,5 +35,6 @@ from ._core import (DomainError, InvalidArgumentError, OutputError,  # noqa: F40
                     UsageError)
 from .dump import (DumpResult, HeadError, HeadFailedWarning,  # noqa: F401
                    analyze_dump)
+from .compare import CompareResult, compare_runs  # noqa: F401
 
 __version__ = "0.1.0"

@@ -4,8 +4,8 @@ The tables are made by the C++ of examples/compare_runs.hpp, the code behind ``a
 so the CSVs written here and by ap_compare are the same bytes.
 """
 
-import dataclasses
 import os
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -13,17 +13,18 @@ from . import _core
 from ._tables import frame
 
 
-@dataclasses.dataclass
-class CompareResult:
+class CompareResult(NamedTuple):
     """The tables of a comparison (docs/method.md §8.6): ``heads`` (compare_heads.csv, one row per
     pair of consecutive sets, head and quantity), ``changed`` (compare_changed.csv, the heads with
     a change at q <= alpha), ``summary`` (compare_summary.csv, the mean over heads, all layers and
-    by layer); ``notes`` (heads left out, what the intervals mean for one dump), the number of
+    by layer), ``trajectory`` (compare_trajectory.csv, each set's means over heads, in order);
+    ``notes`` (heads left out, what the intervals mean for one dump), the number of
     heads compared and of head changes."""
 
     heads: pd.DataFrame
     changed: pd.DataFrame
     summary: pd.DataFrame
+    trajectory: pd.DataFrame
     notes: list
     compared_heads: int
     changed_heads: int
@@ -45,5 +46,6 @@ def compare_runs(sets, output_dir=None, names=None, alpha=0.05, common_heads=Fal
         folders, list(names) if names is not None else [], float(alpha), bool(common_heads), bool(same_dump),
         os.fspath(output_dir) if output_dir is not None else None)
     return CompareResult(heads=frame(tables["compare_heads"]), changed=frame(tables["compare_changed"]),
-                         summary=frame(tables["compare_summary"]), notes=list(notes),
+                         summary=frame(tables["compare_summary"]), trajectory=frame(tables["compare_trajectory"]),
+                         notes=list(notes),
                          compared_heads=compared, changed_heads=changed)
