@@ -71,7 +71,8 @@ const option_table<synth_cli>& synth_options_table()
     auto layer_list = [](std::vector<std::size_t> synth_options::*field) {
         return [field](c& cli, const std::string& label, const std::string& text) {
             (cli.model.*field).clear();
-            for (const auto& [first, last] : parse_index_set(label, text, 1000).ranges())
+            const index_set layers = parse_index_set(label, text, 1000);
+            for (const auto& [first, last] : layers.ranges())
             {
                 for (std::uint64_t layer = first; layer <= last; ++layer)
                 {
