@@ -100,7 +100,7 @@ def main():
     code, _stdout, stderr = u.run(
         [analyze, "--data-root", npy, "--output-dir", out, "--num-layers", NUM_LAYERS,
          "--num-q-heads", NUM_Q_HEADS, "--num-k-heads", NUM_K_HEADS,
-         "--normality-max-dims", 64, "--max-tokens-per-head", 50000, "--threads", 2])
+         "--normality-max-dims", 64, "--max-tokens-per-head", 50000, "--threads", 2, "--pca-roles", "on"])
     c.check(code == 0, "ap_analyze exited %d:\n%s" % (code, stderr))
     check_errors(c, stderr, captured)
 

@@ -64,7 +64,11 @@ def test_analyze_head_columns():
     n, m = len(tq), len(tk)
     queries = ap.Tokens(xq, tq.astype(np.int64), (tq // 100 + 1).astype(np.int64))
     keys = ap.Tokens(xk, tk.astype(np.int64), (tk // 100).astype(np.int64), np.zeros(m, dtype=np.int64))
-    r = ap.analyze_head(queries, keys)
+    options = ap.HeadOptions()
+    assert options.planar_rotation and not options.pca_roles  # the defaults (docs/method.md §8)
+    assert np.isnan(ap.analyze_head(queries, keys).metrics.pc0_r_q)
+    options.pca_roles = True
+    r = ap.analyze_head(queries, keys, options=options)
     want = ref.planar_rotation(xq, tq, xk, tk)
     roles = ref.pca_roles(xq, tq, xk, tk)
     m_ = r.metrics
