@@ -13,33 +13,20 @@
 #include <benchmark/benchmark.h>
 #include <xtensor/xtensor.hpp>
 
+#include <attention_plasticity/blas_policy.hpp>
 #include <attention_plasticity/detail/random.hpp>
 #include <attention_plasticity/pipeline.hpp>
-
-// OpenBLAS (Debian's pthreads build): the benchmarks measure one thread, as ap_analyze runs
-// one head per worker with BLAS threading off.
-extern "C" void openblas_set_num_threads(int);
-extern "C" char* openblas_get_corename(void) __attribute__((weak));
 
 namespace ap_bench
 {
 namespace ap = attention_plasticity;
 
-inline void single_threaded_blas()
-{
-    openblas_set_num_threads(1);
-}
-
-/// The benchmark executables' common main: one BLAS thread, then Google Benchmark.
+/// The benchmark executables' common main: the front ends' kernel policy (docs/method.md §7.7:
+/// the same kernels, OpenBLAS on one thread), reported, then Google Benchmark.
 /// Returns false when the command line has arguments Google Benchmark does not know.
 inline bool run_benchmarks(int& argc, char** argv)
 {
-    single_threaded_blas();
-    if (openblas_get_corename != nullptr)
-    {
-        std::printf("OpenBLAS kernels: %s (OPENBLAS_CORETYPE=%s)\n", openblas_get_corename(),
-                    std::getenv("OPENBLAS_CORETYPE") != nullptr ? std::getenv("OPENBLAS_CORETYPE") : "");
-    }
+    std::printf("%s\n", ap::blas_report(argv[0]).c_str());
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv))
     {

@@ -13,13 +13,11 @@
 #include <string>
 #include <vector>
 
+#include <attention_plasticity/blas_policy.hpp>
 #include <attention_plasticity/pipeline.hpp>
 
-#include "blas_core.hpp"
 #include "dump_layout.hpp"
 #include "npy_dump.hpp"
-
-extern "C" void openblas_set_num_threads(int);
 
 namespace
 {
@@ -53,8 +51,7 @@ int main(int argc, char** argv)
                              "[--rounds R] [--normality-max-dims N] [--max-tokens-per-head N]\n");
         return 2;
     }
-    select_blas_core("ap_bench_head", argv);
-    openblas_set_num_threads(1);
+    ap::select_blas_kernels();  // docs/method.md §7.7, as ap_analyze
     const std::string root = argv[1];
     std::size_t layer = 0, q_head = 0, k_head = 0, rounds = 5;
     ap::head_options options;
@@ -103,7 +100,7 @@ int main(int argc, char** argv)
         std::sort(sorted.begin(), sorted.end());
         const std::size_t mid = sorted.size() / 2;
         const double median = sorted.size() % 2 ? sorted[mid] : 0.5 * (sorted[mid - 1] + sorted[mid]);
-        const blas_core_state blas = blas_core();
+        const ap::blas_selection& blas = ap::select_blas_kernels();
         std::printf("{\"seconds\": [");
         for (std::size_t r = 0; r < seconds.size(); ++r)
         {

@@ -11,7 +11,8 @@
 // analyzes it and keeps only the formatted rows, so memory stays near `threads` heads' data.
 // With fewer heads than threads, each head's analysis shares its work among the threads left
 // (head_options::threads; the results are the same). The OpenBLAS kernels in use are
-// reported, and chosen when OpenBLAS fell back to generic ones (blas_core.hpp).
+// chosen by the library's kernel policy and reported (attention_plasticity/blas_policy.hpp,
+// docs/method.md §7.7), the same in every front end.
 //
 // With --shard I/N (docs/method.md §8.4) the run analyzes only the heads shard_plan.hpp gives
 // shard I, and its result set holds, besides their rows, the manifest shard.json
@@ -23,14 +24,12 @@
 #include <optional>
 #include <string>
 
+#include <attention_plasticity/blas_policy.hpp>
+
 #include "analysis_run.hpp"
 #include "analyze_config.hpp"
-#include "blas_core.hpp"
 #include "head_runner.hpp"
 #include "progress.hpp"
-
-// From OpenBLAS; declared here because the system <cblas.h> clashes with xtensor-blas.
-extern "C" void openblas_set_num_threads(int);
 
 using namespace ap_examples;
 
@@ -45,7 +44,7 @@ int main(int argc, char** argv)
             std::fputs(analyze_help("ap_analyze").c_str(), stdout);
             return 0;
         }
-        select_blas_core("ap_analyze", argv);  // may run the program again with other BLAS kernels
+        attention_plasticity::select_blas_kernels();  // before any BLAS call; OpenBLAS on one thread
         run.emplace(*parsed);
     }
     catch (const std::exception& e)
@@ -70,15 +69,12 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "ap_analyze: %s\n", note.c_str());
     }
 
-    // Parallelism is over heads; a multithreaded BLAS underneath would oversubscribe.
-    openblas_set_num_threads(1);
-
     std::fprintf(stderr, "ap_analyze: %s\n", run->plan_line().c_str());
     if (run->config().options.threads > 1)
     {
         std::fprintf(stderr, "ap_analyze: each head on %zu threads\n", run->config().options.threads);
     }
-    std::fprintf(stderr, "%s\n", blas_core_line("ap_analyze").c_str());
+    std::fprintf(stderr, "%s\n", attention_plasticity::blas_report("ap_analyze").c_str());
     if (run->shard())
     {
         std::fprintf(stderr, "ap_analyze: %s\n", run->shard_line().c_str());

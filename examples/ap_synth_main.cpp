@@ -18,14 +18,13 @@
 #include <xtensor/xnpy.hpp>
 #include <xtensor/xtensor.hpp>
 
-#include "blas_core.hpp"
+#include <attention_plasticity/blas_policy.hpp>
+
 #include "cli_util.hpp"
 #include "config.hpp"
 #include "csv_rows.hpp"
 #include "dump_layout.hpp"
 #include "synth_model.hpp"
-
-extern "C" void openblas_set_num_threads(int);
 
 namespace
 {
@@ -337,9 +336,8 @@ int main(int argc, char** argv)
         std::cerr << "ap_synth: " << e.what() << "\n";
         return 2;
     }
-    select_blas_core("ap_synth", argv);  // may run the program again with other BLAS kernels
-    std::cerr << blas_core_line("ap_synth") << "\n";
-    openblas_set_num_threads(1);
+    attention_plasticity::select_blas_kernels();  // docs/method.md §7.7; OpenBLAS on one thread
+    std::cerr << attention_plasticity::blas_report("ap_synth") << "\n";
     const auto start = std::chrono::steady_clock::now();
     try
     {

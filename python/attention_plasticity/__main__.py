@@ -40,6 +40,8 @@ def main(argv=None):
         for note in run.notes():
             say(note)
         say(run.plan_line)
+        # The kernels every front end runs with (docs/method.md §7.7), as ap_analyze reports them.
+        print(_core.blas_report(PROG), file=sys.stderr, flush=True)
         if run.shard_line is not None:
             say(run.shard_line)
         try:

@@ -27,6 +27,7 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/tuple.h>
 
+#include <attention_plasticity/blas_policy.hpp>
 #include <attention_plasticity/detail/blas.hpp>
 
 #include "analysis_run.hpp"
@@ -41,10 +42,6 @@
 #include "result_set.hpp"
 #include "shard_plan.hpp"
 
-// From OpenBLAS (Debian's); declared here because the system <cblas.h> clashes with
-// xtensor-blas.
-extern "C" void openblas_set_num_threads(int);
-extern "C" int openblas_get_num_threads(void);
 
 namespace ap_python
 {
@@ -655,8 +652,35 @@ void bind_dump(nb::module_& m)
     m.def(
         "set_blas_threads", [](int n) { openblas_set_num_threads(n < 1 ? 1 : n); }, "n"_a,
         "Sets the number of threads of OpenBLAS (Debian's, which the module links) for the calls made from\n"
-        "Python (analyze_dump runs one BLAS thread per worker and restores this afterwards).");
+        "Python. The module starts with one (docs/method.md §7.7), as every front end runs: more threads\n"
+        "change the last bits of a GEMM's results. analyze_dump always runs one BLAS thread per worker.");
     m.def("get_blas_threads", [] { return openblas_get_num_threads(); }, "The number of threads of OpenBLAS.");
+    m.def(
+        "blas_report", [](const std::string& program) { return attention_plasticity::blas_report(program); },
+        "program"_a = "attention_plasticity",
+        "The line every front end prints before its work (docs/method.md §7.7): 'PROGRAM: BLAS: <OpenBLAS's\n"
+        "configuration>; kernels <core> (<who chose them>; CPU: ...), <n> OpenBLAS thread(s)', and with\n"
+        "generic kernels on an AVX2 CPU a second line with the exact fix.");
+    m.def(
+        "blas_kernels",
+        [] {
+            const attention_plasticity::blas_selection& s = attention_plasticity::select_blas_kernels();
+            nb::dict d;
+            d["openblas"] = s.openblas;
+            d["core"] = s.core;
+            d["loaded_core"] = s.loaded_core;
+            d["config"] = s.config;
+            d["selected"] = s.switched;
+            d["from_environment"] = s.user_coretype;
+            d["policy_off"] = s.policy_off;
+            d["threads"] = s.threads;
+            d["generic"] = s.generic;
+            return d;
+        },
+        "The BLAS kernels of this process, as the module's kernel policy left them at import (docs/method.md\n"
+        "§7.7): {'openblas', 'core' (in use), 'loaded_core' (OpenBLAS's own choice at load), 'config',\n"
+        "'selected' (the policy selected 'core'), 'from_environment' (OPENBLAS_CORETYPE was set),\n"
+        "'policy_off' (AP_OPENBLAS_POLICY=off), 'threads', 'generic' (kernels without AVX2 on an AVX2 CPU)}.");
     m.def("_blas_library", &blas_library,
           "The shared library the module's cblas_dgemm resolves to (to check that no other BLAS, e.g. NumPy's\n"
           "or torch's, interposes).");

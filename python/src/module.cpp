@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <attention_plasticity/blas_policy.hpp>
+
 #include "common.hpp"
 
 #include "../../examples/cli_util.hpp"
@@ -366,6 +368,9 @@ nb::handle new_exception(nb::module_& m, const char* name, const char* doc, PyOb
 
 NB_MODULE(_core, m)
 {
+    // The front ends' BLAS kernel policy (docs/method.md §7.7), before any BLAS call of the
+    // module: the kernels ap_analyze uses, OpenBLAS on one thread and its pool stopped.
+    attention_plasticity::select_blas_kernels();
     m.doc() = module_doc;
     auto& types = ap_python::exceptions();
     types.invalid_argument = new_exception(

@@ -33,6 +33,18 @@ foreach(name IN LISTS _ap_binding_tests)
                    ${AP_TEST_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/python/test_${name}.py)
   set_tests_properties(python_${name} PROPERTIES TIMEOUT 900 LABELS python FIXTURES_REQUIRED ap_python_package)
 endforeach()
+# The front-end comparisons again, as on a CPU where OpenBLAS itself falls back to its generic
+# kernels (tests/blas/openblas_fallback.c, preloaded; docs/method.md §7.7): the same bytes from
+# every front end there too.
+if(AP_BUILD_EXAMPLES)
+  foreach(name bindings_head bindings_dump bindings_shards)
+    add_test(NAME python_${name}_blas_fallback
+             COMMAND ${CMAKE_COMMAND} -E env ${_ap_binding_env} LD_PRELOAD=$<TARGET_FILE:ap_openblas_fallback>
+                     ${AP_TEST_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/python/test_${name}.py)
+    set_tests_properties(python_${name}_blas_fallback PROPERTIES TIMEOUT 900 LABELS python
+                         FIXTURES_REQUIRED ap_python_package)
+  endforeach()
+endif()
 # The scripts that import the installed package when there is one (capture_qk.py takes
 # attention_plasticity.capture from it) run after it is current.
 set_tests_properties(python_capture_qk python_convert_sniffed_qk PROPERTIES FIXTURES_REQUIRED ap_python_package)

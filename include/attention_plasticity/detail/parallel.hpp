@@ -18,12 +18,7 @@
 #include <utility>
 #include <vector>
 
-#if defined(__GNUC__) && defined(__ELF__)
-// Weak: null unless the program links OpenBLAS (another BLAS, or none, is fine).
-extern "C" void openblas_set_num_threads(int) __attribute__((weak));
-extern "C" int openblas_get_num_threads(void) __attribute__((weak));
-#define ATTENTION_PLASTICITY_HAS_OPENBLAS_HOOKS 1
-#endif
+#include "openblas.hpp"
 
 namespace attention_plasticity
 {
