@@ -134,6 +134,10 @@ inline const option_table<attention_plasticity::head_options>& head_option_table
          count(&o::empirical_max_queries, 0, std::uint64_t{1} << 40)},
         {"confidence_intervals", "on|off", "standard errors, bias and intervals of AP_j and ap_overall (§8.3) [on]",
          on_off(&o::confidence_intervals)},
+        {"planar_rotation", "on|off", "head_metrics.csv bias_strength, drift_slope_k, drift_query_mean (§8.5) [on]",
+         on_off(&o::planar_rotation)},
+        {"pca_roles", "on|off", "head_metrics.csv pc0_r_q, pc0_r_k, pca_class: a SYRK of the vectors (§8.5) [off]",
+         on_off(&o::pca_roles)},
         {"confidence_level", "X", "level of the intervals, in (0, 1) (§8.3) [0.95]",
          [](o& options, const std::string& label, const std::string& text) {
              const double level =
@@ -228,6 +232,8 @@ inline const option_table<analyze_config>& analyze_options()
         head("empirical_ap"),
         head("empirical_max_queries"),
         head("confidence_intervals"),
+        head("planar_rotation"),
+        head("pca_roles"),
         head("confidence_level"),
     };
     static const bool recording = [] {
@@ -281,6 +287,8 @@ inline std::vector<std::pair<std::string, std::string>> result_options(const ana
         {"empirical_ap", o.empirical_ap ? "on" : "off"},
         {"empirical_max_queries", std::to_string(o.empirical_max_queries)},
         {"confidence_intervals", o.confidence_intervals ? "on" : "off"},
+        {"planar_rotation", o.planar_rotation ? "on" : "off"},
+        {"pca_roles", o.pca_roles ? "on" : "off"},
         {"confidence_level", format_number(o.confidence_level)},
     };
     std::vector<std::pair<std::string, std::string>> out;

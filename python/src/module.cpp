@@ -438,6 +438,7 @@ NB_MODULE(_core, m)
     ap_python::bind_extensions(m);
     ap_python::bind_head(m);
     ap_python::bind_dump(m);
+    ap_python::bind_companion(m);
     ap_python::bind_tables(m);
     ap_python::install_result_methods(m);
 }

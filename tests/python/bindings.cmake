@@ -19,8 +19,8 @@ add_test(NAME python_package_install
 set_tests_properties(python_package_install PROPERTIES TIMEOUT 1800 LABELS python
                      FIXTURES_SETUP ap_python_package)
 
-set(_ap_binding_tests bindings_kernel bindings_steps bindings_extensions bindings_memory bindings_api inmemory_profile
-    capture_families capture_sniffer capture_toolkits)
+set(_ap_binding_tests bindings_kernel bindings_steps bindings_extensions bindings_companion bindings_memory bindings_api
+    inmemory_profile capture_families capture_sniffer capture_toolkits)
 # scripts/train_decoder.py at a tiny scale (the decoder of tests/data/real_decoder).
 list(APPEND _ap_binding_tests train_decoder)
 set(_ap_binding_env "")
