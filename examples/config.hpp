@@ -82,6 +82,55 @@ const option_spec<Config>* find_flag(const option_table<Config>& table, const st
     return nullptr;
 }
 
+/// The name of `names` closest to `name` by edit distance, when close enough to be a
+/// misspelling of it (at most 2 edits, or a quarter of its length); "" otherwise.
+inline std::string closest_name(const std::string& name, const std::vector<std::string>& names)
+{
+    std::string best;
+    std::size_t best_distance = std::max<std::size_t>(2, name.size() / 4) + 1;
+    for (const std::string& candidate : names)
+    {
+        std::vector<std::size_t> row(candidate.size() + 1);
+        for (std::size_t j = 0; j <= candidate.size(); ++j)
+        {
+            row[j] = j;
+        }
+        for (std::size_t i = 1; i <= name.size(); ++i)
+        {
+            std::size_t diagonal = row[0];
+            row[0] = i;
+            for (std::size_t j = 1; j <= candidate.size(); ++j)
+            {
+                const std::size_t above = row[j];
+                row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (name[i - 1] == candidate[j - 1] ? 0 : 1)});
+                diagonal = above;
+            }
+        }
+        if (row.back() < best_distance)
+        {
+            best_distance = row.back();
+            best = candidate;
+        }
+    }
+    return best;
+}
+
+/// "unknown keyword 'x'; did you mean 'y'?" (`what`: keyword, key, option): an unknown name of
+/// `table` with the closest known one, if any, as the user would write it (`spell`: the key as
+/// written in that front end, e.g. flag_of for the command line).
+template <class Config, class Spell>
+std::string unknown_name_message(const std::string& what, const std::string& given, const option_table<Config>& table,
+                                 Spell&& spell)
+{
+    std::vector<std::string> names;
+    for (const auto& option : table)
+    {
+        names.push_back(spell(std::string(option.name)));
+    }
+    const std::string closest = closest_name(given, names);
+    return "unknown " + what + " '" + given + "'" + (closest.empty() ? "" : "; did you mean '" + closest + "'?");
+}
+
 /// The text of a configuration file (a regular file of at most max_config_bytes);
 /// usage_error naming the file and the problem otherwise.
 inline std::string read_config_file(const std::string& path, const std::string& label)
@@ -169,7 +218,9 @@ void apply_yaml(Config& config, const option_table<Config>& table, const std::st
         const std::string label = source + ": " + name;
         if (option == nullptr)
         {
-            throw usage_error(source + ": unknown key '" + name + "' (see --help)");
+            throw usage_error(source + ": "
+                              + unknown_name_message("key", name, table, [](const std::string& key) { return key; })
+                              + " (see --help)");
         }
         if (!seen.insert(name).second)
         {
@@ -258,6 +309,12 @@ bool parse_command_line(int argc, const char* const* argv, const option_table<Co
             if (dashed != arg && (find_flag(table, dashed) != nullptr || (with_config_file && dashed == "--config")))
             {
                 hint = " (did you mean " + dashed + "?)";
+            }
+            else
+            {
+                throw usage_error(unknown_name_message("option", arg, table,
+                                                       [](const std::string& key) { return flag_of(key); })
+                                  + " (see --help)");
             }
             throw usage_error("unknown option '" + arg + "'" + hint + " (see --help)");
         }

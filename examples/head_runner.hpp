@@ -212,7 +212,13 @@ inline head_rows analyze_one(const analyze_config& config, const dump_scan& scan
         // Views of what was loaded, float32 or float64 each: nothing is converted or copied.
         return std::visit(
             [&](const auto& queries, const auto& keys) {
-                return format_head(ap::analyze_head(queries, keys, hid, options));
+                ap::head_result result = ap::analyze_head(queries, keys, hid, options);
+                head_rows rows = format_head(result);
+                if (config.keep_results)
+                {
+                    rows.result = std::make_shared<const ap::head_result>(std::move(result));
+                }
+                return rows;
             },
             q.tokens, k->tokens);
     }

@@ -40,6 +40,8 @@
 #include "detail/stream_store.hpp"
 #include "head_result.hpp"
 #include "normality.hpp"
+#include "pca_roles.hpp"
+#include "planar_rotation.hpp"
 #include "preparation.hpp"
 #include "query_model.hpp"
 #include "regression.hpp"
@@ -84,11 +86,23 @@ namespace detail
     {
         constexpr const char* fn = "analyze_head";
         const std::size_t n = tokens.vectors.shape()[0];
+        const std::size_t d = tokens.vectors.shape()[1];
+        if (need_example_id && tokens.example_id.size() == 0 && n > 0)
+        {
+            throw_invalid(fn, kind, " need an example_id column (one id per key: key pairs are drawn within an "
+                                    "example, docs/method.md §2.12); got none");
+        }
         if (tokens.position.size() != n || tokens.bucket.size() != n
             || (need_example_id && tokens.example_id.size() != n))
         {
-            throw_invalid(fn, kind, " columns disagree: ", n, " vectors, ", tokens.position.size(), " positions, ",
-                          tokens.bucket.size(), " buckets, ", tokens.example_id.size(), " example ids");
+            // The vectors are [n, d], one row per token; [d, n] is the usual slip.
+            const bool transposed = d == tokens.position.size() && d != n;
+            const bool ids = need_example_id || tokens.example_id.size() != 0;
+            throw_invalid(fn, kind, " columns disagree: vectors is [", n, ", ", d,
+                          "] (expected [n, d], one row per token) but there are ", tokens.position.size(),
+                          " positions", ids ? ", " : " and ", tokens.bucket.size(), " buckets",
+                          ids ? " and " + std::to_string(tokens.example_id.size()) + " example ids" : std::string(),
+                          transposed ? "; the vectors look transposed: pass them as [n, d] (e.g. vectors.T)" : "");
         }
         for (std::size_t i = 0; i < n; ++i)
         {
@@ -137,6 +151,15 @@ namespace detail
             throw_invalid(fn, "options.covariance_epsilon must be finite and >= 0, got ", options.covariance_epsilon);
         }
         check_max_rel_dist(fn, options.max_rel_dist);
+        if (options.max_rel_dist > 1.0)
+        {
+            throw_invalid(fn, "options.max_rel_dist must be in [0, 1] (a fraction of the example length), got ",
+                          options.max_rel_dist);
+        }
+        if (options.num_pairs_per_bucket < 1)
+        {
+            throw_invalid(fn, "options.num_pairs_per_bucket must be >= 1, got 0");
+        }
         if (options.distance_bins_per_octave < 1 || options.distance_bins_per_octave > max_bins_per_octave)
         {
             throw_invalid(fn, "options.distance_bins_per_octave must be in [1, ", max_bins_per_octave, "], got ",
@@ -306,7 +329,7 @@ namespace detail
         return row;
     }
 
-    /// §2.14 over the profile rows, with C = max query position + 1.
+    /// §2.14 over the profile rows (small buckets left out), with C = max query position + 1.
     inline plasticity_aggregates_result aggregates_of(const std::vector<bucket_profile>& profile,
                                                       const std::vector<double>& query_positions)
     {
@@ -315,7 +338,8 @@ namespace detail
         {
             tau.push_back(row.tau);
             n_queries.push_back(static_cast<double>(row.n_queries));
-            plasticity.push_back(row.plasticity);
+            // A small bucket is not in D (§2.14).
+            plasticity.push_back(row.small_bucket ? std::numeric_limits<double>::quiet_NaN() : row.plasticity);
         }
         const double context = *std::max_element(query_positions.begin(), query_positions.end()) + 1.0;
         return plasticity_aggregates_raw(tau.data(), n_queries.data(), plasticity.data(), profile.size(), context);
@@ -349,6 +373,38 @@ namespace detail
         m.ap_drop = aggregates.ap_drop;
         return m;
     }
+
+    /// The moments of §8.5 of the kept rows (keys' positions as double).
+    template <class TQ, class TK>
+    qk_moments head_qk_moments(const kept_tokens& q, const row_source<TQ>& q_rows, const kept_tokens& k,
+                               const row_source<TK>& k_rows, std::size_t threads, bool with_sxx)
+    {
+        std::vector<double> key_t(k.n);
+        for (std::size_t i = 0; i < k.n; ++i)
+        {
+            key_t[i] = static_cast<double>(k.position[i]);  // the kept rows' positions
+        }
+        return qk_moments_of(q_rows, q.t.data(), k_rows, key_t.data(), threads, with_sxx);
+    }
+
+    /// The head_metrics.csv columns of §8.5 that the options ask for.
+    inline void add_companion_measures(const qk_moments& moments, const head_options& options, head_metrics& m)
+    {
+        if (options.planar_rotation)
+        {
+            const planar_rotation_result plane = planar_rotation_of_moments(moments);
+            m.bias_strength = plane.bias_strength;
+            m.drift_slope_k = plane.drift_slope_k;
+            m.drift_query_mean = plane.drift_query_mean;
+        }
+        if (options.pca_roles)
+        {
+            const pca_roles_result pca = pca_roles_of_moments(moments);
+            m.pc0_r_q = pca.r_q;
+            m.pc0_r_k = pca.r_k;
+            m.pca_class = pca.role;
+        }
+    }
 }  // namespace detail
 
 /// Runs docs/method.md §2 on one head: the queries and keys (views of the caller's buffers,
@@ -380,6 +436,11 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     const linear_fit fit = detail::fit_linear_raw(q.t.data(), q_rows, fn, threads, "queries.vectors");
     const householder rotation = householder_to_e1(fit.beta);
     clock.lap(&stage_timings::regression);
+    // §8.5 on the kept, oriented rows (the measures are invariant under the orientation).
+    const bool companion = options.planar_rotation || options.pca_roles;
+    const detail::qk_moments moments =
+        companion ? detail::head_qk_moments(q, q_rows, k, k_rows, threads, options.pca_roles) : detail::qk_moments{};
+    clock.lap(&stage_timings::extensions);
     const detail::query_rotation rotated = detail::rotate_queries(q.t.data(), q_rows, fit, rotation, threads);
     q_rows.reflection = k_rows.reflection = rotation.is_identity() ? nullptr : rotation.v.data();
     q_rows.reflection_factors = rotated.factors.empty() ? nullptr : rotated.factors.data();
@@ -418,12 +479,14 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     {
         result.cells.insert(result.cells.end(), buckets[j].cells.begin(), buckets[j].cells.end());
         result.profile.push_back(detail::profile_row(models[j], buckets[j]));
+        result.profile.back().small_bucket = models[j].n_queries < options.min_bucket_queries;
         extensions.add_bucket(models[j], key_buckets, cells[j], buckets[j], result);
     }
     clock.lap(&stage_timings::extensions);
     // §2.14 and the metrics row.
     const plasticity_aggregates_result aggregates = detail::aggregates_of(result.profile, q.t);
     result.metrics = detail::head_metrics_of(q.n, k.n, d, fit, rotated.scalar, first, noise, aggregates);
+    detail::add_companion_measures(moments, options, result.metrics);
     clock.lap(&stage_timings::kernel);
     extensions.finish(models, component0, fit.beta_norm, result);
     clock.lap(&stage_timings::extensions);

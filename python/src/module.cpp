@@ -111,7 +111,8 @@ namespace
             }
         }
         throw nb::type_error((std::string(fn) + ": " + name + " must be an array of numbers, got "
-                              + python_type_name(obj)).c_str());
+                              + python_type_name(obj) + " of dtype " + nb::cast<std::string>(nb::str(dtype)))
+                                 .c_str());
     }
 
     void check_ndim(std::size_t actual, std::size_t wanted, const char* fn, const char* name)
@@ -392,6 +393,11 @@ nb::handle new_exception(nb::module_& m, const char* name, const char* doc, PyOb
 }
 }  // namespace
 
+namespace ap_python
+{
+void install_result_methods(nb::module_& m);  // bind_tables.cpp: repr and to_dict of every result type
+}  // namespace ap_python
+
 NB_MODULE(_core, m)
 {
     // The front ends' BLAS kernel policy (docs/method.md §7.7), before any BLAS call of the
@@ -432,4 +438,7 @@ NB_MODULE(_core, m)
     ap_python::bind_extensions(m);
     ap_python::bind_head(m);
     ap_python::bind_dump(m);
+    ap_python::bind_companion(m);
+    ap_python::bind_tables(m);
+    ap_python::install_result_methods(m);
 }

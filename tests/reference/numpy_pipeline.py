@@ -27,6 +27,7 @@ import numpy as np
 from scipy import special, stats
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_companion_reference import pca_roles, planar_rotation  # noqa: E402
 from gen_pipeline_reference import householder, ols, orientation, scalar_predictability  # noqa: E402
 
 
@@ -41,6 +42,7 @@ class Options:
     max_rel_dist: float = 0.05
     covariance_epsilon: float = 1e-12
     sliding_window: int = 0
+    min_bucket_queries: int = 16
 
 
 def subsample(n, max_rows, rng):
@@ -211,13 +213,19 @@ def analyze_head(queries, keys, layer=0, q_head=0, options=None):
             pp_sum += pp.sum()
             pp_count += pp.size
         profile.append((int(j), float(tau), int(rows.size), pp_sum / pp_count if pp_count else float("nan"), pp_count))
-    # §2.14
+    # §2.14: D holds the buckets with a defined AP_j and at least min_bucket_queries queries
     tau = np.array([p[1] for p in profile])
     nj = np.array([p[2] for p in profile], dtype=np.float64)
-    ap = np.array([p[3] for p in profile])
+    ap = np.array([p[3] if p[2] >= o.min_bucket_queries else float("nan") for p in profile])
     context = tq.max() + 1.0
     out["ap_overall"] = weighted(tau, nj, ap, np.ones(tau.size, dtype=bool))
     out["ap_first20"] = weighted(tau, nj, ap, tau < 0.2 * context)
     out["ap_last20"] = weighted(tau, nj, ap, tau >= 0.8 * context)
     out["ap_drop"] = out["ap_first20"] - out["ap_last20"]
+    # §8.5 on the kept rows
+    plane = planar_rotation(xq, tq, xk, pk.astype(np.float64))
+    roles = pca_roles(xq, tq, xk, pk.astype(np.float64))
+    out.update(bias_strength=plane["bias_strength"], drift_slope_k=plane["drift_slope_k"],
+               drift_query_mean=plane["drift_query_mean"], pc0_r_q=roles["r_q"], pc0_r_k=roles["r_k"],
+               pca_class=roles["pca_class"])
     return {"metrics": out, "cells": cells, "profile": profile, "component_r2": r2, "component_weight": weight}
