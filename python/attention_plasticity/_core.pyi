@@ -2313,11 +2313,27 @@ class DumpRun:
 def set_blas_threads(n: int) -> None:
     """
     Sets the number of threads of OpenBLAS (Debian's, which the module links) for the calls made from
-    Python (analyze_dump runs one BLAS thread per worker and restores this afterwards).
+    Python. The module starts with one (docs/method.md §7.7), as every front end runs: more threads
+    change the last bits of a GEMM's results. analyze_dump always runs one BLAS thread per worker.
     """
 
 def get_blas_threads() -> int:
     """The number of threads of OpenBLAS."""
+
+def blas_report(program: str = 'attention_plasticity') -> str:
+    """
+    The line every front end prints before its work (docs/method.md §7.7): 'PROGRAM: BLAS: <OpenBLAS's
+    configuration>; kernels <core> (<who chose them>; CPU: ...), <n> OpenBLAS thread(s)', and with
+    generic kernels on an AVX2 CPU a second line with the exact fix.
+    """
+
+def blas_kernels() -> dict:
+    """
+    The BLAS kernels of this process, as the module's kernel policy left them at import (docs/method.md
+    §7.7): {'openblas', 'core' (in use), 'loaded_core' (OpenBLAS's own choice at load), 'config',
+    'selected' (the policy selected 'core'), 'from_environment' (OPENBLAS_CORETYPE was set),
+    'policy_off' (AP_OPENBLAS_POLICY=off), 'threads', 'generic' (kernels without AVX2 on an AVX2 CPU)}.
+    """
 
 def result_schema() -> dict:
     """
