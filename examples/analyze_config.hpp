@@ -39,7 +39,8 @@ inline attention_plasticity::head_options analyze_default_options()
 struct analyze_config
 {
     std::string data_root;
-    layout_counts layout;      // unset counts come from metadata.json or the folder names
+    layout_counts layout;      // unset counts come from model_config or metadata.json (never guessed)
+    std::string model_config;  // the model's config.json ("" none)
     head_selection selection;  // --layers / --heads
     attention_plasticity::head_options options = analyze_default_options();  // docs/method.md §2 and §8
     std::string output_dir = ".";
@@ -133,6 +134,10 @@ inline const option_table<attention_plasticity::head_options>& head_option_table
          count(&o::empirical_max_queries, 0, std::uint64_t{1} << 40)},
         {"confidence_intervals", "on|off", "standard errors, bias and intervals of AP_j and ap_overall (§8.3) [on]",
          on_off(&o::confidence_intervals)},
+        {"planar_rotation", "on|off", "head_metrics.csv bias_strength, drift_slope_k, drift_query_mean (§8.5) [on]",
+         on_off(&o::planar_rotation)},
+        {"pca_roles", "on|off", "head_metrics.csv pc0_r_q, pc0_r_k, pca_class: a SYRK of the vectors (§8.5) [off]",
+         on_off(&o::pca_roles)},
         {"confidence_level", "X", "level of the intervals, in (0, 1) (§8.3) [0.95]",
          [](o& options, const std::string& label, const std::string& text) {
              const double level =
@@ -182,13 +187,17 @@ inline const option_table<analyze_config>& analyze_options()
                               }};
     };
     static option_table<analyze_config> table = {
-        {"data_root", "DIR", "root of the dump: l{LL}h{HH}{q|k}/*.npy (required)", set_option::path(&c::data_root)},
+        {"data_root", "DIR", "root of the dump: its l{LL}h{HH}{q|k} folders (required)", set_option::path(&c::data_root)},
         {"num_layers", "N", "layers of the model [metadata.json, else the highest layer present + 1]",
          count(&layout_counts::num_layers)},
-        {"num_q_heads", "N", "query heads per layer [metadata.json, else inferred from a complete dump]",
+        {"num_q_heads", "N", "query heads per layer [--model-config or metadata.json; required otherwise]",
          count(&layout_counts::num_q_heads)},
         {"num_k_heads", "N", "key heads per layer; divides num_q_heads (GQA) [as num_q_heads]",
          count(&layout_counts::num_k_heads)},
+        {"model_config", "PATH",
+         "the model's config.json: num_q_heads, num_k_heads, num_layers from its num_attention_heads, "
+         "num_key_value_heads, num_hidden_layers",
+         set_option::path(&c::model_config)},
         {"layers", "LIST", "layers to analyze, e.g. 0-3,7 [all]",
          [](c& config, const std::string& label, const std::string& text) {
              config.selection.layers = parse_index_set(label, text, max_count - 1);
@@ -223,6 +232,8 @@ inline const option_table<analyze_config>& analyze_options()
         head("empirical_ap"),
         head("empirical_max_queries"),
         head("confidence_intervals"),
+        head("planar_rotation"),
+        head("pca_roles"),
         head("confidence_level"),
     };
     static const bool recording = [] {
@@ -244,7 +255,8 @@ inline const option_table<analyze_config>& analyze_options()
 /// threads, which shard. Every other option determines the results.
 inline bool is_run_option(const std::string& key)
 {
-    return key == "data_root" || key == "output_dir" || key == "threads" || key == "shard";
+    // model_config gives the layout, which result_options() records as resolved.
+    return key == "data_root" || key == "output_dir" || key == "threads" || key == "shard" || key == "model_config";
 }
 
 /// The options that determine a run's results, key -> canonical value, in the order of the
@@ -275,6 +287,8 @@ inline std::vector<std::pair<std::string, std::string>> result_options(const ana
         {"empirical_ap", o.empirical_ap ? "on" : "off"},
         {"empirical_max_queries", std::to_string(o.empirical_max_queries)},
         {"confidence_intervals", o.confidence_intervals ? "on" : "off"},
+        {"planar_rotation", o.planar_rotation ? "on" : "off"},
+        {"pca_roles", o.pca_roles ? "on" : "off"},
         {"confidence_level", format_number(o.confidence_level)},
     };
     std::vector<std::pair<std::string, std::string>> out;
@@ -295,7 +309,9 @@ inline std::vector<std::pair<std::string, std::string>> result_options(const ana
     return out;
 }
 
-inline std::string analyze_help(const char* program)
+/// The --help text. `reads_parquet`: the front end also reads qk-sniffer's data.parquet
+/// folders (the Python module's).
+inline std::string analyze_help(const char* program, bool reads_parquet = false)
 {
     std::ostringstream out;
     out << "usage: " << program << " --data-root DIR --output-dir DIR [--config FILE] [options]\n\n"
@@ -307,9 +323,15 @@ inline std::string analyze_help(const char* program)
         << "With --shard I/N it analyzes shard I of N only (docs/method.md §8.4) and writes, besides\n"
         << "its part of the CSVs, shard.json; ap_merge joins the N shard folders into the CSVs of one\n"
         << "run, byte for byte.\n\n"
+        << (reads_parquet ? "Each head folder of data_root is read in qk-sniffer's Parquet layout when it holds\n"
+                            "data.parquet (docs/method.md §1.2), else in the NPY layout (vector.npy, position.npy,\n"
+                            "... §1.1).\n\n"
+                          : "Each head folder of data_root holds the NPY files of docs/method.md §1.1 (vector.npy,\n"
+                            "position.npy, bucket.npy, example_id.npy).\n\n")
         << "Heads that were not captured (no query folder) are not errors. The layout (num_layers,\n"
-        << "num_q_heads, num_k_heads) comes from the options, from data_root/" << dump_metadata_file << ", or\n"
-        << "from the folder names when every head is present.\n\n"
+        << "num_q_heads, num_k_heads) comes from the options, the model's config.json (--model-config)\n"
+        << "or data_root/" << dump_metadata_file << "; the head counts are never guessed from the folder\n"
+        << "names (a capture may hold some heads only), num_layers alone may be (the highest layer).\n\n"
         << options_help(analyze_options()) << "\n"
         << "Exit status: 0 every present head analyzed, 1 some head failed (reported on stderr as\n"
         << "'error: layer L q_head H: FILE: reason'; its rows are left out) or the results could\n"
@@ -329,8 +351,9 @@ inline void check_analyze_config(const analyze_config& config)
     const auto& counts = config.layout;
     if (counts.num_q_heads && counts.num_k_heads && *counts.num_q_heads % *counts.num_k_heads != 0)
     {
-        throw usage_error("num_q_heads (" + std::to_string(*counts.num_q_heads) + ") must be a multiple of num_k_heads ("
-                          + std::to_string(*counts.num_k_heads) + ")");
+        throw usage_error("num_q_heads (" + std::to_string(*counts.num_q_heads)
+                          + ", given) must be a multiple of num_k_heads (" + std::to_string(*counts.num_k_heads)
+                          + ", given)");
     }
 }
 

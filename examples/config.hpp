@@ -135,6 +135,11 @@ std::string unknown_name_message(const std::string& what, const std::string& giv
 /// usage_error naming the file and the problem otherwise.
 inline std::string read_config_file(const std::string& path, const std::string& label)
 {
+    if (path.find('\0') != std::string::npos)
+    {
+        throw usage_error(label + " '" + path.substr(0, path.find('\0'))
+                          + "\\0...': holds a NUL character, which no path may hold");
+    }
     const path_info info = inspect_path(path, "file");
     if (!info.exists)
     {
@@ -164,21 +169,35 @@ inline std::string read_config_file(const std::string& path, const std::string& 
     return text;
 }
 
+/// The one YAML document of `text` (a null node for an empty text); usage_error naming
+/// `source` when it is not valid YAML or holds a second document ("---"), which would
+/// otherwise be ignored without a word.
+inline YAML::Node load_one_yaml_document(const std::string& text, const std::string& source, const char* format = "YAML")
+{
+    std::vector<YAML::Node> documents;
+    try
+    {
+        documents = YAML::LoadAll(text);
+    }
+    catch (const YAML::Exception& e)
+    {
+        throw usage_error(source + ": not valid " + format + ": " + e.what());
+    }
+    if (documents.size() > 1)
+    {
+        throw usage_error(source + ": holds " + std::to_string(documents.size())
+                          + " YAML documents (separated by '---'); give one");
+    }
+    return documents.empty() ? YAML::Node() : documents.front();
+}
+
 /// Applies a YAML document (a mapping of keys to scalars) to `config`; `source` names it in
 /// messages ("my.yaml"). Unknown keys, repeated keys, lists and mappings where a scalar is
 /// expected are usage errors.
 template <class Config>
 void apply_yaml(Config& config, const option_table<Config>& table, const std::string& text, const std::string& source)
 {
-    YAML::Node root;
-    try
-    {
-        root = YAML::Load(text);
-    }
-    catch (const YAML::Exception& e)
-    {
-        throw usage_error(source + ": not valid YAML: " + e.what());
-    }
+    const YAML::Node root = load_one_yaml_document(text, source);
     if (!root.IsDefined() || root.IsNull())
     {
         return;  // an empty file sets nothing
@@ -373,6 +392,12 @@ namespace set_option
             if (trim(text).empty())
             {
                 throw usage_error(label + ": empty value (expected a path)");
+            }
+            if (text.find('\0') != std::string::npos)
+            {
+                // The system would read the path up to the NUL: another folder than the one named.
+                throw usage_error(label + ": '" + text.substr(0, text.find('\0'))
+                                  + "\\0...' holds a NUL character, which no path may hold");
             }
             c.*field = text;
         };

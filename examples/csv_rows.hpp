@@ -27,7 +27,8 @@ inline const char* const metrics_header =
     "layer,q_head,k_head,n_q_tokens,n_k_tokens,d_model,q_R2_pos,q_beta_norm,q_R2_scalar,q_mae_baseline,"
     "q_mae_proj,q_mae_ratio,q_resid0_skew,q_resid0_kurt,q_resid0_ks_p,q_noise_med_abs_skew,"
     "q_noise_med_abs_kurt,q_noise_med_ks_p,q_noise_frac_ks_p_lt_alpha,ap_overall,ap_first20,ap_last20,ap_drop,"
-    "ap_empirical_overall,ap_empirical_overall_se,ap_overall_se,ap_overall_bias,ap_overall_ci_low,ap_overall_ci_high,ap_overall_corrected";
+    "ap_empirical_overall,ap_empirical_overall_se,ap_overall_se,ap_overall_bias,ap_overall_ci_low,ap_overall_ci_high,"
+    "ap_overall_corrected,bias_strength,drift_slope_k,drift_query_mean,pc0_r_q,pc0_r_k,pca_class";
 inline const char* const bucket_header = "layer,q_head,k_head,q_bucket,k_bucket,plasticity,n_pairs,plasticity_empirical";
 inline const char* const profile_header =
     "layer,q_head,k_head,q_bucket,tau,n_queries,plasticity,n_pairs,plasticity_empirical,plasticity_empirical_se,"
@@ -84,7 +85,8 @@ enum table_index : std::size_t
 /// The one definition of what each column of §3 holds: emits the rows of one head, value by
 /// value, into `sink`: sink.row(table) starts a row of that table, sink.integer(i) and
 /// sink.real(x) give the next column (in the order of the table's header), sink.end() ends
-/// the row. format_head() writes them as CSV text; the Python package collects them as
+/// the row (sink.text(s) gives a column of names, written as they are, e.g. pca_class). format_head()
+/// writes them as CSV text; the Python package collects them as
 /// arrays (its DataFrames), so a column added here reaches both, with its type.
 template <class Sink>
 void emit_head(const attention_plasticity::head_result& r, Sink& sink)
@@ -106,10 +108,12 @@ void emit_head(const attention_plasticity::head_result& r, Sink& sink)
                      m.q_noise_med_abs_kurt, m.q_noise_med_ks_p, m.q_noise_frac_ks_p_lt_alpha, m.ap_overall,
                      m.ap_first20, m.ap_last20, m.ap_drop, m.ap_empirical_overall, m.ap_empirical_overall_se,
                      m.ap_overall_se, m.ap_overall_bias, m.ap_overall_ci_low, m.ap_overall_ci_high,
-                     m.ap_overall_corrected})
+                     m.ap_overall_corrected, m.bias_strength, m.drift_slope_k, m.drift_query_mean, m.pc0_r_q,
+                     m.pc0_r_k})
     {
         sink.real(x);
     }
+    sink.text(attention_plasticity::pca_class_name(m.pca_class));
     sink.end();
     for (const auto& cell : r.cells)
     {
@@ -214,6 +218,11 @@ inline head_rows format_head(const attention_plasticity::head_result& r)
         {
             next();
             append_double(*out, x);
+        }
+        void text(std::string_view name)
+        {
+            next();
+            *out += name;
         }
         void end() { *out += '\n'; }
     };

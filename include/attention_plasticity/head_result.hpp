@@ -13,6 +13,7 @@
 
 #include "cells.hpp"
 #include "distance_maps.hpp"
+#include "pca_roles.hpp"
 #include "query_model.hpp"
 #include "tokens.hpp"
 
@@ -43,6 +44,8 @@ struct head_options
     std::size_t empirical_max_queries = 0;    // §8.2, queries per bucket for it (seeded subsample); 0: all
     bool confidence_intervals = false;        // §8.3, about one more kernel's work: off by default
     double confidence_level = 0.95;           // §8.3, in (0, 1)
+    bool planar_rotation = true;              // §8.5, two O(n d) passes over the rows: on by default
+    bool pca_roles = false;                   // §8.5, a SYRK of the rows (n d^2 / 2): off by default
 };
 
 /// head_metrics.csv, one row.
@@ -76,6 +79,13 @@ struct head_metrics
     double ap_overall_ci_low = std::numeric_limits<double>::quiet_NaN();        // §8.3
     double ap_overall_ci_high = std::numeric_limits<double>::quiet_NaN();       // §8.3
     double ap_overall_corrected = std::numeric_limits<double>::quiet_NaN();     // §8.3, the interval's centre
+    // docs/method.md §8.5, the companion measures (NaN / undefined when not defined).
+    double bias_strength = std::numeric_limits<double>::quiet_NaN();     // mu_Q^a alpha_K
+    double drift_slope_k = std::numeric_limits<double>::quiet_NaN();     // alpha_K
+    double drift_query_mean = std::numeric_limits<double>::quiet_NaN();  // mu_Q^a
+    double pc0_r_q = std::numeric_limits<double>::quiet_NaN();           // r_q of PC0
+    double pc0_r_k = std::numeric_limits<double>::quiet_NaN();           // r_k of PC0
+    attention_plasticity::pca_class pca_class = attention_plasticity::pca_class::undefined;
 };
 
 /// head_profile.csv, one row: a query bucket with a query model.

@@ -149,11 +149,6 @@ class KeyPairs:
 
     def __repr__(self) -> str: ...
 
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
-
 def pair_window(length: int, max_rel_dist: float) -> int:
     """
     The sampler's window half-width Delta = max(1, floor(max_rel_dist * length)) (docs/method.md §5.1),
@@ -208,13 +203,6 @@ class PairMoments:
 
     def __len__(self) -> int:
         """N, the number of pairs."""
-
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
 
 def pair_plasticity(differences: numpy.typing.ArrayLike, mean: numpy.typing.ArrayLike, covariance: numpy.typing.ArrayLike, dtype: object = None, result_dtype: object = None) -> numpy.typing.NDArray[numpy.floating]:
     """
@@ -343,13 +331,6 @@ class LinearFit:
     def regressor_varies(self) -> bool:
         """Whether t has any variance."""
 
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
-
 def fit_linear(t: numpy.typing.ArrayLike, X: numpy.typing.ArrayLike) -> LinearFit:
     """
     The position regression of docs/method.md §2.3: OLS of each column of X (n x d) on t (n),
@@ -379,13 +360,6 @@ class ScalarPredictability:
     @property
     def mae_ratio(self) -> float:
         """mae_projection / mae_baseline (q_mae_ratio); 1 when the baseline is 0."""
-
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
 
 def scalar_position_predictability(t: numpy.typing.ArrayLike, X: numpy.typing.ArrayLike, beta: numpy.typing.ArrayLike) -> ScalarPredictability:
     """
@@ -422,13 +396,6 @@ class PositionComponentFit:
     @property
     def residual(self) -> Annotated[NDArray[numpy.float64], dict(writable=False)]:
         """x_rot[:, 0] - (alpha + beta t), float64 [n] (read by §2.7)."""
-
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
 
 def fit_position_component(t: numpy.typing.ArrayLike, X_rot: numpy.typing.ArrayLike) -> PositionComponentFit:
     """
@@ -480,13 +447,6 @@ class Householder:
         Arrays are read in place when C-contiguous float32/float64 (positions: int64 or float64; integer columns: int64), on the CPU; other layouts or dtypes are converted once (see the module docstring).
         """
 
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
-
 def householder_to_e1(beta: numpy.typing.ArrayLike) -> Householder:
     """
     H with H beta_hat = e1 (docs/method.md §2.5): v = (beta_hat - e1) / ||beta_hat - e1||, the identity
@@ -519,13 +479,6 @@ class MomentsResult:
     @property
     def zero_variance(self) -> bool:
         """SciPy's 'all values equal' rule, m2 <= (1e-15 mean)^2 (§7.3)."""
-
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
 
 def sample_moments(x: numpy.typing.ArrayLike) -> MomentsResult:
     """
@@ -581,13 +534,6 @@ class KsResult:
     def p_value(self) -> float:
         """P(D_n >= statistic) under H0."""
 
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
-
 def ks_test_normal(x: numpy.typing.ArrayLike) -> KsResult:
     """
     scipy.stats.kstest(x, 'norm') (method 'exact': kstwo.sf(D, n)) for the 1-D sample x
@@ -610,13 +556,6 @@ class ResidualNormality:
     @property
     def ks_p_value(self) -> float:
         """q_resid0_ks_p."""
-
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
 
 def standardized_normality(x: numpy.typing.ArrayLike) -> ResidualNormality:
     """
@@ -654,13 +593,6 @@ class NoiseNormality:
     def n_ks_tested(self) -> int:
         """K = min(max_ks_dims, m)."""
 
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
-
 def noise_normality(X: numpy.typing.ArrayLike, max_ks_dims: int, p_alpha: float, seed: int) -> NoiseNormality:
     """
     docs/method.md §2.8 on X (n x m, each column a component, e.g. columns 1..d-1 of the rotated
@@ -686,13 +618,6 @@ class Gaussian:
     @property
     def covariance(self) -> Annotated[NDArray[numpy.float64], dict(writable=False)]:
         """float64 [d, d]."""
-
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
 
 def fit_gaussian(samples: numpy.typing.ArrayLike, epsilon: float = 1e-12) -> Gaussian:
     """
@@ -736,13 +661,6 @@ class BucketOptions:
     @epsilon.setter
     def epsilon(self, arg: float, /) -> None: ...
 
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
-
 class BucketStatistics:
     """Statistics of one query bucket (docs/method.md §2.10)."""
 
@@ -761,13 +679,6 @@ class BucketStatistics:
     @property
     def semantic(self) -> Gaussian:
         """mu_j and Sigma_j of the components kept."""
-
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
 
 def compute_bucket_statistics(positions: numpy.typing.ArrayLike, buckets: numpy.typing.ArrayLike, X: numpy.typing.ArrayLike, options: BucketOptions = ...) -> list[BucketStatistics]:
     """
@@ -792,13 +703,6 @@ class QueryBucket:
     @property
     def tau(self) -> float:
         """tau_j, the mean position of its queries (tokens)."""
-
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
 
 def query_buckets(positions: numpy.typing.ArrayLike, buckets: numpy.typing.ArrayLike) -> list[QueryBucket]:
     """
@@ -844,13 +748,6 @@ class BucketQueryModel:
     def semantic(self) -> Gaussian:
         """mu_j, Sigma_j of components 1..d-1."""
 
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
-
 def bucket_query_models(positions: numpy.typing.ArrayLike, buckets: numpy.typing.ArrayLike, X_rot: numpy.typing.ArrayLike, component0: PositionComponentFit, covariance_epsilon: float = 1e-12) -> list[BucketQueryModel]:
     """
     The query models of a head (docs/method.md §2.10), one per query bucket j > 0 with at least 2
@@ -893,13 +790,6 @@ class ExampleGroups:
     def can_form_pair(self) -> bool:
         """Whether some example has 2 keys."""
 
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
-
 class KeyBucket:
     """The keys of one key bucket (docs/method.md §2.11-2.12)."""
 
@@ -914,13 +804,6 @@ class KeyBucket:
     @property
     def examples(self) -> ExampleGroups:
         """Its keys by example."""
-
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
 
 class KeyBucketList:
     """The key buckets of a head, in increasing id (group_key_buckets)."""
@@ -1018,13 +901,6 @@ class CellPairs:
     def pairs(self) -> KeyPairs:
         """KeyPairs; first/second are rows of the key table."""
 
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
-
 def cell_key_pairs(keys: KeyBucket, q_bucket: int, num_pairs: int, max_rel_dist: float, pair_sampler_seed: int) -> CellPairs:
     """
     The key pairs of cell (q_bucket, keys.bucket) (docs/method.md §2.12): num_pairs pairs of the sampler
@@ -1057,13 +933,6 @@ class CellPlasticity:
         The empirical P_jc (docs/method.md §8.2) when computed (analyze_head with empirical_ap), else NaN.
         """
 
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
-
 class BucketPlasticityResult:
     """The cells of one query bucket and AP_j (docs/method.md §2.14)."""
 
@@ -1090,13 +959,6 @@ class BucketPlasticityResult:
         """
         The pairs' PairMoments (m, v) as the kernel returned them (docs/method.md §4, §4.6); empty for
         query_bucket_empirical_plasticity.
-        """
-
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
         """
 
 def query_bucket_plasticity(keys_rot: numpy.typing.ArrayLike, cells: Sequence[CellPairs], model: BucketQueryModel, dtype: object | None = None) -> BucketPlasticityResult:
@@ -1128,13 +990,6 @@ class PlasticityAggregates:
     @property
     def ap_drop(self) -> float:
         """ap_first20 - ap_last20."""
-
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
 
 def plasticity_aggregates(tau: numpy.typing.ArrayLike, n_queries: numpy.typing.ArrayLike, plasticity: numpy.typing.ArrayLike, context_length: float) -> PlasticityAggregates:
     """
@@ -1178,11 +1033,6 @@ class HeadId:
 
     def __repr__(self) -> str: ...
 
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
-
 class HeadSeeds:
     """The seeds of one head (docs/method.md §2.15, §6.4)."""
 
@@ -1201,13 +1051,6 @@ class HeadSeeds:
     @property
     def pair_sampler(self) -> int:
         """§2.12: pair_sampler_seed(seed, head)."""
-
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
 
 def pair_sampler_seed(seed: int, head: HeadId) -> int:
     """
@@ -1240,11 +1083,6 @@ class DistanceBinEdges:
 
     def __repr__(self) -> str: ...
 
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
-
 def log_distance_bin(distance: float, bins_per_octave: int = 1) -> int:
     """
     The bin of a distance (tokens) on the log-spaced axis of docs/method.md §8.1, b = bins_per_octave
@@ -1268,13 +1106,6 @@ class PairDistances:
     @property
     def query_distance(self) -> Annotated[NDArray[numpy.float64], dict(writable=False)]:
         """tau_j - (pos(k1) + pos(k2)) / 2 per pair, float64 [P] (tokens)."""
-
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
 
 def cell_pair_distances(key_positions: numpy.typing.ArrayLike, cells: Sequence[CellPairs], tau: float) -> PairDistances:
     """
@@ -1316,13 +1147,6 @@ class DistancePlasticityBin:
     @property
     def n_pairs(self) -> int:
         """Pairs in the bin, >= 1."""
-
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
 
 def distance_plasticity_map(key_distance: numpy.typing.ArrayLike, query_distance: numpy.typing.ArrayLike, plasticity: numpy.typing.ArrayLike, bins_per_octave: int = 1) -> list[DistancePlasticityBin]:
     """
@@ -1389,13 +1213,6 @@ class EmpiricalPreferences:
     @property
     def n_queries(self) -> int:
         """n, the queries of the sample."""
-
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
 
 def pair_preferences(queries: numpy.typing.ArrayLike, differences: numpy.typing.ArrayLike, dtype: object | None = None) -> EmpiricalPreferences:
     """
@@ -1492,13 +1309,6 @@ class BucketSensitivity:
     def bias_semantic(self) -> float:
         """Bias from mu_hat and Sigma_hat of the bucket's n_j queries."""
 
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
-
 def bucket_plasticity_sensitivity(differences: numpy.typing.ArrayLike, moments: PairMoments, model: BucketQueryModel) -> BucketSensitivity:
     """
     The sensitivity of AP_j, the mean PP of the pairs whose key differences are the rows of
@@ -1545,13 +1355,6 @@ class BucketEstimate:
     def pair_variance(self) -> float:
         """pair_sampling_variance of the bucket."""
 
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
-
 class PlasticityUncertainty:
     """
     Standard errors and second-order biases of every AP_j and of ap_overall (docs/method.md §8.3).
@@ -1572,13 +1375,6 @@ class PlasticityUncertainty:
     @property
     def bias(self) -> float:
         """E[ap_overall] - ap_overall, estimated."""
-
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
 
 def plasticity_standard_errors(t: numpy.typing.ArrayLike, buckets: numpy.typing.ArrayLike, x_rot: numpy.typing.ArrayLike, component0: PositionComponentFit, slope_norm: float, models: Sequence[BucketQueryModel], estimates: Sequence[BucketEstimate]) -> PlasticityUncertainty:
     """
@@ -1604,16 +1400,7 @@ class Interval:
     def high(self) -> float:
         """Upper end; NaN when undefined."""
 
-    @property
-    def centre(self) -> float:
-        """estimate - bias, the centre (not clipped); NaN when undefined."""
-
     def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
 
 def plasticity_interval(estimate: float, bias: float, standard_error: float, level: float = 0.95) -> Interval:
     """
@@ -1662,103 +1449,82 @@ class Tokens:
 
     def __repr__(self) -> str: ...
 
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
-
 class HeadOptions:
     """
     The parameters of docs/method.md §2 (defaults as there), the head's sliding window and the
     extensions of §8 (defaults: the library's, where confidence_intervals is off; ap_analyze and
-    analyze_dump turn it on: analyze_default_options()). Given by keyword, and checked (also when
-    an attribute is set) by the same code and with the same messages as analyze_dump's keywords and
-    ap_analyze's flags and --config keys (examples/analyze_config.hpp): UsageError for an unknown
-    keyword (with the closest name) or a value outside the option's domain.
+    analyze_dump turn it on: analyze_default_options()).
     """
 
-    def __init__(self, *, max_tokens_per_head: int = 50000, normality_max_dims: int = 64, p_alpha: float = 0.01, seed: int = 0, num_pairs_per_bucket: int = 256, max_rel_dist: float = 0.05, min_bucket_queries: int = 16, distance_map: bool = True, distance_map_extra_pairs: int = 0, distance_bins_per_octave: int = 1, empirical_ap: bool = False, empirical_max_queries: int = 0, confidence_intervals: bool = False, confidence_level: float = 0.95, covariance_epsilon: float = 1e-12, sliding_window: int = 0, threads: int = 1) -> None:
-        """
-        The options, by keyword (None: the default); defaults as docs/method.md §2 and §8. Each value
-        is checked as ap_analyze checks its flag (UsageError naming the keyword).
-        """
+    def __init__(self, max_tokens_per_head: int = 50000, normality_max_dims: int = 64, p_alpha: float = 0.01, seed: int = 0, num_pairs_per_bucket: int = 256, max_rel_dist: float = 0.05, covariance_epsilon: float = 1e-12, sliding_window: int = 0, threads: int = 1, distance_map: bool = True, distance_map_extra_pairs: int = 0, distance_bins_per_octave: int = 1, empirical_ap: bool = False, empirical_max_queries: int = 0, confidence_intervals: bool = False, confidence_level: float = 0.95) -> None:
+        """The options, by keyword; defaults as docs/method.md §2 and §8."""
 
     @property
     def max_tokens_per_head(self) -> int:
         """Cap on queries and on keys per head (§2.2), >= 2."""
 
     @max_tokens_per_head.setter
-    def max_tokens_per_head(self, arg: object, /) -> None: ...
+    def max_tokens_per_head(self, arg: int, /) -> None: ...
 
     @property
     def normality_max_dims(self) -> int:
-        """Noise components with a KS test (§2.8), >= 1."""
+        """Noise components with a KS test (§2.8)."""
 
     @normality_max_dims.setter
-    def normality_max_dims(self, arg: object, /) -> None: ...
+    def normality_max_dims(self, arg: int, /) -> None: ...
 
     @property
     def p_alpha(self) -> float:
         """Significance level (§2.8), in [0, 1]."""
 
     @p_alpha.setter
-    def p_alpha(self, arg: object, /) -> None: ...
+    def p_alpha(self, arg: float, /) -> None: ...
 
     @property
     def seed(self) -> int:
         """Seed of every random choice (§2.15)."""
 
     @seed.setter
-    def seed(self, arg: object, /) -> None: ...
+    def seed(self, arg: int, /) -> None: ...
 
     @property
     def num_pairs_per_bucket(self) -> int:
-        """Key pairs per cell (§2.12), >= 1."""
+        """Key pairs per cell (§2.12)."""
 
     @num_pairs_per_bucket.setter
-    def num_pairs_per_bucket(self, arg: object, /) -> None: ...
+    def num_pairs_per_bucket(self, arg: int, /) -> None: ...
 
     @property
     def max_rel_dist(self) -> float:
-        """Pair window as a fraction of the example length (§5), in [0, 1]."""
+        """Pair window as a fraction of the example length (§5), >= 0."""
 
     @max_rel_dist.setter
-    def max_rel_dist(self, arg: object, /) -> None: ...
-
-    @property
-    def min_bucket_queries(self) -> int:
-        """
-        Query buckets with fewer queries keep their profile row, flagged small_bucket, but are left
-        out of ap_overall, ap_first20, ap_last20 and have no interval (§2.14, §8.3), >= 2.
-        """
-
-    @min_bucket_queries.setter
-    def min_bucket_queries(self, arg: object, /) -> None: ...
+    def max_rel_dist(self, arg: float, /) -> None: ...
 
     @property
     def covariance_epsilon(self) -> float:
-        """Ridge on Sigma_j (§2.10), finite, >= 0."""
+        """Ridge on Sigma_j (§2.10)."""
 
     @covariance_epsilon.setter
-    def covariance_epsilon(self, arg: object, /) -> None: ...
+    def covariance_epsilon(self, arg: float, /) -> None: ...
 
     @property
     def sliding_window(self) -> int:
         """The head's sliding window in tokens (§2.11); <= 0: none."""
 
     @sliding_window.setter
-    def sliding_window(self, arg: object, /) -> None: ...
+    def sliding_window(self, arg: int, /) -> None: ...
 
     @property
     def threads(self) -> int:
         """
         Threads analyze_head may use for this one head, the calling thread included (0 or 1: the
-        calling thread only; at most 4096); the results are identical for any number. analyze_dump
-        sets it when there are fewer heads than threads.
+        calling thread only); the results are identical for any number. analyze_dump sets it when
+        there are fewer heads than threads.
         """
 
     @threads.setter
-    def threads(self, arg: object, /) -> None: ...
+    def threads(self, arg: int, /) -> None: ...
 
     @property
     def distance_map(self) -> bool:
@@ -1767,7 +1533,25 @@ class HeadOptions:
         """
 
     @distance_map.setter
-    def distance_map(self, arg: object, /) -> None: ...
+    def distance_map(self, arg: bool, /) -> None: ...
+
+    @property
+    def planar_rotation(self) -> bool:
+        """
+        The planar rotation model of §8.5 (bias_strength, drift_slope_k, drift_query_mean); on by default.
+        """
+
+    @planar_rotation.setter
+    def planar_rotation(self, arg: bool, /) -> None: ...
+
+    @property
+    def pca_roles(self) -> bool:
+        """
+        The PCA roles of §8.5 (pc0_r_q, pc0_r_k, pca_class): a SYRK of the vectors; off by default.
+        """
+
+    @pca_roles.setter
+    def pca_roles(self, arg: bool, /) -> None: ...
 
     @property
     def distance_map_extra_pairs(self) -> int:
@@ -1776,7 +1560,7 @@ class HeadOptions:
         """
 
     @distance_map_extra_pairs.setter
-    def distance_map_extra_pairs(self, arg: object, /) -> None: ...
+    def distance_map_extra_pairs(self, arg: int, /) -> None: ...
 
     @property
     def distance_bins_per_octave(self) -> int:
@@ -1785,7 +1569,7 @@ class HeadOptions:
         """
 
     @distance_bins_per_octave.setter
-    def distance_bins_per_octave(self, arg: object, /) -> None: ...
+    def distance_bins_per_octave(self, arg: int, /) -> None: ...
 
     @property
     def empirical_ap(self) -> bool:
@@ -1794,7 +1578,7 @@ class HeadOptions:
         """
 
     @empirical_ap.setter
-    def empirical_ap(self, arg: object, /) -> None: ...
+    def empirical_ap(self, arg: bool, /) -> None: ...
 
     @property
     def empirical_max_queries(self) -> int:
@@ -1803,34 +1587,28 @@ class HeadOptions:
         """
 
     @empirical_max_queries.setter
-    def empirical_max_queries(self, arg: object, /) -> None: ...
+    def empirical_max_queries(self, arg: int, /) -> None: ...
 
     @property
     def confidence_intervals(self) -> bool:
         """Standard errors, biases and intervals of AP_j and ap_overall (§8.3)."""
 
     @confidence_intervals.setter
-    def confidence_intervals(self, arg: object, /) -> None: ...
+    def confidence_intervals(self, arg: bool, /) -> None: ...
 
     @property
     def confidence_level(self) -> float:
         """Level of the intervals (§8.3), in (0, 1)."""
 
     @confidence_level.setter
-    def confidence_level(self, arg: object, /) -> None: ...
+    def confidence_level(self, arg: float, /) -> None: ...
 
     def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
 
 class HeadMetrics:
     """
     A row of head_metrics.csv (docs/method.md §3.2; units and ranges there). For every column
-    of the CSV, including any added later: HeadResult.to_dict(), or attention_plasticity.tables(results)
-    ['head_metrics'] for many heads.
+    of the CSV, including any added later, use HeadResult.tables()['head_metrics'].
     """
 
     @property
@@ -1899,28 +1677,19 @@ class HeadMetrics:
 
     @property
     def ap_overall(self) -> float:
-        """
-        Head-level attention plasticity (§2.14), in [0, 1]; NaN when no query bucket of at least
-        min_bucket_queries queries has a key pair.
-        """
+        """Head-level attention plasticity (§2.14), in [0, 1] or NaN."""
 
     @property
     def ap_first20(self) -> float:
-        """
-        The same over the buckets with tau_j < 0.2 C, C = largest query position + 1 (§2.14); NaN when
-        there is none (short contexts: the first bucket already starts past 0.2 C).
-        """
+        """§2.14."""
 
     @property
     def ap_last20(self) -> float:
-        """
-        The same over the buckets with tau_j >= 0.8 C (§2.14); NaN when there is none (usual with
-        logarithmic buckets).
-        """
+        """§2.14."""
 
     @property
     def ap_drop(self) -> float:
-        """ap_first20 - ap_last20 (§2.14); NaN when either is."""
+        """ap_first20 - ap_last20 (§2.14)."""
 
     @property
     def ap_empirical_overall(self) -> float:
@@ -1951,16 +1720,29 @@ class HeadMetrics:
         """Upper end of the interval of ap_overall at confidence_level (§8.3)."""
 
     @property
-    def ap_overall_corrected(self) -> float:
-        """
-        ap_overall - ap_overall_bias: the bias-corrected estimate the interval is centred on (§8.3).
-        """
+    def bias_strength(self) -> float:
+        """mu_Q^a alpha_K of the planar rotation model (§8.5)."""
 
-    def __repr__(self) -> str: ...
+    @property
+    def drift_slope_k(self) -> float:
+        """alpha_K, the keys' slope along the drift direction (§8.5)."""
 
-    def to_dict(self) -> dict:
+    @property
+    def drift_query_mean(self) -> float:
+        """mu_Q^a, the queries' mean on the drift direction (§8.5)."""
+
+    @property
+    def pc0_r_q(self) -> float:
+        """r_q of the pooled PC0 (§8.5)."""
+
+    @property
+    def pc0_r_k(self) -> float:
+        """r_k of the pooled PC0 (§8.5)."""
+
+    @property
+    def pca_class(self) -> str:
         """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        The PCA class (§8.5): 'position_dominated', 'q_positional', 'content_focused', 'mixed' or 'nan'.
         """
 
 class BucketProfile:
@@ -2010,25 +1792,6 @@ class BucketProfile:
     def plasticity_ci_high(self) -> float:
         """Upper end of its interval (§8.3)."""
 
-    @property
-    def plasticity_corrected(self) -> float:
-        """
-        plasticity - plasticity_bias: the bias-corrected AP_j its interval is centred on (§8.3).
-        """
-
-    @property
-    def small_bucket(self) -> bool:
-        """
-        n_queries < min_bucket_queries: left out of the aggregates, no interval (§2.14).
-        """
-
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
-
 class StageTimings:
     """Wall time of each stage of analyze_head, in seconds."""
 
@@ -2067,13 +1830,6 @@ class StageTimings:
     @property
     def total(self) -> float:
         """The whole of analyze_head (s)."""
-
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
 
 class HeadResult:
     """Everything analyze_head computes for one head (docs/method.md §3)."""
@@ -2115,25 +1871,17 @@ class HeadResult:
     def timings(self) -> StageTimings | None:
         """StageTimings when asked for (timings=True), else None."""
 
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The head and its metrics: {layer, q_head, k_head and every column of head_metrics.csv}.
-        """
-
-    def tables(self) -> dict:
-        """
-        The head's rows as pandas DataFrames with the columns and dtypes of the CSVs (docs/method.md §3),
-        by table name: head_metrics, head_bucket_plasticity, head_profile, head_component_weights,
-        head_distance_plasticity (and any table ap_analyze writes); attention_plasticity.tables([self]).
-        Made from the numbers, not from CSV text.
-        """
-
     def csv_rows(self) -> dict:
         """
         The head's rows of each CSV of docs/method.md §3, formatted as ap_analyze writes them, with the
         header: {table name: text}.
+        """
+
+    def tables(self) -> object:
+        """
+        The head's rows as pandas DataFrames with the columns of the CSVs (docs/method.md §3), by table
+        name: head_metrics, head_bucket_plasticity, head_profile, head_component_weights,
+        head_distance_plasticity (and any table ap_analyze writes). The numbers are the CSV's (17 significant digits), parsed exactly.
         """
 
 def analyze_head(queries: Tokens, keys: Tokens, head: HeadId = ..., options: HeadOptions = ..., timings: bool = False) -> HeadResult:
@@ -2264,12 +2012,6 @@ class DumpRun:
         The failed heads: (index, layer, q_head, k_head, file, reason, line), in (layer, q_head) order.
         """
 
-    def columns(self) -> dict:
-        """
-        {table name: {column: NumPy array}} of the analyzed heads (a run made by from_options), the
-        numbers the CSVs are written from, in their columns' order and types.
-        """
-
     def tables_text(self) -> dict:
         """
         {table name: the bytes of its CSV (header and rows)}, as ap_analyze writes them.
@@ -2303,13 +2045,6 @@ class DumpRun:
     def counts_text(self) -> str:
         """'P of the L query heads of the layout present: ...'."""
 
-    def __repr__(self) -> str: ...
-
-    def to_dict(self) -> dict:
-        """
-        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
-        """
-
 def set_blas_threads(n: int) -> None:
     """
     Sets the number of threads of OpenBLAS (Debian's, which the module links) for the calls made from
@@ -2335,15 +2070,94 @@ def blas_kernels() -> dict:
     'policy_off' (AP_OPENBLAS_POLICY=off), 'threads', 'generic' (kernels without AVX2 on an AVX2 CPU)}.
     """
 
-def result_schema() -> dict:
+class PlanarRotation:
     """
-    The columns of each table of docs/method.md §3 as ap_analyze writes them: {table name: [(column,
-    'int64' or 'float64')]}, from the C++ CSV writer's own definition (examples/csv_rows.hpp).
+    The planar rotation model of a head (docs/method.md §8.5); NaN where undefined.
     """
 
-def result_columns(results: Iterable) -> dict:
+    @property
+    def drift_direction(self) -> Annotated[NDArray[numpy.float64], dict(writable=False)]:
+        """
+        a = Cov(x, t) / ||Cov(x, t)|| over the pooled queries and keys, float64 [d], unit.
+        """
+
+    @property
+    def separation_direction(self) -> Annotated[NDArray[numpy.float64], dict(writable=False)]:
+        """b: mu_Q - mu_K without its part along a, normalized, float64 [d]."""
+
+    @property
+    def drift_slope_k(self) -> float:
+        """alpha_K: OLS slope of k.a on position (vector units per token)."""
+
+    @property
+    def drift_slope_q(self) -> float:
+        """alpha_Q: OLS slope of q.a on position."""
+
+    @property
+    def drift_query_mean(self) -> float:
+        """mu_Q^a: the mean of q.a (vector units)."""
+
+    @property
+    def drift_key_mean(self) -> float:
+        """mu_K^a: the mean of k.a."""
+
+    @property
+    def drift_r_q(self) -> float:
+        """Pearson r of q.a with position."""
+
+    @property
+    def drift_r_k(self) -> float:
+        """Pearson r of k.a with position."""
+
+    @property
+    def separation(self) -> float:
+        """(mu_Q - mu_K) . b."""
+
+    @property
+    def bias_strength(self) -> float:
+        """mu_Q^a alpha_K (head_metrics.csv bias_strength)."""
+
+def planar_rotation(queries: numpy.typing.ArrayLike, query_positions: numpy.typing.ArrayLike, keys: numpy.typing.ArrayLike, key_positions: numpy.typing.ArrayLike) -> PlanarRotation:
     """
-    The rows of the head results `results` (HeadResult, in the order given) in every table of
-    docs/method.md §3, as columns: {table name: {column: NumPy array}} (float64 or int64, the very
-    numbers the CSV writer formats). attention_plasticity.tables() makes DataFrames of them.
+    The planar rotation model of docs/method.md §8.5: the drift direction a, the separation
+    direction b, the drift slopes, the query centroid on a and bias_strength = mu_Q^a alpha_K.
+    Returns PlanarRotation.
+
+    queries (n_q x d) and keys (n_k x d): float32/float64, read in place when C-contiguous; query_positions (n_q) and key_positions (n_k): any real or integer array (converted to float64).
+    """
+
+class PcaRoles:
+    """The PCA roles of a head (docs/method.md §8.5)."""
+
+    @property
+    def component(self) -> Annotated[NDArray[numpy.float64], dict(writable=False)]:
+        """
+        PC0 of the pooled queries and keys, float64 [d], unit, sign-canonicalized.
+        """
+
+    @property
+    def explained_variance_ratio(self) -> float:
+        """lambda_0 / trace of the covariance."""
+
+    @property
+    def r_q(self) -> float:
+        """Pearson r of the queries' projections on PC0 with position (pc0_r_q)."""
+
+    @property
+    def r_k(self) -> float:
+        """Pearson r of the keys' projections on PC0 with position (pc0_r_k)."""
+
+    @property
+    def pca_class(self) -> str:
+        """
+        'position_dominated', 'q_positional', 'content_focused', 'mixed', or 'nan' (head_metrics.csv pca_class).
+        """
+
+def pca_roles(queries: numpy.typing.ArrayLike, query_positions: numpy.typing.ArrayLike, keys: numpy.typing.ArrayLike, key_positions: numpy.typing.ArrayLike) -> PcaRoles:
+    """
+    The PCA roles of docs/method.md §8.5: PC0 of the pooled queries and keys, the correlations
+    r_q, r_k of each kind's projections with position (the larger in magnitude positive) and the
+    class by the thresholds 0.7 and 0.3. Returns PcaRoles.
+
+    queries (n_q x d) and keys (n_k x d): float32/float64, read in place when C-contiguous; query_positions (n_q) and key_positions (n_k): any real or integer array (converted to float64).
     """

@@ -143,9 +143,10 @@ def analyze_dump(data_root, output_dir=None, *, config=None, progress=True, warn
     The dump (docs/method.md §1) holds one folder per captured (layer, head, kind),
     ``l{LL}h{HH}q`` / ``l{LL}h{HH}k``, each in the NPY layout (``vector.npy``, ``position.npy``,
     ...) or in qk-sniffer's Parquet layout (``data.parquet``; a folder holding data.parquet is
-    read as Parquet, any other as NPY). The heads analyzed, the layout (from the options,
-    ``metadata.json`` or a complete folder grid) and the selection (``layers``, ``heads``) are
-    ap_analyze's (examples/README.md, "Which heads"). Heads run in parallel on ``threads``
+    read as Parquet, any other as NPY). The heads analyzed, the layout (from the options, the
+    model's own config.json given as ``model_config``, or the dump's ``metadata.json``; the head
+    counts are never guessed from the folder names) and the selection (``layers``, ``heads``)
+    are ap_analyze's (examples/README.md, "Which heads"). Heads run in parallel on ``threads``
     threads with the GIL released, one BLAS thread each; a head that fails is reported (a
     HeadFailedWarning, and in ``errors``) while the others go on.
 

@@ -19,6 +19,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -197,9 +198,14 @@ namespace
     {
         return [parquet_rows = std::move(parquet_rows)](const std::string& folder) {
             const std::string file = (fs::path(folder) / parquet_file).string();
-            if (ex::inspect_path(file).absent)
+            const ex::path_info info = ex::inspect_path(file);
+            if (info.absent)
             {
                 return ex::probe_npy_folder(folder);
+            }
+            if (!info.is_regular)
+            {
+                return ex::vector_file_probe{};  // a FIFO is never opened (no wait); the head reports it
             }
             const nb::object count = parquet_rows.is_none()
                                          ? nb::module_::import_("attention_plasticity.dump").attr("parquet_rows")
@@ -222,7 +228,6 @@ namespace
             {
                 probe.rows = 0;
             }
-            probe.fingerprint = ex::file_fingerprint(file);
             return probe;
         };
     }
@@ -271,7 +276,7 @@ namespace
                 changed.notify_all();
             };
             single_threaded_blas blas;
-            std::thread runner([&] {
+            auto work = [&] {
                 try
                 {
                     m_run.run(loader, on_done, &stop);
@@ -283,7 +288,18 @@ namespace
                 std::lock_guard<std::mutex> lock(mutex);
                 finished = true;
                 changed.notify_all();
-            });
+            };
+            std::thread runner;
+            try
+            {
+                runner = std::thread(work);
+            }
+            catch (const std::system_error& e)
+            {
+                // No thread can be started (a process limit): said in words, nothing analyzed.
+                throw std::runtime_error("analyze_dump: cannot start the thread that runs the heads ("
+                                         + e.code().message() + "); nothing was analyzed");
+            }
             auto join = [&] {
                 nb::gil_scoped_release release;
                 runner.join();
@@ -547,7 +563,7 @@ void bind_dump(nb::module_& m)
           "The HeadOptions of ap_analyze and analyze_dump when no option is given: the library's defaults\n"
           "(HeadOptions()) with the confidence intervals of docs/method.md §8.3 on. Returns a new HeadOptions.");
     m.def(
-        "analyze_help", [](const std::string& program) { return ex::analyze_help(program.c_str()); }, "program"_a,
+        "analyze_help", [](const std::string& program) { return ex::analyze_help(program.c_str(), true); }, "program"_a,
         "The --help text of ap_analyze, for `program`.");
 
     nb::class_<dump_run>(

@@ -268,6 +268,11 @@ namespace
                         "Queries per bucket for the empirical AP, a seeded subsample (§8.2); 0: all.");
         option_property(cls, "confidence_intervals", &ap::head_options::confidence_intervals,
                         "Standard errors, biases and intervals of AP_j and ap_overall (§8.3).");
+        option_property(cls, "planar_rotation", &ap::head_options::planar_rotation,
+                        "The planar rotation model of §8.5 (bias_strength, drift_slope_k, drift_query_mean); on by\n"
+                        "default.");
+        option_property(cls, "pca_roles", &ap::head_options::pca_roles,
+                        "The PCA roles of §8.5 (pc0_r_q, pc0_r_k, pca_class): a SYRK of the vectors; off by default.");
         option_property(cls, "confidence_level", &ap::head_options::confidence_level,
                         "Level of the intervals (§8.3), in (0, 1).");
         cls.def(
@@ -343,7 +348,15 @@ namespace
             .def_ro("ap_overall_ci_high", &hm::ap_overall_ci_high,
                     "Upper end of the interval of ap_overall at confidence_level (§8.3).")
             .def_ro("ap_overall_corrected", &hm::ap_overall_corrected,
-                    "ap_overall - ap_overall_bias: the bias-corrected estimate the interval is centred on (§8.3).");
+                    "ap_overall - ap_overall_bias: the bias-corrected estimate the interval is centred on (§8.3).")
+            .def_ro("bias_strength", &hm::bias_strength, "mu_Q^a alpha_K of the planar rotation model (§8.5).")
+            .def_ro("drift_slope_k", &hm::drift_slope_k, "alpha_K, the keys' slope along the drift direction (§8.5).")
+            .def_ro("drift_query_mean", &hm::drift_query_mean, "mu_Q^a, the queries' mean on the drift direction (§8.5).")
+            .def_ro("pc0_r_q", &hm::pc0_r_q, "r_q of the pooled PC0 (§8.5).")
+            .def_ro("pc0_r_k", &hm::pc0_r_k, "r_k of the pooled PC0 (§8.5).")
+            .def_prop_ro(
+                "pca_class", [](const hm& m) { return std::string(ap::pca_class_name(m.pca_class)); },
+                "The PCA class (§8.5): 'position_dominated', 'q_positional', 'content_focused', 'mixed' or 'nan'.");
         nb::class_<ap::bucket_profile>(m, "BucketProfile", "A row of head_profile.csv (docs/method.md §3.4).")
             .def_ro("q_bucket", &ap::bucket_profile::q_bucket, "j > 0.")
             .def_ro("tau", &ap::bucket_profile::tau, "tau_j (tokens).")

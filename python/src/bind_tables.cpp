@@ -1,11 +1,13 @@
 // The tables of docs/method.md §3 as columns of NumPy arrays, for attention_plasticity.tables()
 // and DumpResult: the values are those csv_rows.hpp's emit_head gives the CSV writer (the one
 // definition of every column, its name from the table's header and its type from what is
-// emitted), collected as float64 / int64 arrays instead of text. No column is listed here.
+// emitted), collected as float64 / int64 arrays (a column of names, e.g. pca_class, as a list of
+// str) instead of text. No column is listed here.
 
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -19,12 +21,20 @@ namespace
 {
     namespace ex = ap_examples;
 
+    enum class column_type
+    {
+        real,
+        integer,
+        text
+    };
+
     struct column
     {
         std::string name;
-        bool is_integer = false;
+        column_type type = column_type::real;
         std::vector<std::int64_t> integers;
         std::vector<double> reals;
+        std::vector<std::string> texts;
     };
 
     struct table_columns
@@ -64,8 +74,9 @@ namespace
             m_table = &m_tables[table];
             m_next = 0;
         }
-        void integer(std::int64_t i) { next(true).integers.push_back(i); }
-        void real(double x) { next(false).reals.push_back(x); }
+        void integer(std::int64_t i) { next(column_type::integer).integers.push_back(i); }
+        void real(double x) { next(column_type::real).reals.push_back(x); }
+        void text(std::string_view name) { next(column_type::text).texts.emplace_back(name); }
         void end()
         {
             if (m_next != m_table->columns.size())
@@ -79,7 +90,7 @@ namespace
         std::vector<table_columns>& tables() { return m_tables; }
 
     private:
-        column& next(bool integer)
+        column& next(column_type type)
         {
             if (m_next >= m_table->columns.size())
             {
@@ -89,9 +100,9 @@ namespace
             column& c = m_table->columns[m_next++];
             if (m_learn)
             {
-                c.is_integer = integer;
+                c.type = type;
             }
-            else if (c.is_integer != integer)
+            else if (c.type != type)
             {
                 throw std::logic_error("csv_rows.hpp: column " + c.name + " of " + m_table->name
                                        + " changes type between rows");
@@ -115,7 +126,7 @@ namespace
             t.name = table_name(table.file);
             for (const std::string& name : split_header(table.header))
             {
-                t.columns.push_back(column{name, false, {}, {}});
+                t.columns.push_back(column{name, column_type::real, {}, {}, {}});
             }
             tables.push_back(std::move(t));
         }
@@ -141,6 +152,7 @@ namespace
                 {
                     c.integers.clear();
                     c.reals.clear();
+                    c.texts.clear();
                 }
             }
             return out;
@@ -165,13 +177,22 @@ nb::dict result_columns(const std::vector<const ap::head_result*>& results)
         nb::dict columns;
         for (auto& c : t.columns)
         {
-            if (c.is_integer)
+            if (c.type == column_type::integer)
             {
                 columns[c.name.c_str()] = vector_to_numpy(std::move(c.integers));
             }
-            else
+            else if (c.type == column_type::real)
             {
                 columns[c.name.c_str()] = vector_to_numpy(std::move(c.reals));
+            }
+            else
+            {
+                nb::list names;
+                for (const std::string& name : c.texts)
+                {
+                    names.append(nb::str(name.data(), name.size()));
+                }
+                columns[c.name.c_str()] = names;
             }
         }
         out[t.name.c_str()] = columns;
@@ -244,14 +265,16 @@ void bind_tables(nb::module_& m)
                 nb::list columns;
                 for (const auto& c : t.columns)
                 {
-                    columns.append(nb::make_tuple(c.name, c.is_integer ? "int64" : "float64"));
+                    columns.append(nb::make_tuple(c.name, c.type == column_type::integer ? "int64"
+                                                          : c.type == column_type::real  ? "float64"
+                                                                                         : "str"));
                 }
                 out[t.name.c_str()] = columns;
             }
             return out;
         },
         "The columns of each table of docs/method.md §3 as ap_analyze writes them: {table name: [(column,\n"
-        "'int64' or 'float64')]}, from the C++ CSV writer's own definition (examples/csv_rows.hpp).");
+        "'int64', 'float64' or 'str')]}, from the C++ CSV writer's own definition (examples/csv_rows.hpp).");
     m.def(
         "result_columns",
         [](nb::iterable results) {

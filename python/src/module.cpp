@@ -145,6 +145,24 @@ namespace
         throw nb::type_error((std::string(fn) + ": " + name + " cannot be converted to an array of numbers").c_str());
     }
 
+    /// A torch tensor's storage (torch.Tensor.untyped_storage(): a reference of its own to the
+    /// memory, which set_() on the tensor does not free); None for anything else.
+    nb::object storage_of(nb::handle obj)
+    {
+        if (nb::hasattr(obj, "untyped_storage") && nb::hasattr(obj, "set_"))
+        {
+            try
+            {
+                return obj.attr("untyped_storage")();
+            }
+            catch (const nb::python_error&)
+            {
+                // not torch's: nothing to hold
+            }
+        }
+        return nb::none();
+    }
+
     array_arg finish(any_c_array array, bool converted)
     {
         array_arg a;
@@ -172,6 +190,7 @@ array_arg float_array(nb::handle obj, const char* fn, const char* name, std::siz
             check_ndim(in_place.ndim(), ndim, fn, name);
             array_arg a = finish(in_place, false);
             a.is_float32 = f32;
+            a.storage = storage_of(obj);
             return a;
         }
     }
@@ -188,6 +207,7 @@ array_arg float_array(nb::handle obj, const char* fn, const char* name, std::siz
     array_arg a = to_float32 ? finish(convert_to<float>(src, fn, name), true)
                              : finish(convert_to<double>(src, fn, name), true);
     a.is_float32 = to_float32;
+    a.storage = storage_of(src);  // a detached tensor shares the caller's storage
     return a;
 }
 
@@ -197,7 +217,9 @@ array_arg int64_array(nb::handle obj, const char* fn, const char* name)
     if (nb::try_cast(obj, in_place, false) && in_place.dtype() == nb::dtype<std::int64_t>())
     {
         check_ndim(in_place.ndim(), 1, fn, name);
-        return finish(in_place, false);
+        array_arg a = finish(in_place, false);
+        a.storage = storage_of(obj);
+        return a;
     }
     any_cpu_array any;
     const nb::object src = cpu_array(obj, fn, name, any);
@@ -209,6 +231,7 @@ array_arg int64_array(nb::handle obj, const char* fn, const char* name)
         throw_invalid(fn, std::string(name) + " must hold integers, got dtype " + dtype_name(dt));
     }
     array_arg a = finish(convert_to<std::int64_t>(src, fn, name), true);
+    a.storage = storage_of(src);
     if (has_code(dt, nb::dlpack::dtype_code::UInt) && dt.bits == 64)
     {
         const auto* values = static_cast<const std::int64_t*>(a.data);
@@ -234,6 +257,7 @@ array_arg real_array(nb::handle obj, const char* fn, const char* name)
         check_ndim(in_place.ndim(), 1, fn, name);
         array_arg a = finish(in_place, false);
         a.is_float32 = false;
+        a.storage = storage_of(obj);
         return a;
     }
     any_cpu_array any;
@@ -244,7 +268,9 @@ array_arg real_array(nb::handle obj, const char* fn, const char* name)
     {
         throw_invalid(fn, std::string(name) + " has the complex dtype " + dtype_name(dt) + "; expected real numbers");
     }
-    return finish(convert_to<double>(src, fn, name), true);
+    array_arg a = finish(convert_to<double>(src, fn, name), true);
+    a.storage = storage_of(src);
+    return a;
 }
 
 bool is_int64(const array_arg& a)
@@ -412,6 +438,7 @@ NB_MODULE(_core, m)
     ap_python::bind_extensions(m);
     ap_python::bind_head(m);
     ap_python::bind_dump(m);
+    ap_python::bind_companion(m);
     ap_python::bind_tables(m);
     ap_python::install_result_methods(m);
 }

@@ -113,7 +113,7 @@ def main():
     out = os.path.join(work, "rules_out")
     # --min-bucket-queries 2: the rule of §2.10 alone (buckets of 3 to 5 queries)
     u.run([analyze, "--data-root", root, "--output-dir", out, "--num-pairs-per-bucket", PAIRS, "--threads", 1,
-           "--min-bucket-queries", 2], expect=0)
+           "--min-bucket-queries", 2, "--num-q-heads", 2, "--num-k-heads", 2], expect=0)
     _, cells = u.read_csv(os.path.join(out, "head_bucket_plasticity.csv"))
     _, profile = u.read_csv(os.path.join(out, "head_profile.csv"))
     _, metrics = u.read_csv(os.path.join(out, "head_metrics.csv"))
@@ -183,7 +183,7 @@ def main():
     out = os.path.join(work, "window_out")
     # buckets of exactly min_bucket_queries queries are in D
     u.run([analyze, "--data-root", root, "--output-dir", out, "--num-pairs-per-bucket", PAIRS,
-           "--min-bucket-queries", 4], expect=0)
+           "--min-bucket-queries", 4, "--num-q-heads", 6, "--num-k-heads", 1], expect=0)
     _, cells = u.read_csv(os.path.join(out, "head_bucket_plasticity.csv"))
     _, profile = u.read_csv(os.path.join(out, "head_profile.csv"))
     _, metrics = u.read_csv(os.path.join(out, "head_metrics.csv"))

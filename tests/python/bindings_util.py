@@ -13,6 +13,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 REAL_FIXTURE = os.path.join(ROOT, "tests", "data", "real_minilm")
+REAL_DECODER_FIXTURE = os.path.join(ROOT, "tests", "data", "real_decoder")
 CONVERTER = os.path.join(ROOT, "examples", "convert_sniffed_qk.py")
 sys.path.insert(0, os.path.join(ROOT, "tests", "reference"))
 sys.path.insert(0, HERE)
@@ -67,4 +68,8 @@ def read_table(path, name):
     column of whole numbers for int64). pandas 3 parses the floats exactly."""
     import pandas as pd
     import attention_plasticity as ap
-    return pd.read_csv(path).astype(dict(ap.result_schema()[name]))
+    schema = dict(ap.result_schema()[name])
+    # A column of names (pca_class) keeps its text, "nan" included; numbers read "nan" as NaN.
+    numbers = {column: ["nan"] for column, dtype in schema.items() if dtype != "str"}
+    table = pd.read_csv(path, keep_default_na=False, na_values=numbers)
+    return table.astype(schema)
