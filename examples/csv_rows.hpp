@@ -58,6 +58,16 @@ inline void append_double(std::string& out, double x)
     out.append(buf, static_cast<std::size_t>(n));
 }
 
+/// Appends ",x" for each x.
+inline void append_doubles(std::string& out, std::initializer_list<double> values)
+{
+    for (double x : values)
+    {
+        out += ',';
+        append_double(out, x);
+    }
+}
+
 /// The rows of one head, one string per file, each row ending in '\n'.
 struct head_rows
 {
