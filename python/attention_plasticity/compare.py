@@ -4,13 +4,19 @@ The tables are made by the C++ of examples/compare_runs.hpp, the code behind ``a
 so the CSVs written here and by ap_compare are the same bytes.
 """
 
+import io
 import os
 from typing import NamedTuple
 
 import pandas as pd
 
 from . import _core
-from ._tables import frame
+
+
+def frame(text):
+    """One CSV's text as a DataFrame: numbers parsed exactly (pandas 3), ``nan`` as NaN, names
+    (set names, quantities) as written."""
+    return pd.read_csv(io.StringIO(text), keep_default_na=False, na_values=["nan"])
 
 
 class CompareResult(NamedTuple):
