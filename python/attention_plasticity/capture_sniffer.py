@@ -461,9 +461,10 @@ class ModelProfile(_DumpResult):
     ``tokens`` (tokens read)."""
 
     def __init__(self, texts, results, errors, plan, layers, tokens):
-        from . import _tables
+        from .results import tables
         self._texts = texts
-        self.tables = _tables.frames(texts)
+        # The §3 DataFrames from the results' numbers (attention_plasticity.tables), as a dump's.
+        self.tables = tables(list(results), warn=False)
         self.results, self.errors, self.plan, self.layers, self.tokens = \
             results, errors, plan, layers, tokens
 
