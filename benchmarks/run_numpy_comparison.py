@@ -76,7 +76,8 @@ def time_numpy(root, rounds):
         start = time.perf_counter()
         result = npp.analyze_head(queries, keys, layer=0, q_head=0)
         seconds.append(time.perf_counter() - start)
-    metrics = {k: (None if isinstance(v, float) and v != v else float(v)) for k, v in result["metrics"].items()}
+    metrics = {k: (v if isinstance(v, str) else None if isinstance(v, float) and v != v else float(v))
+               for k, v in result["metrics"].items()}
     print(json.dumps({"seconds": seconds, "median_seconds": statistics.median(seconds), "metrics": metrics}))
 
 

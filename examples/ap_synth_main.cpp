@@ -66,6 +66,20 @@ const option_table<synth_cli>& synth_options_table()
             cli.model.*field = parse_real(label, text, lo, hi);
         };
     };
+    // A list of layers (e.g. 1,3 or 0-3) into a field of the model.
+    auto layer_list = [](std::vector<std::size_t> synth_options::*field) {
+        return [field](c& cli, const std::string& label, const std::string& text) {
+            (cli.model.*field).clear();
+            const index_set layers = parse_index_set(label, text, 1000);
+            for (const auto& [first, last] : layers.ranges())
+            {
+                for (std::uint64_t layer = first; layer <= last; ++layer)
+                {
+                    (cli.model.*field).push_back(static_cast<std::size_t>(layer));
+                }
+            }
+        };
+    };
     auto choice = [](bool c::*field, const char* no, const char* yes) {
         return [field, no, yes](c& cli, const std::string& label, const std::string& text) {
             if (text != no && text != yes)
@@ -90,18 +104,7 @@ const option_table<synth_cli>& synth_options_table()
         {"seed", "N", "seed of everything [0]",
          [](c& cli, const std::string& label, const std::string& text) { cli.model.seed = parse_unsigned(label, text); }},
         {"sliding_window_layers", "LIST", "layers with a sliding window, e.g. 1,3 or 0-3 [none]",
-         [](c& cli, const std::string& label, const std::string& text) {
-             cli.model.sliding_window_layers.clear();
-             const index_set layers = parse_index_set(label, text, 1000);
-             for (const auto& [first, last] : layers.ranges())
-             {
-                 for (std::uint64_t layer = first; layer <= last; ++layer)
-                 {
-                     cli.model.sliding_window_layers.push_back(static_cast<std::size_t>(layer));
-                 }
-             }
-         },
-         true},
+         layer_list(&synth_options::sliding_window_layers), true},
         {"sliding_window", "W", "window of those layers, tokens [sequence length / 4]",
          [](c& cli, const std::string& label, const std::string& text) {
              cli.model.sliding_window = static_cast<std::int64_t>(parse_unsigned(label, text, 1, 1u << 30));
@@ -125,6 +128,11 @@ const option_table<synth_cli>& synth_options_table()
              }
              cli.model.centred_queries = text == "centre";
          }},
+        {"query_seed", "N", "seed of the query vectors' noise alone (keys, model and truth: --seed's) [--seed]",
+         [](c& cli, const std::string& label, const std::string& text) { cli.model.query_seed = parse_unsigned(label, text); }},
+        {"changed_layers", "LIST", "layers whose query heads have their drift multiplied by --change-factor [none]",
+         layer_list(&synth_options::changed_layers), true},
+        {"change_factor", "X", "the factor of --changed-layers [1]", model_real(&synth_options::change_factor, 1e-9, 1e9)},
         {"vector_dtype", "float32|float64", "dtype of vector.npy [float32]", choice(&c::float64, "float32", "float64")},
         {"int_dtype", "int32|int64", "dtype of the integer columns [int64]", choice(&c::int32, "int64", "int32")},
         {"threads", "N", "worker threads, 0 = hardware concurrency [0]", set_option::unsigned_in(&c::threads, 0, 4096)},

@@ -26,7 +26,8 @@ inline const char* const metrics_header =
     "layer,q_head,k_head,n_q_tokens,n_k_tokens,d_model,q_R2_pos,q_beta_norm,q_R2_scalar,q_mae_baseline,"
     "q_mae_proj,q_mae_ratio,q_resid0_skew,q_resid0_kurt,q_resid0_ks_p,q_noise_med_abs_skew,"
     "q_noise_med_abs_kurt,q_noise_med_ks_p,q_noise_frac_ks_p_lt_alpha,ap_overall,ap_first20,ap_last20,ap_drop,"
-    "ap_empirical_overall,ap_empirical_overall_se,ap_overall_se,ap_overall_bias,ap_overall_ci_low,ap_overall_ci_high";
+    "ap_empirical_overall,ap_empirical_overall_se,ap_overall_se,ap_overall_bias,ap_overall_ci_low,ap_overall_ci_high,"
+    "bias_strength,drift_slope_k,drift_query_mean,pc0_r_q,pc0_r_k,pca_class";
 inline const char* const bucket_header = "layer,q_head,k_head,q_bucket,k_bucket,plasticity,n_pairs,plasticity_empirical";
 inline const char* const profile_header =
     "layer,q_head,k_head,q_bucket,tau,n_queries,plasticity,n_pairs,plasticity_empirical,plasticity_empirical_se,"
@@ -88,11 +89,14 @@ inline head_rows format_head(const attention_plasticity::head_result& r)
                      m.q_resid0_skew, m.q_resid0_kurt, m.q_resid0_ks_p, m.q_noise_med_abs_skew,
                      m.q_noise_med_abs_kurt, m.q_noise_med_ks_p, m.q_noise_frac_ks_p_lt_alpha, m.ap_overall,
                      m.ap_first20, m.ap_last20, m.ap_drop, m.ap_empirical_overall, m.ap_empirical_overall_se,
-                     m.ap_overall_se, m.ap_overall_bias, m.ap_overall_ci_low, m.ap_overall_ci_high})
+                     m.ap_overall_se, m.ap_overall_bias, m.ap_overall_ci_low, m.ap_overall_ci_high, m.bias_strength,
+                     m.drift_slope_k, m.drift_query_mean, m.pc0_r_q, m.pc0_r_k})
     {
         s += ',';
         append_double(s, x);
     }
+    s += ',';
+    s += attention_plasticity::pca_class_name(m.pca_class);
     s += '\n';
     for (const auto& cell : r.cells)
     {

@@ -38,6 +38,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -78,6 +79,12 @@ struct synth_options
     double min_drift = 0.3;           // drift strength lambda of the least positional head
     double max_drift = 150.0;         // ... and of the most positional one
     bool centred_queries = false;     // every query of bucket j at the bucket's centre position
+    // Pairs of dumps with known differences (docs/method.md §8.6): the query vectors' noise from
+    // its own seed (the keys, the model and the truth stay those of `seed`), and the query heads
+    // of some layers with their drift strength multiplied by change_factor.
+    std::optional<std::uint64_t> query_seed;
+    std::vector<std::size_t> changed_layers;
+    double change_factor = 1.0;
 
     std::size_t sequence_length() const { return tokens / examples; }
     std::size_t group_size() const { return num_q_heads / num_k_heads; }
@@ -279,6 +286,10 @@ inline query_params make_query_params(const synth_options& o, std::size_t layer,
     query_params p;
     const std::size_t heads = o.num_layers * o.num_q_heads;
     p.drift = drift_of(o, layer * o.num_q_heads + q_head, heads);
+    if (std::find(o.changed_layers.begin(), o.changed_layers.end(), layer) != o.changed_layers.end())
+    {
+        p.drift *= o.change_factor;
+    }
     const double len = static_cast<double>(o.sequence_length());
     const double sign = normal.uniform() < 0.5 ? -1.0 : 1.0;
     p.a0 = sign * p.drift * (0.2 + 0.3 * normal.uniform());
@@ -326,7 +337,7 @@ inline xt::xtensor<double, 2> make_latent_keys(const synth_options& o, const key
 inline xt::xtensor<double, 2> make_latent_queries(const synth_options& o, const query_params& p,
                                                   const token_layout& t, std::size_t layer, std::size_t q_head)
 {
-    normal_source normal(stream_seed(o.seed, 5, layer, q_head));
+    normal_source normal(stream_seed(o.query_seed.value_or(o.seed), 5, layer, q_head));
     const std::size_t n = t.position.size();
     xt::xtensor<double, 2> z = xt::xtensor<double, 2>::from_shape({n, o.dim});
     for (std::size_t i = 0; i < n; ++i)

@@ -12,6 +12,7 @@
 
 #include "cells.hpp"
 #include "distance_maps.hpp"
+#include "pca_roles.hpp"
 #include "query_model.hpp"
 #include "tokens.hpp"
 
@@ -39,6 +40,7 @@ struct head_options
     std::size_t empirical_max_queries = 0;    // §8.2, queries per bucket for it (seeded subsample); 0: all
     bool confidence_intervals = false;        // §8.3, about one more kernel's work: off by default
     double confidence_level = 0.95;           // §8.3, in (0, 1)
+    bool companion_measures = true;           // §8.5, two passes over the rows and a d x d eigenproblem
 };
 
 /// head_metrics.csv, one row.
@@ -71,6 +73,13 @@ struct head_metrics
     double ap_overall_bias = std::numeric_limits<double>::quiet_NaN();          // §8.3
     double ap_overall_ci_low = std::numeric_limits<double>::quiet_NaN();        // §8.3
     double ap_overall_ci_high = std::numeric_limits<double>::quiet_NaN();       // §8.3
+    // docs/method.md §8.5, the companion measures (NaN / undefined when not defined).
+    double bias_strength = std::numeric_limits<double>::quiet_NaN();     // mu_Q^a alpha_K
+    double drift_slope_k = std::numeric_limits<double>::quiet_NaN();     // alpha_K
+    double drift_query_mean = std::numeric_limits<double>::quiet_NaN();  // mu_Q^a
+    double pc0_r_q = std::numeric_limits<double>::quiet_NaN();           // r_q of PC0
+    double pc0_r_k = std::numeric_limits<double>::quiet_NaN();           // r_k of PC0
+    attention_plasticity::pca_class pca_class = attention_plasticity::pca_class::undefined;
 };
 
 /// head_profile.csv, one row: a query bucket with a query model.

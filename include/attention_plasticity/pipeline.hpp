@@ -40,6 +40,8 @@
 #include "detail/stream_store.hpp"
 #include "head_result.hpp"
 #include "normality.hpp"
+#include "pca_roles.hpp"
+#include "planar_rotation.hpp"
 #include "preparation.hpp"
 #include "query_model.hpp"
 #include "regression.hpp"
@@ -349,6 +351,32 @@ namespace detail
         m.ap_drop = aggregates.ap_drop;
         return m;
     }
+
+    /// The moments of §8.5 of the kept rows (keys' positions as double).
+    template <class TQ, class TK>
+    qk_moments head_qk_moments(const kept_tokens& q, const row_source<TQ>& q_rows, const kept_tokens& k,
+                               const row_source<TK>& k_rows, std::size_t threads)
+    {
+        std::vector<double> key_t(k.n);
+        for (std::size_t i = 0; i < k.n; ++i)
+        {
+            key_t[i] = static_cast<double>(k.position[i]);  // the kept rows' positions
+        }
+        return qk_moments_of(q_rows, q.t.data(), k_rows, key_t.data(), threads);
+    }
+
+    /// The head_metrics.csv columns of §8.5.
+    inline void add_companion_measures(const qk_moments& moments, head_metrics& m)
+    {
+        const planar_rotation_result plane = planar_rotation_of_moments(moments);
+        m.bias_strength = plane.bias_strength;
+        m.drift_slope_k = plane.drift_slope_k;
+        m.drift_query_mean = plane.drift_query_mean;
+        const pca_roles_result pca = pca_roles_of_moments(moments);
+        m.pc0_r_q = pca.r_q;
+        m.pc0_r_k = pca.r_k;
+        m.pca_class = pca.role;
+    }
 }  // namespace detail
 
 /// Runs docs/method.md §2 on one head: the queries and keys (views of the caller's buffers,
@@ -380,6 +408,11 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     const linear_fit fit = detail::fit_linear_raw(q.t.data(), q_rows, fn, threads, "queries.vectors");
     const householder rotation = householder_to_e1(fit.beta);
     clock.lap(&stage_timings::regression);
+    // §8.5 on the kept, oriented rows (the measures are invariant under the orientation).
+    const detail::qk_moments moments = options.companion_measures
+                                           ? detail::head_qk_moments(q, q_rows, k, k_rows, threads)
+                                           : detail::qk_moments{};
+    clock.lap(&stage_timings::extensions);
     const detail::query_rotation rotated = detail::rotate_queries(q.t.data(), q_rows, fit, rotation, threads);
     q_rows.reflection = k_rows.reflection = rotation.is_identity() ? nullptr : rotation.v.data();
     q_rows.reflection_factors = rotated.factors.empty() ? nullptr : rotated.factors.data();
@@ -424,6 +457,10 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     // §2.14 and the metrics row.
     const plasticity_aggregates_result aggregates = detail::aggregates_of(result.profile, q.t);
     result.metrics = detail::head_metrics_of(q.n, k.n, d, fit, rotated.scalar, first, noise, aggregates);
+    if (options.companion_measures)
+    {
+        detail::add_companion_measures(moments, result.metrics);
+    }
     clock.lap(&stage_timings::kernel);
     extensions.finish(models, component0, fit.beta_norm, result);
     clock.lap(&stage_timings::extensions);

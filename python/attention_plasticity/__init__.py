@@ -24,6 +24,8 @@ taken, the errors and threads) and the dump analysis of ap_analyze:
 - ``analyze_dump(path, ...)``: a dump (NPY or qk-sniffer Parquet) analyzed as ap_analyze
   does, the tables returned as DataFrames and optionally written as the same CSVs;
   ``python -m attention_plasticity`` is its command line;
+- the companion measures (docs/method.md §8.5) ``planar_rotation``, ``pca_roles``; result sets
+  compared head by head with significance (§8.6): ``compare_runs`` (as ``ap_compare``);
 - ``attention_plasticity.capture``: torch forward hooks that capture a transformers model's
   per-head queries and keys in memory; ``attention_plasticity.sniffed``: the Parquet reader.
 """
@@ -33,5 +35,6 @@ from ._core import (DomainError, InvalidArgumentError, OutputError,  # noqa: F40
                     UsageError)
 from .dump import (DumpResult, HeadError, HeadFailedWarning,  # noqa: F401
                    analyze_dump)
+from .compare import CompareResult, compare_runs  # noqa: F401
 
 __version__ = "0.1.0"

@@ -196,6 +196,8 @@ namespace
                     "there are fewer heads than threads.")
             .def_rw("distance_map", &ap::head_options::distance_map,
                     "The distance map of §8.1 (HeadResult.distance_map, head_distance_plasticity.csv).")
+            .def_rw("companion_measures", &ap::head_options::companion_measures,
+                    "The companion measures of §8.5 (bias_strength, the PCA roles); on by default.")
             .def_rw("distance_map_extra_pairs", &ap::head_options::distance_map_extra_pairs,
                     "Extra pairs per cell for the distance map, from their own streams (§8.1).")
             .def_rw("distance_bins_per_octave", &ap::head_options::distance_bins_per_octave,
@@ -261,7 +263,15 @@ namespace
             .def_ro("ap_overall_ci_low", &hm::ap_overall_ci_low,
                     "Lower end of the interval of ap_overall at confidence_level (§8.3).")
             .def_ro("ap_overall_ci_high", &hm::ap_overall_ci_high,
-                    "Upper end of the interval of ap_overall at confidence_level (§8.3).");
+                    "Upper end of the interval of ap_overall at confidence_level (§8.3).")
+            .def_ro("bias_strength", &hm::bias_strength, "mu_Q^a alpha_K of the planar rotation model (§8.5).")
+            .def_ro("drift_slope_k", &hm::drift_slope_k, "alpha_K, the keys' slope along the drift direction (§8.5).")
+            .def_ro("drift_query_mean", &hm::drift_query_mean, "mu_Q^a, the queries' mean on the drift direction (§8.5).")
+            .def_ro("pc0_r_q", &hm::pc0_r_q, "r_q of the pooled PC0 (§8.5).")
+            .def_ro("pc0_r_k", &hm::pc0_r_k, "r_k of the pooled PC0 (§8.5).")
+            .def_prop_ro(
+                "pca_class", [](const hm& m) { return std::string(ap::pca_class_name(m.pca_class)); },
+                "The PCA class (§8.5): 'position_dominated', 'q_positional', 'content_focused', 'mixed' or 'nan'.");
         nb::class_<ap::bucket_profile>(m, "BucketProfile", "A row of head_profile.csv (docs/method.md §3.4).")
             .def_ro("q_bucket", &ap::bucket_profile::q_bucket, "j > 0.")
             .def_ro("tau", &ap::bucket_profile::tau, "tau_j (tokens).")

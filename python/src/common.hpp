@@ -274,6 +274,7 @@ void bind_steps(nb::module_& m);   // the steps of docs/method.md §2.1-2.15 and
 void bind_extensions(nb::module_& m);  // the extensions of docs/method.md §8
 void bind_head(nb::module_& m);    // tokens, analyze_head and its result
 void bind_dump(nb::module_& m);    // the options of ap_analyze, dump runs, the result set
+void bind_companion(nb::module_& m);  // docs/method.md §8.5-8.6: planar rotation, PCA roles, compare_runs
 }  // namespace ap_python
 
 #endif

@@ -406,4 +406,5 @@ NB_MODULE(_core, m)
     ap_python::bind_extensions(m);
     ap_python::bind_head(m);
     ap_python::bind_dump(m);
+    ap_python::bind_companion(m);
 }

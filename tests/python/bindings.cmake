@@ -18,7 +18,8 @@ add_test(NAME python_package_install
 set_tests_properties(python_package_install PROPERTIES TIMEOUT 1800 LABELS python
                      FIXTURES_SETUP ap_python_package)
 
-set(_ap_binding_tests bindings_kernel bindings_steps bindings_extensions bindings_memory bindings_api inmemory_profile)
+set(_ap_binding_tests bindings_kernel bindings_steps bindings_extensions bindings_companion bindings_memory bindings_api
+    inmemory_profile)
 set(_ap_binding_env "")
 if(AP_BUILD_EXAMPLES)
   # The comparisons with the C++ programs (same rows, same CSV bytes, same shards).

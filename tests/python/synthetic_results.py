@@ -15,7 +15,8 @@ METRICS_HEADER = ("layer,q_head,k_head,n_q_tokens,n_k_tokens,d_model,q_R2_pos,q_
                   "q_resid0_kurt,q_resid0_ks_p,q_noise_med_abs_skew,q_noise_med_abs_kurt,"
                   "q_noise_med_ks_p,q_noise_frac_ks_p_lt_alpha,ap_overall,ap_first20,"
                   "ap_last20,ap_drop,ap_empirical_overall,ap_empirical_overall_se,ap_overall_se,"
-                  "ap_overall_bias,ap_overall_ci_low,ap_overall_ci_high").split(",")
+                  "ap_overall_bias,ap_overall_ci_low,ap_overall_ci_high,bias_strength,drift_slope_k,"
+                  "drift_query_mean,pc0_r_q,pc0_r_k,pca_class").split(",")
 BUCKET_HEADER = ["layer", "q_head", "k_head", "q_bucket", "k_bucket", "plasticity", "n_pairs",
                  "plasticity_empirical"]
 PROFILE_HEADER = ["layer", "q_head", "k_head", "q_bucket", "tau", "n_queries", "plasticity",
@@ -116,7 +117,10 @@ def write_synthetic_results(out_dir, num_layers=3, num_q_heads=4, num_k_heads=2,
                             rng.random(), 1 + rng.random(), rng.random(), 2.0, 1.0, 0.5,
                             rng.gauss(0, 0.1), rng.gauss(0, 0.2), rng.random(),
                             0.1, 0.2, 0.3, 0.05, ap_overall, first, last, drop, NAN, NAN, se, bias,
-                            _clip01(ap_overall - bias - 1.96 * se), _clip01(ap_overall - bias + 1.96 * se)])
+                            _clip01(ap_overall - bias - 1.96 * se), _clip01(ap_overall - bias + 1.96 * se),
+                            # §8.5, without drawing (the other values stay as they were)
+                            0.004 * (num_layers - layer), 0.001 * (q_head + 1), 4.0 / (num_layers - layer),
+                            0.9 - 0.1 * layer, 0.5 - 0.1 * q_head, "mixed"])
             # Distance map: key distances [0, 1) .. [8, 16), query distances up to the context;
             # a few pairs after the queries' mean position (<0) in odd heads; none for dead heads.
             if not dead:

@@ -30,7 +30,7 @@ matplotlib.use("Agg")
 import matplotlib.image as mpimg  # noqa: E402
 
 SCRIPTS = ("plot_profile.py", "plot_bucket_heatmap.py", "plot_component_weights.py",
-           "plot_head_map.py", "plot_distance_map.py", "render_all.py")
+           "plot_head_map.py", "plot_distance_map.py", "render_all.py", "plot_trajectory.py")
 
 # Figure size and resolution set on every call, so that the pixel size is known.
 FIG_W, FIG_H, DPI = 8.0, 5.0, 60.0
@@ -73,6 +73,54 @@ class PlotTestCase(unittest.TestCase):
         self.assertTrue(os.path.isfile(path), f"{path} was not written")
         with open(path, "rb") as f:
             self.assertEqual(f.read(5), b"%PDF-", f"{path} is not a PDF")
+
+
+def write_compare_results(folder):
+    """A small compare_trajectory.csv and compare_heads.csv (docs/method.md §8.6) of three sets."""
+    os.makedirs(folder, exist_ok=True)
+    rows = ["set,order,quantity,layer,n_heads,mean,se,ci_low,ci_high"]
+    for order, name in enumerate(("step1k", "step2k", "ext32k")):
+        for quantity, value in (("ap_overall", 0.5), ("ap_first20", 0.6 + 0.02 * order),
+                                ("ap_last20", 0.55 - 0.08 * order), ("ap_drop", 0.05 + 0.1 * order),
+                                ("bias_strength", 0.02 - 0.009 * order)):
+            se = "nan" if quantity == "bias_strength" else "0.01"
+            for layer in ("all", "0", "1"):
+                rows.append(f"{name},{order},{quantity},{layer},8,{value},{se},{value - 0.02},{value + 0.02}")
+    with open(os.path.join(folder, "compare_trajectory.csv"), "w") as f:
+        f.write("\n".join(rows) + "\n")
+    rows = ["set_a,set_b,layer,q_head,k_head,quantity,q_bucket,value_a,value_b,difference,se,z,p,q_bh,p_holm,"
+            "significant"]
+    for a, b in (("step1k", "step2k"), ("step2k", "ext32k")):
+        for layer in range(2):
+            for head in range(4):
+                d = 0.01 * (head - 1.5) * (layer + 1)
+                sig = int(abs(d) > 0.02)
+                rows.append(f"{a},{b},{layer},{head},{head // 2},ap_overall,,0.5,{0.5 + d},{d},0.01,{d / 0.01},"
+                            f"{0.01 if sig else 0.5},{0.02 if sig else 0.6},{0.03 if sig else 1.0},{sig}")
+    with open(os.path.join(folder, "compare_heads.csv"), "w") as f:
+        f.write("\n".join(rows) + "\n")
+
+
+class TestTrajectory(PlotTestCase):
+    def test_trajectory_and_changes(self):
+        folder = self.out("compared")
+        write_compare_results(folder)
+        png = os.path.join(folder, "t.png")
+        printed = self.run_ok("plot_trajectory.py", folder, "-o", png, "--changes", *SIZE_ARGS)
+        self.assertEqual(printed, [png, os.path.join(folder, "t_changes.png")])
+        self.assert_png(png)
+        self.assert_png(os.path.join(folder, "t_changes.png"))
+
+    def test_trajectory_by_layer_and_pair(self):
+        folder = self.out("compared")
+        write_compare_results(folder)
+        png = os.path.join(folder, "t.png")
+        self.run_ok("plot_trajectory.py", folder, "-o", png, "--layers", "0-1", "--changes", "--pair",
+                    "step2k,ext32k", *SIZE_ARGS)
+        self.assert_png(os.path.join(folder, "t_changes.png"))
+        proc = run_script("plot_trajectory.py", folder, "-o", png, "--changes", "--pair", "x,y")
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("no rows of ap_overall for the pair x -> y", proc.stderr)
 
 
 class TestEachPlot(PlotTestCase):

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Independent NumPy/SciPy implementation of docs/method.md §2.1 and §2.3-§2.9 (plus the
-per-bucket tau_j and n_j of §2.10), for the end-to-end check of ap_analyze.
+per-bucket tau_j and n_j of §2.10, and the companion measures of §8.5 from
+gen_companion_reference.py), for the end-to-end check of ap_analyze.
 
 Written from the method's statement alone; nothing here is derived from the C++ code or
 its output, nor from the project's Parquet reader. No subsampling is done (the dump must be
@@ -15,7 +16,7 @@ tell the group size).
 
 Output: a long-format CSV, one quantity per row:
     layer,q_head,k_head,quantity,index,value
-quantity is a head_metrics.csv column (index empty), component_r2 / weight (index =
+quantity is a head_metrics.csv column (index empty; pca_class is a name), component_r2 / weight (index =
 component), or tau / n_queries (index = query bucket j > 0 with >= 2 queries).
 
 Regenerate the committed fixtures with:
@@ -35,6 +36,9 @@ import sys
 
 import numpy as np
 from scipy import stats
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_companion_reference import pca_roles, planar_rotation  # noqa: E402
 
 HOUSEHOLDER_TOL = 1e-12
 
@@ -148,7 +152,7 @@ def noise(x_rot, p_alpha):
 
 def analyze(q_folder, k_folder, p_alpha):
     xq, tq, bq = load_folder(q_folder)
-    xk, _, bk = load_folder(k_folder)
+    xk, tk, bk = load_folder(k_folder)
     s = orientation(xk, bk)
     xq = xq * s
     alpha, beta, r2 = ols(tq, xq)
@@ -162,6 +166,12 @@ def analyze(q_folder, k_folder, p_alpha):
     out["q_resid0_skew"], out["q_resid0_kurt"], out["q_resid0_ks_p"] = first_component(tq, x_rot)
     (out["q_noise_med_abs_skew"], out["q_noise_med_abs_kurt"], out["q_noise_med_ks_p"],
      out["q_noise_frac_ks_p_lt_alpha"]) = noise(x_rot, p_alpha)
+    # §8.5 (invariant under the orientation; no subsampling here)
+    plane = planar_rotation(xq, tq, xk * s, tk)
+    roles = pca_roles(xq, tq, xk * s, tk)
+    out.update(bias_strength=plane["bias_strength"], drift_slope_k=plane["drift_slope_k"],
+               drift_query_mean=plane["drift_query_mean"], pc0_r_q=roles["r_q"], pc0_r_k=roles["r_k"],
+               pca_class=roles["pca_class"])
     positive = np.maximum(r2, 0.0)
     total = positive.sum()
     weight = positive / total if total > 0 else np.full(r2.size, 1.0 / r2.size)
@@ -174,6 +184,8 @@ def analyze(q_folder, k_folder, p_alpha):
 
 
 def fmt(x):
+    if isinstance(x, str):
+        return x
     if isinstance(x, (int, np.integer)):
         return str(int(x))
     return format(float(x), ".17g")
@@ -217,9 +229,10 @@ def main():
 
     q_heads, k_heads = find_heads(args.data_root)
     group = group_size(q_heads, k_heads, args.num_q_heads, args.num_k_heads)
-    rows = ["# Independent reference of docs/method.md §2.1, §2.3-§2.9 for %s." % os.path.basename(
+    rows = ["# Independent reference of docs/method.md §2.1, §2.3-§2.9, §8.5 for %s." % os.path.basename(
                 os.path.normpath(args.data_root)),
-            "# Regenerate: %s tests/reference/gen_pipeline_reference.py %s" % (
+            "# Regenerate: %s%s tests/reference/gen_pipeline_reference.py %s" % (
+                "OPENBLAS_CORETYPE=%s " % os.environ["OPENBLAS_CORETYPE"] if "OPENBLAS_CORETYPE" in os.environ else "",
                 "/usr/bin/python3" if sys.executable == "/usr/bin/python3" else ".venv/bin/python",
                 " ".join(sys.argv[1:])),
             "layer,q_head,k_head,quantity,index,value"]

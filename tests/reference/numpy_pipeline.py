@@ -27,6 +27,7 @@ import numpy as np
 from scipy import special, stats
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_companion_reference import pca_roles, planar_rotation  # noqa: E402
 from gen_pipeline_reference import householder, ols, orientation, scalar_predictability  # noqa: E402
 
 
@@ -220,4 +221,10 @@ def analyze_head(queries, keys, layer=0, q_head=0, options=None):
     out["ap_first20"] = weighted(tau, nj, ap, tau < 0.2 * context)
     out["ap_last20"] = weighted(tau, nj, ap, tau >= 0.8 * context)
     out["ap_drop"] = out["ap_first20"] - out["ap_last20"]
+    # §8.5 on the kept rows
+    plane = planar_rotation(xq, tq, xk, pk.astype(np.float64))
+    roles = pca_roles(xq, tq, xk, pk.astype(np.float64))
+    out.update(bias_strength=plane["bias_strength"], drift_slope_k=plane["drift_slope_k"],
+               drift_query_mean=plane["drift_query_mean"], pc0_r_q=roles["r_q"], pc0_r_k=roles["r_k"],
+               pca_class=roles["pca_class"])
     return {"metrics": out, "cells": cells, "profile": profile, "component_r2": r2, "component_weight": weight}

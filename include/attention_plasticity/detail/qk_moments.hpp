@@ -1,0 +1,231 @@
+#ifndef ATTENTION_PLASTICITY_DETAIL_QK_MOMENTS_HPP
+#define ATTENTION_PLASTICITY_DETAIL_QK_MOMENTS_HPP
+
+// The first and second moments of the rows [x, t] of one kind of a head (queries or keys),
+// which are all that the companion measures of docs/method.md §8.5 need: the means of x and t
+// and the centred sums of products S_xx (d x d), S_xt (d) and S_tt. Two passes over the rows
+// (means, then the centred rows with t appended through SYRK in blocks), in fixed chunks
+// reduced in chunk order, so the result does not depend on the number of threads; no n x n
+// matrix is formed.
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+#include <xtensor/xexpression.hpp>
+
+#include "blas.hpp"
+#include "errors.hpp"
+#include "finite.hpp"
+#include "matrix.hpp"
+#include "parallel.hpp"
+#include "row_source.hpp"
+#include "rows.hpp"
+
+namespace attention_plasticity
+{
+namespace detail
+{
+    /// Moments of the rows z_i = [x_i, t_i] (d + 1 entries) of one kind.
+    struct kind_moments
+    {
+        std::size_t n = 0;
+        std::size_t d = 0;
+        std::vector<double> mean;     // d + 1: the mean of x, then the mean of t
+        std::vector<double> scatter;  // (d + 1)^2, full: sum_i (z_i - mean)(z_i - mean)^T
+
+        double sxx(std::size_t i, std::size_t j) const noexcept { return scatter[i * (d + 1) + j]; }
+        double sxt(std::size_t i) const noexcept { return scatter[i * (d + 1) + d]; }
+        double stt() const noexcept { return scatter[d * (d + 1) + d]; }
+        double mean_t() const noexcept { return mean[d]; }
+    };
+
+    constexpr std::size_t qk_moment_chunk_rows = 8192;
+    constexpr std::size_t qk_moment_block_rows = 256;
+
+    /// The moments of rows (n x d, through the row source) with positions t (n entries), n >= 1.
+    template <class T>
+    kind_moments kind_moments_of(const row_source<T>& rows, const double* t, std::size_t threads)
+    {
+        kind_moments m;
+        m.n = rows.rows;
+        m.d = rows.cols;
+        const std::size_t w = m.d + 1;
+        const chunks pieces{m.n, qk_moment_chunk_rows};
+        const std::size_t tasks = pieces.count();
+        // Means: each chunk's sums in row order, the chunks in order.
+        std::vector<double> partial(tasks * w, 0.0);
+        parallel_for(tasks, threads, [&](std::size_t c, std::size_t) {
+            std::vector<double> row(m.d);
+            double* sum = partial.data() + c * w;
+            for (std::size_t i = pieces.begin(c); i < pieces.end(c); ++i)
+            {
+                rows.load(i, row.data());
+                for (std::size_t j = 0; j < m.d; ++j)
+                {
+                    sum[j] += row[j];
+                }
+                sum[m.d] += t[i];
+            }
+        });
+        m.mean.assign(w, 0.0);
+        for (std::size_t c = 0; c < tasks; ++c)
+        {
+            for (std::size_t j = 0; j < w; ++j)
+            {
+                m.mean[j] += partial[c * w + j];
+            }
+        }
+        for (double& x : m.mean)
+        {
+            x /= static_cast<double>(m.n);
+        }
+        // Scatter: the centred rows [x - mean, t - mean_t] of each chunk through SYRK.
+        partial.assign(tasks * w * w, 0.0);
+        parallel_for(tasks, threads, [&](std::size_t c, std::size_t) {
+            std::vector<double> block(qk_moment_block_rows * w);
+            double* sum = partial.data() + c * w * w;
+            for (std::size_t b = pieces.begin(c); b < pieces.end(c); b += qk_moment_block_rows)
+            {
+                const std::size_t count = std::min(qk_moment_block_rows, pieces.end(c) - b);
+                for (std::size_t r = 0; r < count; ++r)
+                {
+                    double* out = block.data() + r * w;
+                    rows.load(b + r, out);
+                    out[m.d] = t[b + r];
+                    for (std::size_t j = 0; j < w; ++j)
+                    {
+                        out[j] -= m.mean[j];
+                    }
+                }
+                syrk_ata<double>(w, count, 1.0, block.data(), w, 1.0, sum, w);
+            }
+        });
+        m.scatter.assign(w * w, 0.0);
+        for (std::size_t c = 0; c < tasks; ++c)
+        {
+            for (std::size_t i = 0; i < w; ++i)
+            {
+                for (std::size_t j = i; j < w; ++j)
+                {
+                    m.scatter[i * w + j] += partial[c * w * w + i * w + j];
+                }
+            }
+        }
+        for (std::size_t i = 0; i < w; ++i)
+        {
+            for (std::size_t j = 0; j < i; ++j)
+            {
+                m.scatter[i * w + j] = m.scatter[j * w + i];
+            }
+        }
+        return m;
+    }
+
+    /// The moments of both kinds of a head, pooled as one cloud of n_q + n_k points.
+    struct qk_moments
+    {
+        kind_moments q;
+        kind_moments k;
+
+        std::size_t d() const noexcept { return q.d; }
+        double total() const noexcept { return static_cast<double>(q.n + k.n); }
+
+        /// Pooled mean of x (component j) and of t.
+        double pooled_mean(std::size_t j) const noexcept
+        {
+            return (static_cast<double>(q.n) * q.mean[j] + static_cast<double>(k.n) * k.mean[j]) / total();
+        }
+
+        /// Pooled centred sum of products of component j with t: S_xt(Q) + S_xt(K) plus the
+        /// between-kind term n_q (mean_tQ - mean_t)(muQ_j - mu_j) + n_k (...)(...).
+        double pooled_sxt(std::size_t j) const noexcept
+        {
+            const double t = pooled_mean(q.d);
+            const double x = pooled_mean(j);
+            return q.sxt(j) + k.sxt(j) + static_cast<double>(q.n) * (q.mean_t() - t) * (q.mean[j] - x)
+                   + static_cast<double>(k.n) * (k.mean_t() - t) * (k.mean[j] - x);
+        }
+
+        /// Pooled centred sum of products of components i, j: S_xx(Q) + S_xx(K) + n_q n_k / N
+        /// (muQ - muK)_i (muQ - muK)_j.
+        double pooled_sxx(std::size_t i, std::size_t j) const noexcept
+        {
+            const double between = static_cast<double>(q.n) * static_cast<double>(k.n) / total();
+            return q.sxx(i, j) + k.sxx(i, j) + between * (q.mean[i] - k.mean[i]) * (q.mean[j] - k.mean[j]);
+        }
+    };
+
+    template <class TQ, class TK>
+    qk_moments qk_moments_of(const row_source<TQ>& q_rows, const double* q_t, const row_source<TK>& k_rows,
+                             const double* k_t, std::size_t threads)
+    {
+        return qk_moments{kind_moments_of(q_rows, q_t, threads), kind_moments_of(k_rows, k_t, threads)};
+    }
+
+    /// The moments of the public steps' arguments: queries (n_q x d) with positions t_q (n_q),
+    /// keys (n_k x d) with positions t_k (n_k); float or double matrices read in place. Throws
+    /// std::invalid_argument (shapes, n_q or n_k = 0, d = 0) or std::domain_error (a non-finite
+    /// value), naming `fn` and the argument.
+    template <class EQ, class ETQ, class EK, class ETK>
+    qk_moments qk_moments_of_expressions(const char* fn, const xt::xexpression<EQ>& queries,
+                                         const xt::xexpression<ETQ>& query_positions,
+                                         const xt::xexpression<EK>& keys, const xt::xexpression<ETK>& key_positions)
+    {
+        auto q = as_matrix<float_or_double_t<EQ>>(queries, fn, "queries");
+        auto k = as_matrix<float_or_double_t<EK>>(keys, fn, "keys");
+        auto tq = as_vector<double>(query_positions, fn, "query_positions");
+        auto tk = as_vector<double>(key_positions, fn, "key_positions");
+        if (q.rows != tq.size)
+        {
+            throw_invalid(fn, "queries has ", q.rows, " rows but query_positions has ", tq.size, " entries");
+        }
+        if (k.rows != tk.size)
+        {
+            throw_invalid(fn, "keys has ", k.rows, " rows but key_positions has ", tk.size, " entries");
+        }
+        if (q.rows == 0 || k.rows == 0)
+        {
+            throw_invalid(fn, "needs at least 1 query and 1 key, got ", q.rows, " queries and ", k.rows, " keys");
+        }
+        if (q.cols == 0 || q.cols != k.cols)
+        {
+            throw_invalid(fn, "queries has d = ", q.cols, " columns and keys has d = ", k.cols,
+                          " (they must be equal and >= 1)");
+        }
+        require_finite(fn, "queries", q);
+        require_finite(fn, "keys", k);
+        require_finite(fn, "query_positions", tq);
+        require_finite(fn, "key_positions", tk);
+        return qk_moments_of(rows_of(q), tq.data, rows_of(k), tk.data, 1);
+    }
+
+    /// u^T S_xx u and u . S_xt of one kind along a direction u (d entries).
+    inline double quadratic_form(const kind_moments& m, const double* u) noexcept
+    {
+        double s = 0.0;
+        for (std::size_t i = 0; i < m.d; ++i)
+        {
+            double row = 0.0;
+            for (std::size_t j = 0; j < m.d; ++j)
+            {
+                row += m.sxx(i, j) * u[j];
+            }
+            s += u[i] * row;
+        }
+        return s;
+    }
+
+    inline double cross_along(const kind_moments& m, const double* u) noexcept
+    {
+        double s = 0.0;
+        for (std::size_t i = 0; i < m.d; ++i)
+        {
+            s += u[i] * m.sxt(i);
+        }
+        return s;
+    }
+}  // namespace detail
+}  // namespace attention_plasticity
+
+#endif  // ATTENTION_PLASTICITY_DETAIL_QK_MOMENTS_HPP

@@ -1,0 +1,51 @@
+"""Comparing result sets head by head (docs/method.md §8.6): ``compare_runs``.
+
+The tables are made by the C++ of examples/compare_runs.hpp, the code behind ``ap_compare``,
+so the CSVs written here and by ap_compare are the same bytes.
+"""
+
+import os
+from typing import NamedTuple
+
+import pandas as pd
+
+from . import _core
+from ._tables import frame
+
+
+class CompareResult(NamedTuple):
+    """The tables of a comparison (docs/method.md §8.6): ``heads`` (compare_heads.csv, one row per
+    pair of consecutive sets, head and quantity), ``changed`` (compare_changed.csv, the heads with
+    a change at q <= alpha), ``summary`` (compare_summary.csv, the mean over heads, all layers and
+    by layer), ``trajectory`` (compare_trajectory.csv, each set's means over heads, in order);
+    ``notes`` (heads left out, what the intervals mean for one dump), the number of
+    heads compared and of head changes."""
+
+    heads: pd.DataFrame
+    changed: pd.DataFrame
+    summary: pd.DataFrame
+    trajectory: pd.DataFrame
+    notes: list
+    compared_heads: int
+    changed_heads: int
+
+
+def compare_runs(sets, output_dir=None, names=None, alpha=0.05, common_heads=False, same_dump=False):
+    """Compares result sets (output folders of ap_analyze, ap_merge or ``analyze_dump``), given in
+    order (checkpoints, variants), each with the next, head by head: for ap_overall, ap_first20,
+    ap_last20, ap_drop and each query bucket's AP_j, the bias-corrected difference, its standard
+    error from the intervals of §8.3 (variances added), z, the two-sided p-value, the
+    Benjamini-Hochberg q-value and Holm's adjusted p-value across heads, and the model-level mean
+    with its interval. ``names``: the sets' names in the tables (default: the folders' names).
+    Sets with other heads are refused (UsageError) unless ``common_heads``; ``same_dump``: the sets
+    analyzed the same dump under different options (the tests are then conservative). With
+    ``output_dir``, the CSVs are written there as one result set, as ap_compare writes them.
+    Returns CompareResult."""
+    folders = [os.fspath(s) for s in sets]
+    tables, notes, compared, changed = _core._compare_result_sets(
+        folders, list(names) if names is not None else [], float(alpha), bool(common_heads), bool(same_dump),
+        os.fspath(output_dir) if output_dir is not None else None)
+    return CompareResult(heads=frame(tables["compare_heads"]), changed=frame(tables["compare_changed"]),
+                         summary=frame(tables["compare_summary"]), trajectory=frame(tables["compare_trajectory"]),
+                         notes=list(notes),
+                         compared_heads=compared, changed_heads=changed)

@@ -1,0 +1,79 @@
+"""The companion measures of docs/method.md §8.5 bound in the Python package (planar_rotation,
+pca_roles, and their head_metrics columns through analyze_head), against the independent NumPy
+implementation of tests/reference/gen_companion_reference.py, to 1e-10 relative, float32 and
+float64 input.
+
+Run: .venv/bin/python -m pytest -q tests/python/test_bindings_companion.py
+"""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import bindings_util as bu
+import attention_plasticity as ap
+
+sys.path.insert(0, os.path.join(bu.ROOT, "tests", "reference"))
+import gen_companion_reference as ref  # noqa: E402
+
+SCALARS = ("drift_slope_k", "drift_slope_q", "drift_query_mean", "drift_key_mean", "drift_r_q", "drift_r_k",
+           "separation", "bias_strength")
+
+
+def close(got, want, rel=1e-10):
+    if np.isnan(want):
+        return np.isnan(got)
+    return abs(got - want) <= rel * abs(want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_against_numpy(dtype):
+    worst = 0.0
+    for name, xq, tq, xk, tk in ref.synthetic_heads():
+        q, k = xq.astype(dtype), xk.astype(dtype)
+        want = ref.planar_rotation(xq, tq, xk, tk)
+        got = ap.planar_rotation(q, tq, k, tk.astype(np.int64))
+        for s in SCALARS:
+            assert close(getattr(got, s), want[s]), (name, s, getattr(got, s), want[s])
+            if not np.isnan(want[s]) and want[s] != 0:
+                worst = max(worst, abs(getattr(got, s) - want[s]) / abs(want[s]))
+        np.testing.assert_allclose(got.drift_direction, want["a"], rtol=0, atol=1e-10)
+        roles = ap.pca_roles(q, tq, k, tk)
+        want = ref.pca_roles(xq, tq, xk, tk)
+        for s in ("r_q", "r_k", "explained_variance_ratio"):
+            assert close(getattr(roles, s), want[s]), (name, s)
+        np.testing.assert_allclose(roles.component, want["component"], rtol=0, atol=1e-10)
+        assert roles.pca_class == want["pca_class"]
+    print("worst relative difference %.3g" % worst)
+    assert worst < 1e-10
+
+
+def test_errors_name_the_function_and_argument():
+    q = np.zeros((3, 2))
+    with pytest.raises(ap.InvalidArgumentError, match="planar_rotation: queries has 3 rows but query_positions"):
+        ap.planar_rotation(q, np.arange(2.0), q, np.arange(3.0))
+    with pytest.raises(ap.DomainError, match="pca_roles"):
+        ap.pca_roles(np.full((3, 2), np.nan), np.arange(3.0), q, np.arange(3.0))
+
+
+def test_analyze_head_columns():
+    """analyze_head's metrics equal the steps on the kept rows (no subsampling here)."""
+    name, xq, tq, xk, tk = ref.synthetic_heads()[0]
+    n, m = len(tq), len(tk)
+    queries = ap.Tokens(xq, tq.astype(np.int64), (tq // 100 + 1).astype(np.int64))
+    keys = ap.Tokens(xk, tk.astype(np.int64), (tk // 100).astype(np.int64), np.zeros(m, dtype=np.int64))
+    r = ap.analyze_head(queries, keys)
+    want = ref.planar_rotation(xq, tq, xk, tk)
+    roles = ref.pca_roles(xq, tq, xk, tk)
+    m_ = r.metrics
+    assert close(m_.bias_strength, want["bias_strength"])
+    assert close(m_.drift_slope_k, want["drift_slope_k"])
+    assert close(m_.drift_query_mean, want["drift_query_mean"])
+    assert close(m_.pc0_r_q, roles["r_q"]) and close(m_.pc0_r_k, roles["r_k"])
+    assert m_.pca_class == roles["pca_class"]
+    table = r.tables()["head_metrics"]
+    assert list(table.columns[-6:]) == ["bias_strength", "drift_slope_k", "drift_query_mean", "pc0_r_q", "pc0_r_k",
+                                        "pca_class"]
+    assert n == m_.n_q_tokens
