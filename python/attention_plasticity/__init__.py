@@ -33,6 +33,7 @@ taken, the errors and threads) and the dump analysis of ap_analyze:
 from ._core import *  # noqa: F401,F403  (the compiled library; see _core.pyi)
 from ._core import (DomainError, InvalidArgumentError, OutputError,  # noqa: F401
                     UsageError)
+from .capture_sniffer import profile_model  # noqa: F401  (attention_plasticity.capture, in memory)
 from .dump import (DumpResult, HeadError, HeadFailedWarning,  # noqa: F401
                    analyze_dump)
 from .compare import CompareResult, compare_runs  # noqa: F401

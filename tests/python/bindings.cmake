@@ -1,4 +1,5 @@
-# The tests of the Python package (tests/python/test_bindings_*.py, test_inmemory_profile.py),
+# The tests of the Python package (tests/python/test_bindings_*.py, test_inmemory_profile.py,
+# test_capture_*.py),
 # with pytest, in the project's venv (tests/ap_python.cmake: AP_TEST_PYTHON_FULL).
 #
 # python_package_install (a fixture every one of them requires) installs the package built from
@@ -19,7 +20,7 @@ set_tests_properties(python_package_install PROPERTIES TIMEOUT 1800 LABELS pytho
                      FIXTURES_SETUP ap_python_package)
 
 set(_ap_binding_tests bindings_kernel bindings_steps bindings_extensions bindings_companion bindings_memory bindings_api
-    inmemory_profile)
+    inmemory_profile capture_families capture_sniffer capture_toolkits)
 set(_ap_binding_env "")
 if(AP_BUILD_EXAMPLES)
   # The comparisons with the C++ programs (same rows, same CSV bytes, same shards).

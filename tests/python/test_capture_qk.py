@@ -6,7 +6,7 @@ put through a softmax, must give the attention probabilities the model itself re
 (output_attentions=True, eager attention). Then the qk-sniffer options: the exact schema,
 uniform buckets, sampling (queries and keys independently, seeded), the head sample and its
 GQA key heads, bf16 rounding, determinism (a fresh process writes the same bytes), and the
-refusal of a rotary-embedding model. Needs numpy, pyarrow, torch, transformers and the
+refusal of RoFormer (rotary inside its own attention code). Decoders: test_capture_sniffer.py. Needs numpy, pyarrow, torch, transformers and the
 model package (the project's .venv); a missing package is an error, not a skip. Run:
     .venv/bin/python -m unittest discover -s tests/python -p 'test_capture_qk.py' -v
 """
@@ -268,20 +268,28 @@ class TestSnifferOptions(CaptureCase):
 
 
 class TestRefusals(CaptureCase):
-    def test_rotary_model_is_refused(self):
-        from transformers import LlamaConfig, LlamaModel
+    def test_roformer_is_refused(self):
+        """RoFormer applies its rotary embedding inside its own attention code (not through
+        transformers' attention registry): its projections are not the vectors of the
+        scores, so the capture refuses it rather than write a wrong dump."""
+        from transformers import RoFormerConfig, RoFormerModel
 
-        config = LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                             num_attention_heads=4, num_key_value_heads=2, vocab_size=64)
-        folder = os.path.join(self.tmp, "tiny_llama")
+        config = RoFormerConfig(vocab_size=30522, hidden_size=32, embedding_size=32,
+                                num_hidden_layers=2, num_attention_heads=4,
+                                intermediate_size=64)
+        folder = os.path.join(self.tmp, "tiny_roformer")
         torch.manual_seed(0)
-        LlamaModel(config).save_pretrained(folder)  # random weights, nothing downloaded
+        RoFormerModel(config).save_pretrained(folder)  # random weights, nothing downloaded
+        AutoTokenizer.from_pretrained(MODEL_DIR, local_files_only=True).save_pretrained(folder)
         proc = subprocess.run([sys.executable, SCRIPT, "--out", os.path.join(self.tmp, "x"),
-                               "--model", folder], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, timeout=600)
+                               "--model", folder, "--text-file", self.text],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              timeout=600)
         self.assertEqual(proc.returncode, cap.EXIT_USAGE, proc.stderr)
-        self.assertIn("rotary", proc.stderr)
+        self.assertIn("roformer", proc.stderr)
+        self.assertIn("registry", proc.stderr)
         self.assertNotIn("Traceback", proc.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "x", "l00h00q", "data.parquet")))
 
     def test_bad_options(self):
         for argv, fragment in ((["--sampling-rate", "0"], "--sampling-rate"),

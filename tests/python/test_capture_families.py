@@ -1,0 +1,197 @@
+"""The registry capture of attention_plasticity.capture on many transformers families.
+
+For each family a tiny model is built from its config class with seeded random weights
+(nothing downloaded). The check is independent of the capture: softmax(scaling * q k^T +
+mask), computed in float64 from the captured vectors with a mask built here from the rule
+the model states (causal, the layer's recorded sliding window, the padding), must equal the
+attention probabilities the model itself returns (eager, output_attentions=True) to 1e-5, for
+every layer and head, on a right-padded batch; and the model's outputs with the capture on
+must equal those with it off (sdpa and eager). The recorded sliding window of each layer
+must be the model's (None for full attention), NoPE layers must be recorded as such.
+Run: .venv/bin/python -m pytest -q tests/python/test_capture_families.py
+"""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+import torch
+import transformers
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples"))
+import package_module  # noqa: E402
+
+capture = package_module.load("capture")
+
+SEQ = 12
+WINDOW = 4  # a window shorter than the sequence, so that it shows in the probabilities
+COMMON = dict(vocab_size=97, hidden_size=32, intermediate_size=48, num_hidden_layers=4,
+              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+              initializer_range=0.4, pad_token_id=0)
+
+# family -> (config class name, options beyond COMMON, expected windows, expected NoPE layers)
+FAMILIES = {
+    "llama": ("LlamaConfig", {}, [None] * 4, []),
+    "qwen2": ("Qwen2Config", dict(use_sliding_window=True, sliding_window=WINDOW,
+                                  max_window_layers=2), [None, None, WINDOW, WINDOW], []),
+    "qwen3": ("Qwen3Config", dict(head_dim=8), [None] * 4, []),
+    "mistral": ("MistralConfig", dict(sliding_window=WINDOW), [WINDOW] * 4, []),
+    "gemma3": ("Gemma3TextConfig", dict(head_dim=8, sliding_window=WINDOW,
+                                        layer_types=["sliding_attention", "full_attention",
+                                                     "sliding_attention", "full_attention"]),
+               [WINDOW, None, WINDOW, None], []),
+    "smollm3": ("SmolLM3Config", dict(no_rope_layer_interval=2), [None] * 4, [1, 3]),
+    "phi3": ("Phi3Config", {}, [None] * 4, []),
+    "olmo2": ("Olmo2Config", {}, [None] * 4, []),
+    "granite": ("GraniteConfig", {}, [None] * 4, []),
+    "starcoder2": ("Starcoder2Config", dict(sliding_window=None), [None] * 4, []),
+    "glm": ("GlmConfig", dict(head_dim=8), [None] * 4, []),
+    "gemma": ("GemmaConfig", dict(head_dim=8), [None] * 4, []),
+    "cohere": ("CohereConfig", {}, [None] * 4, []),
+}
+
+
+def build(family, attn):
+    name, extra, _, _ = FAMILIES[family]
+    config = getattr(transformers, name)(**{**COMMON, **extra})
+    torch.manual_seed(0)
+    return transformers.AutoModel.from_config(config, attn_implementation=attn).eval()
+
+
+def batch():
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(3, 90, (2, SEQ), generator=g)
+    mask = torch.ones(2, SEQ, dtype=torch.long)
+    mask[1, SEQ - 3:] = 0  # right padding
+    return ids, mask
+
+
+def allowed(seq, valid, window, causal=True):
+    i = np.arange(seq)[:, None]
+    j = np.arange(seq)[None, :]
+    ok = (j < valid) & (i >= 0)
+    if causal:
+        ok &= j <= i
+    if window is not None:
+        ok &= (i - j) < window  # transformers' sliding window: the last `window` keys
+    return ok
+
+
+def check_probabilities(model, causal=True, windows=None, nope=()):
+    ids, mask = batch()
+    kept = {}
+
+    def on_vectors(layer, kind, x):
+        kept[layer, kind] = x.to(torch.float64).numpy().copy()
+
+    with capture.hook_qk(model, on_vectors) as cap, torch.no_grad():
+        out = model(input_ids=ids, attention_mask=mask, output_attentions=True)
+    infos = cap.layers
+    assert sorted(infos) == list(range(len(out.attentions)))
+    if windows is not None:
+        assert [infos[layer].sliding_window for layer in sorted(infos)] == windows
+    assert [layer for layer in sorted(infos) if infos[layer].nope] == list(nope)
+    for layer, info in infos.items():
+        q, k = kept[layer, "q"], kept[layer, "k"]
+        group = q.shape[2] // k.shape[2]
+        want = out.attentions[layer].to(torch.float64).numpy()
+        for b in range(2):
+            valid = int(mask[b].sum())
+            ok = allowed(SEQ, valid, info.sliding_window, causal)
+            for h in range(q.shape[2]):
+                scores = info.scaling * q[b, :, h] @ k[b, :, h // group].T
+                scores = np.where(ok, scores, -np.inf)
+                probs = np.exp(scores - scores.max(axis=1, keepdims=True))
+                probs /= probs.sum(axis=1, keepdims=True)
+                np.testing.assert_allclose(probs[:valid], want[b, h, :valid], rtol=0, atol=1e-5,
+                                           err_msg=f"layer {layer} head {h} batch row {b}")
+    return infos
+
+
+def check_unchanged(model):
+    ids, mask = batch()
+    with torch.no_grad():
+        before = model(input_ids=ids, attention_mask=mask).last_hidden_state
+        with capture.hook_qk(model, lambda *a: None):
+            during = model(input_ids=ids, attention_mask=mask).last_hidden_state
+        after = model(input_ids=ids, attention_mask=mask).last_hidden_state
+    assert torch.equal(before, during) and torch.equal(before, after)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_family(family):
+    _, _, windows, nope = FAMILIES[family]
+    eager = build(family, "eager")
+    infos = check_probabilities(eager, windows=windows, nope=nope)
+    assert all(info.rope != info.nope for info in infos.values())
+    assert infos[0].hook_name("q") == "blocks.0.attn.hook_rot_q"
+    check_unchanged(eager)
+    sdpa = build(family, "sdpa")
+    assert sdpa.config._attn_implementation == "sdpa"
+    check_unchanged(sdpa)
+    assert sdpa.config._attn_implementation == "sdpa"  # restored
+
+
+def test_gqa_key_heads_once():
+    model = build("llama", "sdpa")
+    shapes = {}
+    with capture.hook_qk(model, lambda l, kind, x: shapes.setdefault(kind, tuple(x.shape))), \
+            torch.no_grad():
+        model(input_ids=batch()[0])
+    assert shapes == {"q": (2, SEQ, 4, 8), "k": (2, SEQ, 2, 8)}
+
+
+def test_one_capture_at_a_time():
+    model = build("llama", "sdpa")
+    with capture.hook_qk(model, lambda *a: None):
+        with pytest.raises(capture.CaptureError, match="already being captured"):
+            capture.hook_qk(model, lambda *a: None)
+        assert model.config._attn_implementation.startswith(capture.KEY_PREFIX)
+    assert model.config._attn_implementation == "sdpa"
+    with capture.hook_qk(model, lambda *a: None):  # free again
+        pass
+
+
+def test_bert_through_the_registry():
+    config = transformers.BertConfig(vocab_size=97, hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=4, intermediate_size=48,
+                                     initializer_range=0.4, pad_token_id=0)
+    torch.manual_seed(0)
+    model = transformers.BertModel(config, add_pooling_layer=False).eval()
+    model.set_attn_implementation("eager")
+    with capture.hook_qk(model, lambda *a: None) as cap:
+        assert cap.path == "registry"
+    infos = check_probabilities(model, causal=False, windows=[None, None])
+    assert infos[0].hook_name("k") == "blocks.0.attn.hook_k"
+    check_unchanged(model)
+
+
+def test_roformer_is_refused():
+    config = transformers.RoFormerConfig(vocab_size=97, hidden_size=32, num_hidden_layers=2,
+                                         num_attention_heads=4, intermediate_size=48,
+                                         embedding_size=32)
+    model = transformers.RoFormerModel(config).eval()
+    with pytest.raises(capture.CaptureError, match="roformer.*registry"):
+        capture.hook_qk(model, lambda *a: None)
+
+
+def test_pre_rope_of_qwen3_is_the_q_norm_output():
+    model = build("qwen3", "eager")
+    ids = batch()[0]
+    pre, post = {}, {}
+    with capture.AttentionCapture(model, lambda l, k, x: pre.setdefault((l, k), x.clone()),
+                                  pre_rope=True), torch.no_grad():
+        model(input_ids=ids)
+    with capture.hook_qk(model, lambda l, k, x: post.setdefault((l, k), x.clone())), \
+            torch.no_grad():
+        model(input_ids=ids)
+    # position 0: the rotary embedding is the identity there; elsewhere it is not
+    for key in post:
+        torch.testing.assert_close(pre[key][:, 0], post[key][:, 0], rtol=0, atol=1e-6)
+        assert not torch.allclose(pre[key][:, 1:], post[key][:, 1:], atol=1e-3)
+        torch.testing.assert_close(pre[key].norm(dim=-1), post[key].norm(dim=-1),
+                                   rtol=1e-5, atol=1e-5)  # a rotation keeps the norm
+    assert capture.LayerInfo(0, "", 1, 1, 1, True, False).hook_name("q", pre_rope=True) == \
+        "blocks.0.attn.hook_q"
