@@ -88,18 +88,21 @@ def check_plasticity_ranges(c, out, captured):
           % (len(metrics), len(profile), len(cells), empty))
 
 
-def main():
-    analyze, fixture, reference, work = sys.argv[1:5]
+def check_fixture(c, analyze, fixture, reference, work, layout, expected_heads):
+    """The checks above on one real fixture (shared with test_real_decoder.py): converter,
+    ap_analyze on ``layout`` = (layers, query heads, key heads), the reference, the plots.
+    Returns (the NPY folder, the results folder)."""
     u.fresh_dir(work)
     npy, out, figures = (os.path.join(work, d) for d in ("npy", "out", "figures"))
-    c = u.Checker()
     captured = captured_query_heads(fixture)
-    c.check(len(captured) == 24, "the fixture should hold 24 query heads, found %d" % len(captured))
+    c.check(len(captured) == expected_heads, "the fixture should hold %d query heads, found %d"
+            % (expected_heads, len(captured)))
 
     u.run([sys.executable, CONVERTER, "--quiet", fixture, npy], expect=0)
+    num_layers, num_q_heads, num_k_heads = layout
     code, _stdout, stderr = u.run(
-        [analyze, "--data-root", npy, "--output-dir", out, "--num-layers", NUM_LAYERS,
-         "--num-q-heads", NUM_Q_HEADS, "--num-k-heads", NUM_K_HEADS,
+        [analyze, "--data-root", npy, "--output-dir", out, "--num-layers", num_layers,
+         "--num-q-heads", num_q_heads, "--num-k-heads", num_k_heads,
          "--normality-max-dims", 64, "--max-tokens-per-head", 50000, "--threads", 2])
     c.check(code == 0, "ap_analyze exited %d:\n%s" % (code, stderr))
     check_errors(c, stderr, captured)
@@ -118,6 +121,13 @@ def main():
             check_png(path)
         except AssertionError as exc:
             c.check(False, str(exc))
+    return npy, out
+
+
+def main():
+    analyze, fixture, reference, work = sys.argv[1:5]
+    c = u.Checker()
+    check_fixture(c, analyze, fixture, reference, work, (NUM_LAYERS, NUM_Q_HEADS, NUM_K_HEADS), 24)
     c.close("test_real_minilm")
 
 

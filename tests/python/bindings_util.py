@@ -13,6 +13,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 REAL_FIXTURE = os.path.join(ROOT, "tests", "data", "real_minilm")
+REAL_DECODER_FIXTURE = os.path.join(ROOT, "tests", "data", "real_decoder")
 CONVERTER = os.path.join(ROOT, "examples", "convert_sniffed_qk.py")
 sys.path.insert(0, os.path.join(ROOT, "tests", "reference"))
 sys.path.insert(0, HERE)

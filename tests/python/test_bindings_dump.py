@@ -1,8 +1,9 @@
 """analyze_dump and `python -m attention_plasticity` against ap_analyze: the same CSV bytes on an
 NPY dump from ap_synth, on the same dump as qk-sniffer Parquet (written here in the exact schema,
-and through examples/convert_sniffed_qk.py), and on the real-model fixture; the same head
-selection, layout rules, messages and exit statuses; failed heads collected and warned while the
-others' rows stay byte-identical; any number of threads gives the same bytes.
+and through examples/convert_sniffed_qk.py), and on the real-model fixtures (the MiniLM encoder
+and the decoder trained here); the same head selection, layout rules, messages and exit
+statuses; failed heads collected and warned while the others' rows stay byte-identical; any
+number of threads gives the same bytes.
 
 Run: AP_ANALYZE=build/examples/ap_analyze AP_SYNTH=build/examples/ap_synth \
      .venv/bin/python -m pytest -q tests/python/test_bindings_dump.py
@@ -115,12 +116,16 @@ def test_parquet_through_the_converter(dumps, tmp_path):
     assert bu.result_files(tmp_path / "out") == dumps["csv"]
 
 
-def test_real_fixture_equals_ap_analyze(tmp_path):
-    bu.check_run([sys.executable, bu.CONVERTER, "--quiet", bu.REAL_FIXTURE, tmp_path / "npy"])
+@pytest.mark.parametrize("fixture, num_q, num_k, summary", [
+    (bu.REAL_FIXTURE, 12, 12, "24 of the 72 query heads of the layout present: 24 analyzed, 0 failed"),
+    (bu.REAL_DECODER_FIXTURE, 4, 2, "24 of the 24 query heads of the layout present: 24 analyzed, 0 failed")],
+    ids=["minilm", "decoder"])
+def test_real_fixture_equals_ap_analyze(tmp_path, fixture, num_q, num_k, summary):
+    bu.check_run([sys.executable, bu.CONVERTER, "--quiet", fixture, tmp_path / "npy"])
     bu.check_run([bu.ap_analyze(), "--data-root", tmp_path / "npy", "--output-dir", tmp_path / "cpp",
-                  "--num-q-heads", 12, "--num-k-heads", 12])
-    result = ap.analyze_dump(bu.REAL_FIXTURE, tmp_path / "py", num_q_heads=12, num_k_heads=12, progress=False)
-    assert result.summary == "24 of the 72 query heads of the layout present: 24 analyzed, 0 failed"
+                  "--num-q-heads", num_q, "--num-k-heads", num_k])
+    result = ap.analyze_dump(fixture, tmp_path / "py", num_q_heads=num_q, num_k_heads=num_k, progress=False)
+    assert result.summary == summary
     assert_same_csvs(result, tmp_path / "py", bu.result_files(tmp_path / "cpp"))
 
 

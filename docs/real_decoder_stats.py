@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""What each head of the trained decoder does, beside its attention plasticity: the
+measurements and the figure of docs/real_data.md's decoder section.
+
+usage: real_decoder_stats.py MODEL_DIR RESULTS [--examples N] [--seed S] [--figure PNG]
+                             [--csv OUT.csv]
+
+MODEL_DIR: the decoder that scripts/train_decoder.py writes (OUT_DIR/model); RESULTS:
+ap_analyze's output on its fixture (tests/data/real_decoder, after
+examples/convert_sniffed_qk.py). Runs the model (eager attention, its own attention
+probabilities) over the examples the fixture was captured from (CPython's pydoc topics,
+<|bos|> + 511 bytes each, N of them drawn with attention_plasticity.capture.select_examples
+and the seed, as examples/capture_qk.py draws them) and measures, per head, over every query
+at positions >= 16 (so that the sink is not trivially the only key):
+
+  prev      mean attention on the previous token (position t - 1)
+  sink      mean attention on position 0 (<|bos|>)
+  self      mean attention on the query's own position
+  dist      mean attended distance sum_s p(s) (t - s), in tokens
+  entropy   mean entropy of the attention distribution, in nats
+
+and calls a head a *sink* head when sink > 0.5, a *previous-token* head when prev > 0.5,
+*local* when dist < 8 (most of its attention within a few bytes), else *content*. Printed as
+a Markdown table with the layer's type (RoPE/NoPE, sliding/full) and the head's
+ap_overall, ap_first20, ap_last20 from RESULTS/head_metrics.csv; --figure draws ap_overall
+against the mean attended distance, coloured by layer type. Deterministic (one thread).
+"""
+
+import argparse
+import os
+
+import numpy as np
+import pandas as pd
+
+MIN_POSITION = 16
+
+
+def role(prev, sink, dist):
+    if sink > 0.5:
+        return "sink"
+    if prev > 0.5:
+        return "previous-token"
+    if dist < 8:
+        return "local"
+    return "content"
+
+
+def layer_kind(config, layer):
+    rope = "RoPE" if config.no_rope_layers[layer] else "NoPE"
+    window = config.layer_types[layer] == "sliding_attention"
+    return rope + (", sliding %d" % config.sliding_window if window else ", full")
+
+
+def head_stats(model, examples):
+    import torch
+    cfg = model.config
+    n_layers, n_heads = cfg.num_hidden_layers, cfg.num_attention_heads
+    sums = np.zeros((n_layers, n_heads, 5))
+    count = 0
+    with torch.no_grad():
+        for ids in examples:
+            out = model(input_ids=torch.tensor([ids]), output_attentions=True, use_cache=False)
+            t = len(ids)
+            pos = np.arange(t)
+            keep = pos >= MIN_POSITION
+            dist = (pos[:, None] - pos[None, :]).clip(min=0).astype(np.float64)
+            for layer, att in enumerate(out.attentions):
+                p = att[0].double().numpy()[:, keep, :]          # [heads, queries, keys]
+                q_pos = pos[keep]
+                prev = p[:, np.arange(len(q_pos)), q_pos - 1]
+                sink = p[:, :, 0]
+                own = p[:, np.arange(len(q_pos)), q_pos]
+                d = (p * dist[keep][None]).sum(-1)
+                ent = -(p * np.log(np.where(p > 0, p, 1.0))).sum(-1)
+                for i, v in enumerate((prev, sink, own, d, ent)):
+                    sums[layer, :, i] += v.sum(-1)
+            count += int(keep.sum())
+    return sums / count
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("model_dir")
+    parser.add_argument("results")
+    parser.add_argument("--examples", type=int, default=60)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-seq-len", type=int, default=512)
+    parser.add_argument("--figure")
+    parser.add_argument("--csv")
+    args = parser.parse_args()
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from attention_plasticity.capture import make_examples, pydoc_documents, select_examples
+    torch.set_num_threads(1)
+    model = AutoModelForCausalLM.from_pretrained(args.model_dir, attn_implementation="eager")
+    model.eval()
+    tokenizer = AutoTokenizer.from_pretrained(args.model_dir)
+    examples = make_examples(tokenizer, pydoc_documents(), args.max_seq_len)
+    chosen = [examples[i] for i in select_examples(len(examples), args.examples, args.seed)]
+    stats = head_stats(model, chosen)
+
+    metrics = pd.read_csv(os.path.join(args.results, "head_metrics.csv"))
+    rows = []
+    for layer in range(stats.shape[0]):
+        for head in range(stats.shape[1]):
+            prev, sink, own, dist, ent = stats[layer, head]
+            m = metrics[(metrics.layer == layer) & (metrics.q_head == head)]
+            ap = m.iloc[0] if len(m) else None
+            rows.append({"layer": layer, "q_head": head,
+                         "layer_type": layer_kind(model.config, layer),
+                         "prev": prev, "sink": sink, "self": own, "dist": dist,
+                         "entropy": ent, "role": role(prev, sink, dist),
+                         "ap_overall": np.nan if ap is None else ap.ap_overall,
+                         "ap_first20": np.nan if ap is None else ap.ap_first20,
+                         "ap_last20": np.nan if ap is None else ap.ap_last20})
+    table = pd.DataFrame(rows)
+    if args.csv:
+        table.to_csv(args.csv, index=False, float_format="%.4f")
+    print("| layer | head | layer type | prev | sink | self | dist | entropy | role | "
+          "ap_overall | ap_first20 | ap_last20 |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print("| %d | %d | %s | %.2f | %.2f | %.2f | %.1f | %.2f | %s | %.3f | %.3f | %.3f |"
+              % (r["layer"], r["q_head"], r["layer_type"], r["prev"], r["sink"], r["self"],
+                 r["dist"], r["entropy"], r["role"], r["ap_overall"], r["ap_first20"],
+                 r["ap_last20"]))
+    print()
+    print("| group | heads | ap_overall mean | min | max |")
+    print("|---|---|---|---|---|")
+    for key in ("role", "layer_type"):
+        for name, g in table.groupby(key, sort=True):
+            print("| %s | %d | %.3f | %.3f | %.3f |" % (name, len(g), g.ap_overall.mean(),
+                                                      g.ap_overall.min(), g.ap_overall.max()))
+    if args.figure:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        markers = {"sink": "s", "previous-token": "^", "local": "D", "content": "o"}
+        colors = {}
+        for kind, g in table.groupby("layer_type", sort=True):
+            colors[kind] = None
+            first = True
+            for _, r in g.iterrows():
+                line = ax.scatter(r.dist, r.ap_overall, marker=markers[r.role], s=46,
+                                  color=colors[kind], label=kind if first else None,
+                                  edgecolor="black", linewidth=0.4)
+                colors[kind] = line.get_facecolor()[0]
+                first = False
+                ax.annotate("%d.%d" % (r.layer, r.q_head), (r.dist, r.ap_overall),
+                            fontsize=6, xytext=(3, 2), textcoords="offset points")
+        for name, m in markers.items():
+            ax.scatter([], [], marker=m, color="white", edgecolor="black", label=name)
+        ax.set_xscale("symlog", linthresh=1)
+        ax.set_xlabel("mean attended distance (tokens, t - s)")
+        ax.set_ylabel("ap_overall")
+        ax.set_ylim(0, 1)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, ncol=2)
+        ax.set_title("Trained decoder: plasticity against how far back each head looks\n"
+                     "(label layer.head; colour: layer type; marker: role)", fontsize=9)
+        fig.tight_layout()
+        fig.savefig(args.figure, dpi=110)
+
+
+if __name__ == "__main__":
+    main()
