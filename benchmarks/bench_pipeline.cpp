@@ -14,8 +14,8 @@
 //     and the peak of the memory analyze_head allocates, as a multiple of the head's input.
 // BM_pipeline_qwen3_8b_extensions/v: the same head, one thread, with the extensions of
 //     docs/method.md §8 switched on one after another (see there).
-// BM_pipeline_qwen3_8b_companion/v: the same head, one thread, the companion measures of §8.5
-//     off (0) and on (1).
+// BM_pipeline_qwen3_8b_companion/v: the same head, one thread, the companion measures of §8.5:
+//     none (0), the planar rotation model (1), and the PCA roles too (2).
 // BM_scaling_tokens/n, BM_scaling_dim/d, BM_scaling_buckets/b, BM_scaling_pairs/p: one
 //     thread, no subsampling; total time and peak memory.
 // After the run: the stage table (median of the rounds) and the fitted exponents of time ~ x^a.
@@ -388,13 +388,14 @@ void BM_pipeline_qwen3_8b_extensions(benchmark::State& state)
 BENCHMARK(BM_pipeline_qwen3_8b_extensions)->DenseRange(0, 4)->Unit(benchmark::kMillisecond)->UseRealTime()
     ->MinTime(2.0);
 
-// The companion measures of docs/method.md §8.5 on the same head, one thread: the library's
-// defaults with them off (0) and on (1), A/B in one invocation
-// (--benchmark_filter=qwen3_8b_companion).
+// The companion measures of docs/method.md §8.5 on the same head, one thread, A/B in one
+// invocation (--benchmark_filter=qwen3_8b_companion): 0 neither, 1 the planar rotation model
+// (the library's default), 2 with the PCA roles too.
 void BM_pipeline_qwen3_8b_companion(benchmark::State& state)
 {
     ap::head_options options;
-    options.companion_measures = state.range(0) != 0;
+    options.planar_rotation = state.range(0) >= 1;
+    options.pca_roles = state.range(0) >= 2;
     const auto& head = head_of(50000, 128, 12);
     std::vector<double> total, extensions;
     for (auto _ : state)
@@ -406,7 +407,7 @@ void BM_pipeline_qwen3_8b_companion(benchmark::State& state)
     state.counters["total_ms"] = median(total) * 1e3;
     state.counters["extensions_ms"] = median(extensions) * 1e3;
 }
-BENCHMARK(BM_pipeline_qwen3_8b_companion)->DenseRange(0, 1)->Unit(benchmark::kMillisecond)->UseRealTime()
+BENCHMARK(BM_pipeline_qwen3_8b_companion)->DenseRange(0, 2)->Unit(benchmark::kMillisecond)->UseRealTime()
     ->MinTime(2.0);
 
 // ----- scaling --------------------------------------------------------------------------------

@@ -155,9 +155,10 @@ inline const option_table<analyze_config>& analyze_options()
          }},
         {"confidence_intervals", "on|off", "standard errors, bias and intervals of AP_j and ap_overall (§8.3) [on]",
          on_off(&attention_plasticity::head_options::confidence_intervals)},
-        {"companion_measures", "on|off",
-         "head_metrics.csv bias_strength, drift_slope_k, drift_query_mean, pc0_r_q, pc0_r_k, pca_class (§8.5) [on]",
-         on_off(&attention_plasticity::head_options::companion_measures)},
+        {"planar_rotation", "on|off", "head_metrics.csv bias_strength, drift_slope_k, drift_query_mean (§8.5) [on]",
+         on_off(&attention_plasticity::head_options::planar_rotation)},
+        {"pca_roles", "on|off", "head_metrics.csv pc0_r_q, pc0_r_k, pca_class: a SYRK of the vectors (§8.5) [off]",
+         on_off(&attention_plasticity::head_options::pca_roles)},
         {"confidence_level", "X", "level of the intervals, in (0, 1) (§8.3) [0.95]",
          [](c& config, const std::string& label, const std::string& text) {
              const double level = parse_real(label, text, 0.0, 1.0);
@@ -217,7 +218,8 @@ inline std::vector<std::pair<std::string, std::string>> result_options(const ana
         {"empirical_ap", o.empirical_ap ? "on" : "off"},
         {"empirical_max_queries", std::to_string(o.empirical_max_queries)},
         {"confidence_intervals", o.confidence_intervals ? "on" : "off"},
-        {"companion_measures", o.companion_measures ? "on" : "off"},
+        {"planar_rotation", o.planar_rotation ? "on" : "off"},
+        {"pca_roles", o.pca_roles ? "on" : "off"},
         {"confidence_level", format_number(o.confidence_level)},
     };
     std::vector<std::pair<std::string, std::string>> out;

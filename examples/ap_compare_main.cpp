@@ -115,6 +115,7 @@ int main(int argc, char** argv)
         {
             throw usage_error("needs at least 2 result sets (ap_compare --output-dir DIR SET_A SET_B ...; see --help)");
         }
+        check_output_folder(config.options, config.output_dir);
         result.emplace(compare_result_sets(config.options));
         writer.emplace(config.output_dir, result->names);
     }

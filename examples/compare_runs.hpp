@@ -731,6 +731,24 @@ inline compare_result compare_result_sets(const compare_options& options)
     return result;
 }
 
+/// Throws compare_error when the output folder is one of the result sets: the comparison's
+/// set would replace theirs as the folder's current set.
+inline void check_output_folder(const compare_options& options, const std::string& output_dir)
+{
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path out = fs::weakly_canonical(output_dir, ec);
+    for (const auto& folder : options.folders)
+    {
+        std::error_code ec2;
+        if (!ec && fs::weakly_canonical(folder, ec2) == out && !ec2)
+        {
+            throw compare_error("the output folder '" + output_dir + "' is the result set '" + folder
+                                + "'; write the comparison into another folder");
+        }
+    }
+}
+
 /// The files of a comparison for result_set_writer::commit (views of `r`'s texts).
 inline std::vector<result_file> compare_files(const compare_result& r)
 {

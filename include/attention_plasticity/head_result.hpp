@@ -40,7 +40,8 @@ struct head_options
     std::size_t empirical_max_queries = 0;    // §8.2, queries per bucket for it (seeded subsample); 0: all
     bool confidence_intervals = false;        // §8.3, about one more kernel's work: off by default
     double confidence_level = 0.95;           // §8.3, in (0, 1)
-    bool companion_measures = true;           // §8.5, two passes over the rows and a d x d eigenproblem
+    bool planar_rotation = true;              // §8.5, two O(n d) passes over the rows: on by default
+    bool pca_roles = false;                   // §8.5, a SYRK of the rows (n d^2 / 2): off by default
 };
 
 /// head_metrics.csv, one row.

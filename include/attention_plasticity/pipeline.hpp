@@ -355,27 +355,33 @@ namespace detail
     /// The moments of §8.5 of the kept rows (keys' positions as double).
     template <class TQ, class TK>
     qk_moments head_qk_moments(const kept_tokens& q, const row_source<TQ>& q_rows, const kept_tokens& k,
-                               const row_source<TK>& k_rows, std::size_t threads)
+                               const row_source<TK>& k_rows, std::size_t threads, bool with_sxx)
     {
         std::vector<double> key_t(k.n);
         for (std::size_t i = 0; i < k.n; ++i)
         {
             key_t[i] = static_cast<double>(k.position[i]);  // the kept rows' positions
         }
-        return qk_moments_of(q_rows, q.t.data(), k_rows, key_t.data(), threads);
+        return qk_moments_of(q_rows, q.t.data(), k_rows, key_t.data(), threads, with_sxx);
     }
 
-    /// The head_metrics.csv columns of §8.5.
-    inline void add_companion_measures(const qk_moments& moments, head_metrics& m)
+    /// The head_metrics.csv columns of §8.5 that the options ask for.
+    inline void add_companion_measures(const qk_moments& moments, const head_options& options, head_metrics& m)
     {
-        const planar_rotation_result plane = planar_rotation_of_moments(moments);
-        m.bias_strength = plane.bias_strength;
-        m.drift_slope_k = plane.drift_slope_k;
-        m.drift_query_mean = plane.drift_query_mean;
-        const pca_roles_result pca = pca_roles_of_moments(moments);
-        m.pc0_r_q = pca.r_q;
-        m.pc0_r_k = pca.r_k;
-        m.pca_class = pca.role;
+        if (options.planar_rotation)
+        {
+            const planar_rotation_result plane = planar_rotation_of_moments(moments);
+            m.bias_strength = plane.bias_strength;
+            m.drift_slope_k = plane.drift_slope_k;
+            m.drift_query_mean = plane.drift_query_mean;
+        }
+        if (options.pca_roles)
+        {
+            const pca_roles_result pca = pca_roles_of_moments(moments);
+            m.pc0_r_q = pca.r_q;
+            m.pc0_r_k = pca.r_k;
+            m.pca_class = pca.role;
+        }
     }
 }  // namespace detail
 
@@ -409,9 +415,9 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     const householder rotation = householder_to_e1(fit.beta);
     clock.lap(&stage_timings::regression);
     // §8.5 on the kept, oriented rows (the measures are invariant under the orientation).
-    const detail::qk_moments moments = options.companion_measures
-                                           ? detail::head_qk_moments(q, q_rows, k, k_rows, threads)
-                                           : detail::qk_moments{};
+    const bool companion = options.planar_rotation || options.pca_roles;
+    const detail::qk_moments moments =
+        companion ? detail::head_qk_moments(q, q_rows, k, k_rows, threads, options.pca_roles) : detail::qk_moments{};
     clock.lap(&stage_timings::extensions);
     const detail::query_rotation rotated = detail::rotate_queries(q.t.data(), q_rows, fit, rotation, threads);
     q_rows.reflection = k_rows.reflection = rotation.is_identity() ? nullptr : rotation.v.data();
@@ -457,10 +463,7 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     // §2.14 and the metrics row.
     const plasticity_aggregates_result aggregates = detail::aggregates_of(result.profile, q.t);
     result.metrics = detail::head_metrics_of(q.n, k.n, d, fit, rotated.scalar, first, noise, aggregates);
-    if (options.companion_measures)
-    {
-        detail::add_companion_measures(moments, result.metrics);
-    }
+    detail::add_companion_measures(moments, options, result.metrics);
     clock.lap(&stage_timings::kernel);
     extensions.finish(models, component0, fit.beta_norm, result);
     clock.lap(&stage_timings::extensions);

@@ -40,12 +40,13 @@ struct planar_rotation_result
 namespace detail
 {
     /// OLS slope of u.x on t for one kind (S_xt . u / S_tt; 0 when t has no variance, the rule
-    /// of docs/method.md §2.3) and the Pearson r (NaN when either side has no variance).
+    /// of docs/method.md §2.3) and the Pearson r (NaN when either side has no variance, or
+    /// without S_xx).
     inline void slope_and_r(const kind_moments& m, const double* u, double& slope, double& r)
     {
         const double sxt = cross_along(m, u);
         const double stt = m.stt();
-        const double sxx = quadratic_form(m, u);
+        const double sxx = m.has_sxx ? quadratic_form(m, u) : 0.0;
         slope = stt > 0.0 ? sxt / stt : 0.0;
         r = (stt > 0.0 && sxx > 0.0) ? sxt / std::sqrt(stt * sxx) : std::numeric_limits<double>::quiet_NaN();
     }

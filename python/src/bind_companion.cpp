@@ -7,6 +7,7 @@
 
 #include <attention_plasticity/pca_roles.hpp>
 #include <attention_plasticity/planar_rotation.hpp>
+#include <nanobind/stl/optional.h>
 
 #include "common.hpp"
 #include "compare_runs.hpp"
@@ -118,6 +119,10 @@ namespace
                 options.same_dump = same_dump;
                 std::vector<std::string> notes;
                 const ap_examples::compare_result result = without_gil([&] {
+                    if (output_dir)
+                    {
+                        ap_examples::check_output_folder(options, *output_dir);
+                    }
                     ap_examples::compare_result r = ap_examples::compare_result_sets(options);
                     if (output_dir)
                     {

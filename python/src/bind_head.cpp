@@ -196,8 +196,11 @@ namespace
                     "there are fewer heads than threads.")
             .def_rw("distance_map", &ap::head_options::distance_map,
                     "The distance map of §8.1 (HeadResult.distance_map, head_distance_plasticity.csv).")
-            .def_rw("companion_measures", &ap::head_options::companion_measures,
-                    "The companion measures of §8.5 (bias_strength, the PCA roles); on by default.")
+            .def_rw("planar_rotation", &ap::head_options::planar_rotation,
+                    "The planar rotation model of §8.5 (bias_strength, drift_slope_k, drift_query_mean); on by "
+                    "default.")
+            .def_rw("pca_roles", &ap::head_options::pca_roles,
+                    "The PCA roles of §8.5 (pc0_r_q, pc0_r_k, pca_class): a SYRK of the vectors; off by default.")
             .def_rw("distance_map_extra_pairs", &ap::head_options::distance_map_extra_pairs,
                     "Extra pairs per cell for the distance map, from their own streams (§8.1).")
             .def_rw("distance_bins_per_octave", &ap::head_options::distance_bins_per_octave,

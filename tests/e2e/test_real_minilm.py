@@ -103,7 +103,7 @@ def check_fixture(c, analyze, fixture, reference, work, layout, expected_heads):
     code, _stdout, stderr = u.run(
         [analyze, "--data-root", npy, "--output-dir", out, "--num-layers", num_layers,
          "--num-q-heads", num_q_heads, "--num-k-heads", num_k_heads,
-         "--normality-max-dims", 64, "--max-tokens-per-head", 50000, "--threads", 2])
+         "--normality-max-dims", 64, "--max-tokens-per-head", 50000, "--threads", 2, "--pca-roles", "on"])
     c.check(code == 0, "ap_analyze exited %d:\n%s" % (code, stderr))
     check_errors(c, stderr, captured)
 

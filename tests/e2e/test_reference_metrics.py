@@ -6,8 +6,8 @@ usage: test_reference_metrics.py AP_ANALYZE SMALL_DUMP FIXTURE_CSV WORK_DIR
 SMALL_DUMP is tests/data/small_dump (float32 and float64 vectors, int32 and int64 columns),
 FIXTURE_CSV tests/reference/pipeline_reference.csv written by
 tests/reference/gen_pipeline_reference.py (docs/method.md §2.1, §2.3-§2.9 and tau_j / n_j).
-ap_analyze runs with no subsampling and normality_max_dims >= d - 1, so nothing compared
-here is random. Tolerances:
+ap_analyze runs with no subsampling and normality_max_dims >= d - 1 (and the PCA roles of §8.5
+on), so nothing compared here is random. Tolerances:
   counts (n_*_tokens, d_model, n_queries)       exact
   regression, R2, MAE, weights, beta norm, tau   1e-9 relative (absolute floor 1e-12: an R2
                                                  is 1 - SSres/SStot, known to ~1e-16 absolute)
@@ -106,7 +106,7 @@ def main():
     u.fresh_dir(work)
     out = os.path.join(work, "out")
     u.run([analyze, "--data-root", dump, "--output-dir", out, "--normality-max-dims", 64,
-           "--max-tokens-per-head", 50000, "--threads", 2], expect=0)
+           "--max-tokens-per-head", 50000, "--threads", 2, "--pca-roles", "on"], expect=0)
     c = u.Checker()
     compare_with_reference(c, load_fixture(fixture), load_results(out))
     c.close("test_reference_metrics")

@@ -59,21 +59,31 @@ def test_errors_name_the_function_and_argument():
 
 
 def test_analyze_head_columns():
-    """analyze_head's metrics equal the steps on the kept rows (no subsampling here)."""
+    """analyze_head's metrics equal the steps on the kept rows (no subsampling here), with the
+    library's defaults (the planar rotation model from its O(n d) moments, no PCA roles) and with
+    the PCA roles on (the moments through the SYRK)."""
     name, xq, tq, xk, tk = ref.synthetic_heads()[0]
-    n, m = len(tq), len(tk)
+    m = len(tk)
     queries = ap.Tokens(xq, tq.astype(np.int64), (tq // 100 + 1).astype(np.int64))
     keys = ap.Tokens(xk, tk.astype(np.int64), (tk // 100).astype(np.int64), np.zeros(m, dtype=np.int64))
-    r = ap.analyze_head(queries, keys)
     want = ref.planar_rotation(xq, tq, xk, tk)
     roles = ref.pca_roles(xq, tq, xk, tk)
-    m_ = r.metrics
-    assert close(m_.bias_strength, want["bias_strength"])
-    assert close(m_.drift_slope_k, want["drift_slope_k"])
-    assert close(m_.drift_query_mean, want["drift_query_mean"])
-    assert close(m_.pc0_r_q, roles["r_q"]) and close(m_.pc0_r_k, roles["r_k"])
-    assert m_.pca_class == roles["pca_class"]
+    options = ap.HeadOptions()
+    assert options.planar_rotation and not options.pca_roles  # the defaults (docs/method.md §8)
+    for pca in (False, True):
+        options.pca_roles = pca
+        r = ap.analyze_head(queries, keys, options=options).metrics
+        assert close(r.bias_strength, want["bias_strength"])
+        assert close(r.drift_slope_k, want["drift_slope_k"])
+        assert close(r.drift_query_mean, want["drift_query_mean"])
+        if pca:
+            assert close(r.pc0_r_q, roles["r_q"]) and close(r.pc0_r_k, roles["r_k"])
+            assert r.pca_class == roles["pca_class"]
+        else:
+            assert np.isnan(r.pc0_r_q) and np.isnan(r.pc0_r_k) and r.pca_class == "nan"
+    options.planar_rotation = False
+    r = ap.analyze_head(queries, keys, options=options)
+    assert np.isnan(r.metrics.bias_strength) and r.metrics.pca_class == roles["pca_class"]
     table = r.tables()["head_metrics"]
     assert list(table.columns[-6:]) == ["bias_strength", "drift_slope_k", "drift_query_mean", "pc0_r_q", "pc0_r_k",
                                         "pca_class"]
-    assert n == m_.n_q_tokens

@@ -3,10 +3,10 @@
 
 // The first and second moments of the rows [x, t] of one kind of a head (queries or keys),
 // which are all that the companion measures of docs/method.md §8.5 need: the means of x and t
-// and the centred sums of products S_xx (d x d), S_xt (d) and S_tt. Two passes over the rows
-// (means, then the centred rows with t appended through SYRK in blocks), in fixed chunks
-// reduced in chunk order, so the result does not depend on the number of threads; no n x n
-// matrix is formed.
+// and the centred sums of products S_xt (d), S_tt and (for the PCA roles only) S_xx (d x d).
+// Two passes over the rows (means, then the centred rows: with S_xx, with t appended through
+// SYRK in blocks; without, O(n d)), in fixed chunks reduced in chunk order, so the result does
+// not depend on the number of threads; no n x n matrix is formed.
 
 #include <algorithm>
 #include <cstddef>
@@ -33,6 +33,7 @@ namespace detail
         std::size_t d = 0;
         std::vector<double> mean;     // d + 1: the mean of x, then the mean of t
         std::vector<double> scatter;  // (d + 1)^2, full: sum_i (z_i - mean)(z_i - mean)^T
+        bool has_sxx = false;         // without: only the last row and column (S_xt, S_tt) are set
 
         double sxx(std::size_t i, std::size_t j) const noexcept { return scatter[i * (d + 1) + j]; }
         double sxt(std::size_t i) const noexcept { return scatter[i * (d + 1) + d]; }
@@ -43,13 +44,15 @@ namespace detail
     constexpr std::size_t qk_moment_chunk_rows = 8192;
     constexpr std::size_t qk_moment_block_rows = 256;
 
-    /// The moments of rows (n x d, through the row source) with positions t (n entries), n >= 1.
+    /// The moments of rows (n x d, through the row source) with positions t (n entries), n >= 1;
+    /// S_xx only `with_sxx` (the SYRK, n d^2 / 2 multiply-adds; otherwise the passes are O(n d)).
     template <class T>
-    kind_moments kind_moments_of(const row_source<T>& rows, const double* t, std::size_t threads)
+    kind_moments kind_moments_of(const row_source<T>& rows, const double* t, std::size_t threads, bool with_sxx)
     {
         kind_moments m;
         m.n = rows.rows;
         m.d = rows.cols;
+        m.has_sxx = with_sxx;
         const std::size_t w = m.d + 1;
         const chunks pieces{m.n, qk_moment_chunk_rows};
         const std::size_t tasks = pieces.count();
@@ -79,6 +82,38 @@ namespace detail
         for (double& x : m.mean)
         {
             x /= static_cast<double>(m.n);
+        }
+        if (!with_sxx)
+        {
+            // S_xt and S_tt alone: each chunk's sums of (t - mean_t)(x - mean) in row order.
+            partial.assign(tasks * w, 0.0);
+            parallel_for(tasks, threads, [&](std::size_t c, std::size_t) {
+                std::vector<double> row(m.d);
+                double* sum = partial.data() + c * w;
+                for (std::size_t i = pieces.begin(c); i < pieces.end(c); ++i)
+                {
+                    rows.load(i, row.data());
+                    const double dt = t[i] - m.mean[m.d];
+                    for (std::size_t j = 0; j < m.d; ++j)
+                    {
+                        sum[j] += dt * (row[j] - m.mean[j]);
+                    }
+                    sum[m.d] += dt * dt;
+                }
+            });
+            m.scatter.assign(w * w, 0.0);
+            for (std::size_t c = 0; c < tasks; ++c)
+            {
+                for (std::size_t j = 0; j < w; ++j)
+                {
+                    m.scatter[j * w + m.d] += partial[c * w + j];
+                }
+            }
+            for (std::size_t j = 0; j < m.d; ++j)
+            {
+                m.scatter[m.d * w + j] = m.scatter[j * w + m.d];
+            }
+            return m;
         }
         // Scatter: the centred rows [x - mean, t - mean_t] of each chunk through SYRK.
         partial.assign(tasks * w * w, 0.0);
@@ -158,9 +193,10 @@ namespace detail
 
     template <class TQ, class TK>
     qk_moments qk_moments_of(const row_source<TQ>& q_rows, const double* q_t, const row_source<TK>& k_rows,
-                             const double* k_t, std::size_t threads)
+                             const double* k_t, std::size_t threads, bool with_sxx)
     {
-        return qk_moments{kind_moments_of(q_rows, q_t, threads), kind_moments_of(k_rows, k_t, threads)};
+        return qk_moments{kind_moments_of(q_rows, q_t, threads, with_sxx),
+                          kind_moments_of(k_rows, k_t, threads, with_sxx)};
     }
 
     /// The moments of the public steps' arguments: queries (n_q x d) with positions t_q (n_q),
@@ -197,7 +233,7 @@ namespace detail
         require_finite(fn, "keys", k);
         require_finite(fn, "query_positions", tq);
         require_finite(fn, "key_positions", tk);
-        return qk_moments_of(rows_of(q), tq.data, rows_of(k), tk.data, 1);
+        return qk_moments_of(rows_of(q), tq.data, rows_of(k), tk.data, 1, true);
     }
 
     /// u^T S_xx u and u . S_xt of one kind along a direction u (d entries).
