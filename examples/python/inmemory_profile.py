@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Attention plasticity of a transformers model's heads, in memory: no file is written.
 
-An interpretability toolkit's view of the library: torch forward hooks on the model's query
-and key projections (attention_plasticity.capture.hook_qk) keep each head's queries and keys
-as torch tensors while the model reads text; then every head's queries and keys, with their
+An interpretability toolkit's view of the library: attention_plasticity.capture.hook_qk
+(the query and key states the model's attention function receives, through transformers'
+attention registry) keeps each head's queries and keys as torch tensors while the model
+reads text; then every head's queries and keys, with their
 positions, buckets and example ids, go to attention_plasticity.analyze_head, which reads the
 tensors in place (float32, C-contiguous: no copy) and returns the head's AP profile.
 
@@ -13,6 +14,8 @@ examples as examples/capture_qk.py cuts them (attention_plasticity.capture.make_
 select_examples), and the buckets are uniform buckets of --bucket-size positions. With the
 same options, `capture_qk.py --out DUMP ...` followed by `attention_plasticity.analyze_dump(DUMP)`
 gives the very same numbers (tests/python/test_inmemory_profile.py checks it).
+``ap.profile_model(model, tokenizer, texts, **options)`` does all of this in one call, with
+qk-sniffer's sampling options (attention_plasticity.capture_sniffer).
 
     .venv/bin/python examples/python/inmemory_profile.py --max-examples 8 --max-seq-len 128
 """
@@ -41,7 +44,7 @@ def capture_heads(model, examples, bucket_size):
     all the examples in order."""
     kept = {}  # (layer, kind) -> list of [H, seq, d] tensors, one per example
 
-    def on_vectors(layer, kind, x):  # x: [1, seq, H, d], a view of the projection's output
+    def on_vectors(layer, kind, x):  # x: [1, seq, H, d], a view of what attention reads
         kept.setdefault((layer, kind), []).append(x[0].permute(1, 0, 2).contiguous())
 
     positions, example_ids = [], []

@@ -3,7 +3,8 @@
 For each family a tiny model is built from its config class with seeded random weights
 (nothing downloaded). The check is independent of the capture: softmax(scaling * q k^T +
 mask), computed in float64 from the captured vectors with a mask built here from the rule
-the model states (causal, the layer's recorded sliding window, the padding), must equal the
+the model states (causal, the layer's recorded sliding window, the padding; Gemma 2's
+recorded logit softcap), must equal the
 attention probabilities the model itself returns (eager, output_attentions=True) to 1e-5, for
 every layer and head, on a right-padded batch; and the model's outputs with the capture on
 must equal those with it off (sdpa and eager). The recorded sliding window of each layer
@@ -41,6 +42,10 @@ FAMILIES = {
     "gemma3": ("Gemma3TextConfig", dict(head_dim=8, sliding_window=WINDOW,
                                         layer_types=["sliding_attention", "full_attention",
                                                      "sliding_attention", "full_attention"]),
+               [WINDOW, None, WINDOW, None], []),
+    "gemma2": ("Gemma2Config", dict(head_dim=8, sliding_window=WINDOW, query_pre_attn_scalar=8,
+                                    attn_logit_softcapping=5.0,
+                                    layer_types=["sliding_attention", "full_attention"] * 2),
                [WINDOW, None, WINDOW, None], []),
     "smollm3": ("SmolLM3Config", dict(no_rope_layer_interval=2), [None] * 4, [1, 3]),
     "phi3": ("Phi3Config", {}, [None] * 4, []),
@@ -102,6 +107,8 @@ def check_probabilities(model, causal=True, windows=None, nope=()):
             ok = allowed(SEQ, valid, info.sliding_window, causal)
             for h in range(q.shape[2]):
                 scores = info.scaling * q[b, :, h] @ k[b, :, h // group].T
+                if info.softcap:  # Gemma 2: the scores are capped (recorded by the capture)
+                    scores = info.softcap * np.tanh(scores / info.softcap)
                 scores = np.where(ok, scores, -np.inf)
                 probs = np.exp(scores - scores.max(axis=1, keepdims=True))
                 probs /= probs.sum(axis=1, keepdims=True)
@@ -128,10 +135,11 @@ def test_family(family):
     assert all(info.rope != info.nope for info in infos.values())
     assert infos[0].hook_name("q") == "blocks.0.attn.hook_rot_q"
     check_unchanged(eager)
-    sdpa = build(family, "sdpa")
-    assert sdpa.config._attn_implementation == "sdpa"
-    check_unchanged(sdpa)
-    assert sdpa.config._attn_implementation == "sdpa"  # restored
+    if type(eager)._supports_sdpa:  # not Gemma 2 (softcapping)
+        sdpa = build(family, "sdpa")
+        assert sdpa.config._attn_implementation == "sdpa"
+        check_unchanged(sdpa)
+        assert sdpa.config._attn_implementation == "sdpa"  # restored
 
 
 def test_gqa_key_heads_once():
