@@ -18,9 +18,15 @@ at positions >= 16 (so that the sink is not trivially the only key):
   self      mean attention on the query's own position
   dist      mean attended distance sum_s p(s) (t - s), in tokens
   entropy   mean entropy of the attention distribution, in nats
+  TV        how far its attention is from a purely positional head: the total variation
+            distance between each query's attention and the head's mean attention at the
+            same offsets t - s (averaged over all queries, renormalised over the query's
+            keys), averaged over queries: 0 = the attention depends on the offset alone,
+            1 = entirely on something else (the content)
 
-and calls a head a *sink* head when sink > 0.5, a *previous-token* head when prev > 0.5,
-*local* when dist < 8 (most of its attention within a few bytes), else *content*. Printed as
+and calls a head a *sink* head when sink > 0.5, a *previous-token* head when prev > 0.5, a
+positional head when TV < 0.5 (*recency* when dist < 64, else *broad*: close to uniform), else a
+*content* head. Printed as
 a Markdown table with the layer's type (RoPE/NoPE, sliding/full) and the head's
 ap_overall, ap_first20, ap_last20 from RESULTS/head_metrics.csv; --figure draws ap_overall
 against the mean attended distance, coloured by layer type. Deterministic (one thread).
@@ -33,15 +39,16 @@ import numpy as np
 import pandas as pd
 
 MIN_POSITION = 16
+POSITIONAL_TV = 0.5
 
 
-def role(prev, sink, dist):
+def role(prev, sink, tv, dist):
     if sink > 0.5:
         return "sink"
     if prev > 0.5:
         return "previous-token"
-    if dist < 8:
-        return "local"
+    if tv < POSITIONAL_TV:
+        return "recency" if dist < 64 else "broad"
     return "content"
 
 
@@ -51,30 +58,48 @@ def layer_kind(config, layer):
     return rope + (", sliding %d" % config.sliding_window if window else ", full")
 
 
-def head_stats(model, examples):
+def _attentions(model, examples):
+    """(example length, [layer] -> [heads, queries >= MIN_POSITION, keys] float64) per example."""
     import torch
-    cfg = model.config
-    n_layers, n_heads = cfg.num_hidden_layers, cfg.num_attention_heads
-    sums = np.zeros((n_layers, n_heads, 5))
-    count = 0
     with torch.no_grad():
         for ids in examples:
             out = model(input_ids=torch.tensor([ids]), output_attentions=True, use_cache=False)
-            t = len(ids)
-            pos = np.arange(t)
-            keep = pos >= MIN_POSITION
-            dist = (pos[:, None] - pos[None, :]).clip(min=0).astype(np.float64)
-            for layer, att in enumerate(out.attentions):
-                p = att[0].double().numpy()[:, keep, :]          # [heads, queries, keys]
-                q_pos = pos[keep]
-                prev = p[:, np.arange(len(q_pos)), q_pos - 1]
-                sink = p[:, :, 0]
-                own = p[:, np.arange(len(q_pos)), q_pos]
-                d = (p * dist[keep][None]).sum(-1)
-                ent = -(p * np.log(np.where(p > 0, p, 1.0))).sum(-1)
-                for i, v in enumerate((prev, sink, own, d, ent)):
-                    sums[layer, :, i] += v.sum(-1)
-            count += int(keep.sum())
+            yield len(ids), [a[0].double().numpy()[:, MIN_POSITION:, :] for a in out.attentions]
+
+
+def head_stats(model, examples):
+    """[layer, head, 6]: prev, sink, self, dist, entropy, positional TV (see the docstring)."""
+    cfg = model.config
+    n_layers, n_heads = cfg.num_hidden_layers, cfg.num_attention_heads
+    sums = np.zeros((n_layers, n_heads, 6))
+    width = max(len(ids) for ids in examples)
+    by_offset = np.zeros((n_layers, n_heads, width))   # sum of p(t - delta) over queries
+    n_offset = np.zeros(width)                           # queries with t >= delta
+    count = 0
+    for t, atts in _attentions(model, examples):
+        q_pos = np.arange(MIN_POSITION, t)
+        rows = np.arange(len(q_pos))
+        offset = q_pos[:, None] - np.arange(t)[None, :]   # t - s; < 0: masked keys
+        causal = offset >= 0
+        for layer, p in enumerate(atts):
+            ent = -(p * np.log(np.where(p > 0, p, 1.0))).sum(-1)
+            for i, v in enumerate((p[:, rows, q_pos - 1], p[:, :, 0], p[:, rows, q_pos],
+                                   (p * offset.clip(min=0)[None]).sum(-1), ent)):
+                sums[layer, :, i] += v.sum(-1)
+            for h in range(n_heads):
+                by_offset[layer, h] += np.bincount(offset[causal], p[h][causal], width)
+        n_offset += np.bincount(offset[causal], minlength=width)
+        count += len(q_pos)
+    profile = by_offset / np.maximum(n_offset, 1)        # the head's mean attention at offset
+    for t, atts in _attentions(model, examples):
+        q_pos = np.arange(MIN_POSITION, t)
+        offset = q_pos[:, None] - np.arange(t)[None, :]
+        causal = offset >= 0
+        for layer, p in enumerate(atts):
+            for h in range(n_heads):
+                expect = np.where(causal, profile[layer, h][offset.clip(min=0)], 0.0)
+                expect /= expect.sum(-1, keepdims=True)
+                sums[layer, h, 5] += 0.5 * np.abs(p[h] - expect).sum()
     return sums / count
 
 
@@ -104,26 +129,26 @@ def main():
     rows = []
     for layer in range(stats.shape[0]):
         for head in range(stats.shape[1]):
-            prev, sink, own, dist, ent = stats[layer, head]
+            prev, sink, own, dist, ent, tv = stats[layer, head]
             m = metrics[(metrics.layer == layer) & (metrics.q_head == head)]
             ap = m.iloc[0] if len(m) else None
             rows.append({"layer": layer, "q_head": head,
                          "layer_type": layer_kind(model.config, layer),
                          "prev": prev, "sink": sink, "self": own, "dist": dist,
-                         "entropy": ent, "role": role(prev, sink, dist),
+                         "entropy": ent, "tv": tv, "role": role(prev, sink, tv, dist),
                          "ap_overall": np.nan if ap is None else ap.ap_overall,
                          "ap_first20": np.nan if ap is None else ap.ap_first20,
                          "ap_last20": np.nan if ap is None else ap.ap_last20})
     table = pd.DataFrame(rows)
     if args.csv:
         table.to_csv(args.csv, index=False, float_format="%.4f")
-    print("| layer | head | layer type | prev | sink | self | dist | entropy | role | "
+    print("| layer | head | layer type | prev | sink | self | dist | entropy | TV | role | "
           "ap_overall | ap_first20 | ap_last20 |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| %d | %d | %s | %.2f | %.2f | %.2f | %.1f | %.2f | %s | %.3f | %.3f | %.3f |"
+        print("| %d | %d | %s | %.2f | %.2f | %.2f | %.1f | %.2f | %.2f | %s | %.3f | %.3f | %.3f |"
               % (r["layer"], r["q_head"], r["layer_type"], r["prev"], r["sink"], r["self"],
-                 r["dist"], r["entropy"], r["role"], r["ap_overall"], r["ap_first20"],
+                 r["dist"], r["entropy"], r["tv"], r["role"], r["ap_overall"], r["ap_first20"],
                  r["ap_last20"]))
     print()
     print("| group | heads | ap_overall mean | min | max |")
@@ -137,7 +162,8 @@ def main():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         fig, ax = plt.subplots(figsize=(7, 4.5))
-        markers = {"sink": "s", "previous-token": "^", "local": "D", "content": "o"}
+        markers = {"sink": "s", "previous-token": "^", "recency": "D", "broad": "v",
+                   "content": "o"}
         colors = {}
         for kind, g in table.groupby("layer_type", sort=True):
             colors[kind] = None

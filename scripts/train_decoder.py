@@ -25,16 +25,16 @@ attend to a sliding window of 128 tokens; the others are full causal RoPE layers
 
 Text: the strings of CPython's ``pydoc_data/topics.py`` (the Language Reference topics that
 ``help()`` shows; Python Software Foundation License), through
-``attention_plasticity.capture.pydoc_documents`` when the package is importable. Tokenizer:
+``attention_plasticity.capture.pydoc_documents`` when the package is installed. Tokenizer:
 byte-level (token id = byte value, GPT-2's byte-to-character map so that the
 ``tokenizers`` library can hold it), plus ``<|bos|>`` (256), ``<|eos|>`` (257), ``<|pad|>``
 (258). Every example starts with ``<|bos|>`` at position 0, then ``seq_len - 1`` bytes of a
 training document stream (the topics joined with ``<|eos|>``); the model predicts the bytes.
 Held out: every 12th topic (sorted order, index % 12 == 7: augassign, class, exceptions,
-import, power, try; 25,266 bytes, 5.4%), the held-out loss is the mean
-over a fixed set of windows of it.
+import, power, try; 25,266 bytes of text, 5.4%); the held-out loss is the mean over a fixed
+set of windows of it (--val-windows in pre-training, half as many in the extension).
 
-Schedule (defaults): pre-training 1,000 steps of 4 x 512 tokens (2.0M tokens, about 4.7
+Schedule (defaults): pre-training 1,000 steps of 4 x 512 tokens (2.0M tokens, about 4.6
 passes over the training bytes; AdamW betas (0.9, 0.95), lr 3e-3, 50 warm-up steps, cosine to
 3e-4, weight decay 0.05, gradient clip 1.0); --extend: 100 more steps of 2 x 1024 tokens
 (0.2M tokens) with the RoPE base raised to 100,000 (a fresh AdamW, lr 6e-4, 10 warm-up
@@ -43,14 +43,17 @@ steps, cosine to 6e-5), max_position_embeddings 1024, the sliding window unchang
 Determinism: one seed (--seed) fixes the initial weights (torch.manual_seed), the order of
 the training windows (a torch.Generator seeded from it) and the held-out windows;
 torch.use_deterministic_algorithms(True) and --threads 1 (default) give the same loss.csv
-and the same weights on a rerun on the same machine.
+(but its timing columns) and the same weight files on a rerun on the same machine
+(tests/python/test_train_decoder.py checks it at a tiny scale).
 
 loss.csv columns: phase (pretrain | extend), step (global, 1-based), tokens (seen so far),
 seq_len, rope_theta, lr, train_loss (mean over the steps since the previous row, nats per
 byte), val_loss (held-out loss at this step, nats per byte; empty when not evaluated),
 elapsed_s (wall time since the start of training, model building excluded), cpu_s (this
 process's CPU time over the same span: on a shared machine the honest measure of the cost).
-All columns but the last two are the same on a rerun.
+With --extend, the first extend row (step = the last pre-training step, lr 0, no
+train_loss) is the held-out loss of the pre-trained model at the longer context and the
+larger RoPE base, before any extension step.
 """
 
 import argparse
@@ -63,8 +66,6 @@ import time
 
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 
 BOS, EOS, PAD = 256, 257, 258
 VOCAB = 259
@@ -115,11 +116,10 @@ def parse_args(argv):
 
 def documents():
     """[(topic, text)] of pydoc_data/topics.py in sorted topic order."""
-    try:
-        sys.path.insert(0, os.path.join(ROOT, "python"))
+    try:      # the installed package's (the capture cuts the same documents)
         from attention_plasticity.capture import pydoc_documents
         return pydoc_documents()
-    except ImportError:       # the package's compiled module is not needed for this
+    except ImportError:       # not installed: the same list, straight from the interpreter
         from pydoc_data.topics import topics
         return [(name, topics[name]) for name in sorted(topics)]
 

@@ -1,5 +1,5 @@
 # The tests of the Python package (tests/python/test_bindings_*.py, test_inmemory_profile.py,
-# test_capture_*.py),
+# test_capture_*.py, test_train_decoder.py),
 # with pytest, in the project's venv (tests/ap_python.cmake: AP_TEST_PYTHON_FULL).
 #
 # python_package_install (a fixture every one of them requires) installs the package built from
@@ -21,6 +21,8 @@ set_tests_properties(python_package_install PROPERTIES TIMEOUT 1800 LABELS pytho
 
 set(_ap_binding_tests bindings_kernel bindings_steps bindings_extensions bindings_companion bindings_memory bindings_api
     inmemory_profile capture_families capture_sniffer capture_toolkits)
+# scripts/train_decoder.py at a tiny scale (the decoder of tests/data/real_decoder).
+list(APPEND _ap_binding_tests train_decoder)
 set(_ap_binding_env "")
 if(AP_BUILD_EXAMPLES)
   # The comparisons with the C++ programs (same rows, same CSV bytes, same shards).
