@@ -224,8 +224,8 @@ def plot(study, compare_dir, out):
     sets = study["sets"]
     onset = next((i for i, s in enumerate(sets) if s["phase"] != sets[0]["phase"]), None)
     argv = [csv_path, "-o", os.path.join(figures, "trajectory.png"),
-            "--title", "Decoder trained here: mean over all heads per checkpoint "
-                       "(pre-training, then context extension)"]
+            "--title", "Decoder checkpoints, mean over heads: "
+                       "pre-training (pre-*), then context extension (ext-*)"]
     if onset is not None:
         # The per-head change at the extension's onset: the last pre-training checkpoint to the
         # first extension checkpoint.
