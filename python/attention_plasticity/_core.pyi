@@ -1536,13 +1536,22 @@ class HeadOptions:
     def distance_map(self, arg: bool, /) -> None: ...
 
     @property
-    def companion_measures(self) -> bool:
+    def planar_rotation(self) -> bool:
         """
-        The companion measures of §8.5 (bias_strength, the PCA roles); on by default.
+        The planar rotation model of §8.5 (bias_strength, drift_slope_k, drift_query_mean); on by default.
         """
 
-    @companion_measures.setter
-    def companion_measures(self, arg: bool, /) -> None: ...
+    @planar_rotation.setter
+    def planar_rotation(self, arg: bool, /) -> None: ...
+
+    @property
+    def pca_roles(self) -> bool:
+        """
+        The PCA roles of §8.5 (pc0_r_q, pc0_r_k, pca_class): a SYRK of the vectors; off by default.
+        """
+
+    @pca_roles.setter
+    def pca_roles(self, arg: bool, /) -> None: ...
 
     @property
     def distance_map_extra_pairs(self) -> int:
