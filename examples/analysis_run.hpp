@@ -58,7 +58,8 @@ public:
     {
         check_analyze_config(m_config);
         m_scan = scan_dump(m_config.data_root);
-        const dump_layout layout = resolve_layout(m_scan, m_config.layout, read_dump_metadata(m_config.data_root));
+        const dump_layout layout = resolve_layout(m_scan, m_config.layout, read_dump_metadata(m_config.data_root),
+                                                  read_model_config(m_config.model_config), m_config.model_config);
         m_plan = plan_heads(m_scan, layout, m_config.selection);
         if (m_config.shard)
         {
@@ -71,8 +72,38 @@ public:
         m_config.options.threads = std::max<std::size_t>(1, m_config.worker_threads() / m_threads);
     }
 
-    /// Checks and locks the output folder (result_set_writer's errors): before any work.
-    void open_output() { m_writer.emplace(m_config.output_dir, file_names()); }
+    /// Checks and locks the output folder (result_set_writer's errors), and that its file
+    /// system has room for at least the smallest set this run can write: before any work.
+    void open_output()
+    {
+        m_writer.emplace(m_config.output_dir, file_names());
+        m_writer->require_free_space(minimum_set_sizes());
+    }
+
+    /// A lower bound on the size of each file of the set: the header lines and, per head,
+    /// one metrics row of at least one character per column (a full disk is refused before
+    /// the work; a larger set that does not fit fails at its writing, leaving the earlier set
+    /// current).
+    std::vector<std::uint64_t> minimum_set_sizes() const
+    {
+        std::vector<std::uint64_t> sizes;
+        for (const auto& table : result_tables())
+        {
+            const std::string header = table.header;
+            sizes.push_back(header.size() + 1);
+        }
+        if (!sizes.empty())
+        {
+            const std::string metrics = result_tables().front().header;
+            const auto columns = static_cast<std::uint64_t>(std::count(metrics.begin(), metrics.end(), ',') + 1);
+            sizes.front() += 2 * columns * m_plan.heads.size();
+        }
+        if (m_shard)
+        {
+            sizes.push_back(100 * (m_plan.heads.size() + 1));
+        }
+        return sizes;
+    }
 
     const analyze_config& config() const { return m_config; }
     /// The heads of the run (of its shard, when sharded), in (layer, q_head) order.

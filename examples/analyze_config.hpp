@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -38,7 +39,8 @@ inline attention_plasticity::head_options analyze_default_options()
 struct analyze_config
 {
     std::string data_root;
-    layout_counts layout;      // unset counts come from metadata.json or the folder names
+    layout_counts layout;      // unset counts come from model_config or metadata.json (never guessed)
+    std::string model_config;  // the model's config.json ("" none)
     head_selection selection;  // --layers / --heads
     attention_plasticity::head_options options = analyze_default_options();  // docs/method.md §2 and §8
     std::string output_dir = ".";
@@ -47,6 +49,9 @@ struct analyze_config
     /// The text each option was last set from (key -> text), as the option table's setters
     /// record it: what a shard's manifest says of an option it has no canonical form for.
     std::map<std::string, std::string> given;
+    /// Keep each analyzed head's result beside its rows (head_rows::result): the Python package's
+    /// DataFrames are made from the numbers, not from the CSV text.
+    bool keep_results = false;
 
     std::size_t worker_threads() const
     {
@@ -57,16 +62,111 @@ struct analyze_config
 /// The largest thread count accepted.
 inline constexpr std::size_t max_threads = 4096;
 
-/// A setter of an on|off option of head_options.
-inline auto on_off(bool attention_plasticity::head_options::*field)
+/// Integer in [INT64_MIN, INT64_MAX] (an optional '-' then digits).
+inline std::int64_t parse_signed(const std::string& name, const std::string& raw)
 {
-    return [field](analyze_config& config, const std::string& label, const std::string& text) {
-        if (text != "on" && text != "off")
-        {
-            throw usage_error(label + ": '" + text + "' is not on or off");
-        }
-        config.options.*field = text == "on";
+    const std::string text = trim(raw);
+    const bool negative = !text.empty() && text[0] == '-';
+    const std::uint64_t magnitude =
+        parse_unsigned(name, negative ? text.substr(1) : text, 0, std::uint64_t{1} << 63);
+    if (!negative && magnitude > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    {
+        throw usage_error(name + ": '" + raw + "' is out of range");
+    }
+    return negative ? static_cast<std::int64_t>(0 - magnitude) : static_cast<std::int64_t>(magnitude);
+}
+
+/// The options of one head (attention_plasticity::head_options, docs/method.md §2 and §8) with
+/// their domains: the one check of every front end. ap_analyze's flags and --config keys and
+/// analyze_dump's keywords (analyze_options() below takes these entries), and the Python
+/// HeadOptions' keywords and attributes set a head's options through these setters, so the same
+/// value is refused with the same message (naming the option as the user wrote it) everywhere.
+/// The help texts are ap_analyze's (--help); the last three are the library's only.
+inline const option_table<attention_plasticity::head_options>& head_option_table()
+{
+    using o = attention_plasticity::head_options;
+    auto count = [](std::size_t o::*field, std::uint64_t min_value, std::uint64_t max_value) {
+        return [=](o& options, const std::string& label, const std::string& text) {
+            options.*field = static_cast<std::size_t>(parse_unsigned(label, text, min_value, max_value));
+        };
     };
+    auto on_off = [](bool o::*field) {
+        return [field](o& options, const std::string& label, const std::string& text) {
+            if (text != "on" && text != "off")
+            {
+                throw usage_error(label + ": '" + text + "' is not on or off");
+            }
+            options.*field = text == "on";
+        };
+    };
+    static const option_table<o> table = {
+        {"max_tokens_per_head", "N", "subsample queries (keys) above this many [50000]",
+         count(&o::max_tokens_per_head, 2, std::uint64_t{1} << 40)},
+        {"normality_max_dims", "N", "noise components with a KS test [64]",
+         count(&o::normality_max_dims, 1, std::uint64_t{1} << 40)},
+        {"p_alpha", "X", "KS significance level, in [0, 1] [0.01]",
+         [](o& options, const std::string& label, const std::string& text) {
+             options.p_alpha = parse_real(label, text, 0.0, 1.0);
+         }},
+        {"seed", "N", "seed of subsampling, KS component choice and pair sampling [0]",
+         [](o& options, const std::string& label, const std::string& text) {
+             options.seed = parse_unsigned(label, text);
+         }},
+        {"num_pairs_per_bucket", "N", "key pairs per (query bucket, key bucket) cell [256]",
+         count(&o::num_pairs_per_bucket, 1, std::uint64_t{1} << 32)},
+        {"max_rel_dist", "X", "pair window as a fraction of the example length, in [0, 1] [0.05]",
+         [](o& options, const std::string& label, const std::string& text) {
+             options.max_rel_dist = parse_real(label, text, 0.0, 1.0);
+         }},
+        {"min_bucket_queries", "N",
+         "query buckets with fewer queries are flagged (small_bucket) and left out of the aggregates and intervals "
+         "(§2.14) [16]",
+         count(&o::min_bucket_queries, 2, std::uint64_t{1} << 40)},
+        {"distance_map", "on|off", "head_distance_plasticity.csv, PP by key and query distance (§8.1) [on]",
+         on_off(&o::distance_map)},
+        {"distance_map_extra_pairs", "N", "extra pairs per cell for the distance map, own streams (§8.1) [0]",
+         count(&o::distance_map_extra_pairs, 0, std::uint64_t{1} << 32)},
+        {"distance_bins_per_octave", "N", "bins of the distance map per doubling of distance, 1-1024 (§8.1) [1]",
+         count(&o::distance_bins_per_octave, 1, attention_plasticity::max_bins_per_octave)},
+        {"empirical_ap", "on|off", "model-free AP from the actual queries, pairs x queries GEMMs (§8.2) [off]",
+         on_off(&o::empirical_ap)},
+        {"empirical_max_queries", "N", "queries per bucket for the empirical AP, seeded subsample; 0 = all (§8.2) [0]",
+         count(&o::empirical_max_queries, 0, std::uint64_t{1} << 40)},
+        {"confidence_intervals", "on|off", "standard errors, bias and intervals of AP_j and ap_overall (§8.3) [on]",
+         on_off(&o::confidence_intervals)},
+        {"planar_rotation", "on|off", "head_metrics.csv bias_strength, drift_slope_k, drift_query_mean (§8.5) [on]",
+         on_off(&o::planar_rotation)},
+        {"pca_roles", "on|off", "head_metrics.csv pc0_r_q, pc0_r_k, pca_class: a SYRK of the vectors (§8.5) [off]",
+         on_off(&o::pca_roles)},
+        {"confidence_level", "X", "level of the intervals, in (0, 1) (§8.3) [0.95]",
+         [](o& options, const std::string& label, const std::string& text) {
+             const double level =
+                 parse_real(label, text, std::numeric_limits<double>::lowest(), std::numeric_limits<double>::max());
+             if (!(level > 0.0 && level < 1.0))
+             {
+                 throw usage_error(label + ": " + text + " is not strictly between 0 and 1");
+             }
+             options.confidence_level = level;
+         }},
+        // The library's only (not options of ap_analyze).
+        {"covariance_epsilon", "X", "ridge added to the diagonal of Sigma_j (§2.10), finite, >= 0 [1e-12]",
+         [](o& options, const std::string& label, const std::string& text) {
+             options.covariance_epsilon = parse_real(label, text, 0.0, std::numeric_limits<double>::max());
+         }},
+        {"sliding_window", "N", "the head's sliding window in tokens (§2.11); <= 0: none [0]",
+         [](o& options, const std::string& label, const std::string& text) {
+             options.sliding_window = parse_signed(label, text);
+         }},
+        {"threads", "N", "threads for this one head, the calling thread included; 0 or 1: one [1]",
+         count(&o::threads, 0, max_threads)},
+    };
+    return table;
+}
+
+/// Whether a key of head_option_table() is also an option of ap_analyze.
+inline bool is_analyze_head_option(const std::string& key)
+{
+    return key != "covariance_epsilon" && key != "sliding_window" && key != "threads";
 }
 
 inline const option_table<analyze_config>& analyze_options()
@@ -78,14 +178,26 @@ inline const option_table<analyze_config>& analyze_options()
             config.layout.*field = static_cast<std::size_t>(parse_unsigned(label, text, 1, max_count));
         };
     };
+    // An option of head_option_table(), setting config.options.
+    auto head = [](const char* key) {
+        const auto* spec = find_option(head_option_table(), key);
+        return option_spec<c>{spec->name, spec->metavar, spec->help,
+                              [set = spec->set](c& config, const std::string& label, const std::string& text) {
+                                  set(config.options, label, text);
+                              }};
+    };
     static option_table<analyze_config> table = {
-        {"data_root", "DIR", "root of the dump: l{LL}h{HH}{q|k}/*.npy (required)", set_option::path(&c::data_root)},
+        {"data_root", "DIR", "root of the dump: its l{LL}h{HH}{q|k} folders (required)", set_option::path(&c::data_root)},
         {"num_layers", "N", "layers of the model [metadata.json, else the highest layer present + 1]",
          count(&layout_counts::num_layers)},
-        {"num_q_heads", "N", "query heads per layer [metadata.json, else inferred from a complete dump]",
+        {"num_q_heads", "N", "query heads per layer [--model-config or metadata.json; required otherwise]",
          count(&layout_counts::num_q_heads)},
         {"num_k_heads", "N", "key heads per layer; divides num_q_heads (GQA) [as num_q_heads]",
          count(&layout_counts::num_k_heads)},
+        {"model_config", "PATH",
+         "the model's config.json: num_q_heads, num_k_heads, num_layers from its num_attention_heads, "
+         "num_key_value_heads, num_hidden_layers",
+         set_option::path(&c::model_config)},
         {"layers", "LIST", "layers to analyze, e.g. 0-3,7 [all]",
          [](c& config, const std::string& label, const std::string& text) {
              config.selection.layers = parse_index_set(label, text, max_count - 1);
@@ -98,33 +210,13 @@ inline const option_table<analyze_config>& analyze_options()
              config.selection.heads_label = label;
          },
          true},
-        {"max_tokens_per_head", "N", "subsample queries (keys) above this many [50000]",
-         [](c& config, const std::string& label, const std::string& text) {
-             config.options.max_tokens_per_head =
-                 static_cast<std::size_t>(parse_unsigned(label, text, 2, std::uint64_t{1} << 40));
-         }},
-        {"normality_max_dims", "N", "noise components with a KS test [64]",
-         [](c& config, const std::string& label, const std::string& text) {
-             config.options.normality_max_dims =
-                 static_cast<std::size_t>(parse_unsigned(label, text, 1, std::uint64_t{1} << 40));
-         }},
-        {"p_alpha", "X", "KS significance level, in [0, 1] [0.01]",
-         [](c& config, const std::string& label, const std::string& text) {
-             config.options.p_alpha = parse_real(label, text, 0.0, 1.0);
-         }},
-        {"seed", "N", "seed of subsampling, KS component choice and pair sampling [0]",
-         [](c& config, const std::string& label, const std::string& text) {
-             config.options.seed = parse_unsigned(label, text);
-         }},
-        {"num_pairs_per_bucket", "N", "key pairs per (query bucket, key bucket) cell [256]",
-         [](c& config, const std::string& label, const std::string& text) {
-             config.options.num_pairs_per_bucket =
-                 static_cast<std::size_t>(parse_unsigned(label, text, 1, std::uint64_t{1} << 32));
-         }},
-        {"max_rel_dist", "X", "pair window as a fraction of the example length, in [0, 1] [0.05]",
-         [](c& config, const std::string& label, const std::string& text) {
-             config.options.max_rel_dist = parse_real(label, text, 0.0, 1.0);
-         }},
+        head("max_tokens_per_head"),
+        head("normality_max_dims"),
+        head("p_alpha"),
+        head("seed"),
+        head("num_pairs_per_bucket"),
+        head("max_rel_dist"),
+        head("min_bucket_queries"),
         {"output_dir", "DIR", "where the CSVs are written (created if needed) [.]", set_option::path(&c::output_dir)},
         {"threads", "N", "worker threads, 0 = hardware concurrency [0]", set_option::unsigned_in(&c::threads, 0, max_threads)},
         {"shard", "I/N",
@@ -134,40 +226,15 @@ inline const option_table<analyze_config>& analyze_options()
              config.shard = parse_shard_spec(label, text);
          }},
         // The extensions of docs/method.md §8 (they add columns and files, never change the others).
-        {"distance_map", "on|off", "head_distance_plasticity.csv, PP by key and query distance (§8.1) [on]",
-         on_off(&attention_plasticity::head_options::distance_map)},
-        {"distance_map_extra_pairs", "N", "extra pairs per cell for the distance map, own streams (§8.1) [0]",
-         [](c& config, const std::string& label, const std::string& text) {
-             config.options.distance_map_extra_pairs =
-                 static_cast<std::size_t>(parse_unsigned(label, text, 0, std::uint64_t{1} << 32));
-         }},
-        {"distance_bins_per_octave", "N", "bins of the distance map per doubling of distance, 1-1024 (§8.1) [1]",
-         [](c& config, const std::string& label, const std::string& text) {
-             config.options.distance_bins_per_octave = static_cast<std::size_t>(
-                 parse_unsigned(label, text, 1, attention_plasticity::max_bins_per_octave));
-         }},
-        {"empirical_ap", "on|off", "model-free AP from the actual queries, pairs x queries GEMMs (§8.2) [off]",
-         on_off(&attention_plasticity::head_options::empirical_ap)},
-        {"empirical_max_queries", "N", "queries per bucket for the empirical AP, seeded subsample; 0 = all (§8.2) [0]",
-         [](c& config, const std::string& label, const std::string& text) {
-             config.options.empirical_max_queries =
-                 static_cast<std::size_t>(parse_unsigned(label, text, 0, std::uint64_t{1} << 40));
-         }},
-        {"confidence_intervals", "on|off", "standard errors, bias and intervals of AP_j and ap_overall (§8.3) [on]",
-         on_off(&attention_plasticity::head_options::confidence_intervals)},
-        {"planar_rotation", "on|off", "head_metrics.csv bias_strength, drift_slope_k, drift_query_mean (§8.5) [on]",
-         on_off(&attention_plasticity::head_options::planar_rotation)},
-        {"pca_roles", "on|off", "head_metrics.csv pc0_r_q, pc0_r_k, pca_class: a SYRK of the vectors (§8.5) [off]",
-         on_off(&attention_plasticity::head_options::pca_roles)},
-        {"confidence_level", "X", "level of the intervals, in (0, 1) (§8.3) [0.95]",
-         [](c& config, const std::string& label, const std::string& text) {
-             const double level = parse_real(label, text, 0.0, 1.0);
-             if (!(level > 0.0 && level < 1.0))
-             {
-                 throw usage_error(label + ": " + text + " is not strictly between 0 and 1");
-             }
-             config.options.confidence_level = level;
-         }},
+        head("distance_map"),
+        head("distance_map_extra_pairs"),
+        head("distance_bins_per_octave"),
+        head("empirical_ap"),
+        head("empirical_max_queries"),
+        head("confidence_intervals"),
+        head("planar_rotation"),
+        head("pca_roles"),
+        head("confidence_level"),
     };
     static const bool recording = [] {
         for (auto& option : table)
@@ -188,7 +255,8 @@ inline const option_table<analyze_config>& analyze_options()
 /// threads, which shard. Every other option determines the results.
 inline bool is_run_option(const std::string& key)
 {
-    return key == "data_root" || key == "output_dir" || key == "threads" || key == "shard";
+    // model_config gives the layout, which result_options() records as resolved.
+    return key == "data_root" || key == "output_dir" || key == "threads" || key == "shard" || key == "model_config";
 }
 
 /// The options that determine a run's results, key -> canonical value, in the order of the
@@ -212,6 +280,7 @@ inline std::vector<std::pair<std::string, std::string>> result_options(const ana
         {"seed", std::to_string(o.seed)},
         {"num_pairs_per_bucket", std::to_string(o.num_pairs_per_bucket)},
         {"max_rel_dist", format_number(o.max_rel_dist)},
+        {"min_bucket_queries", std::to_string(o.min_bucket_queries)},
         {"distance_map", o.distance_map ? "on" : "off"},
         {"distance_map_extra_pairs", std::to_string(o.distance_map_extra_pairs)},
         {"distance_bins_per_octave", std::to_string(o.distance_bins_per_octave)},
@@ -240,7 +309,9 @@ inline std::vector<std::pair<std::string, std::string>> result_options(const ana
     return out;
 }
 
-inline std::string analyze_help(const char* program)
+/// The --help text. `reads_parquet`: the front end also reads qk-sniffer's data.parquet
+/// folders (the Python module's).
+inline std::string analyze_help(const char* program, bool reads_parquet = false)
 {
     std::ostringstream out;
     out << "usage: " << program << " --data-root DIR --output-dir DIR [--config FILE] [options]\n\n"
@@ -252,9 +323,15 @@ inline std::string analyze_help(const char* program)
         << "With --shard I/N it analyzes shard I of N only (docs/method.md §8.4) and writes, besides\n"
         << "its part of the CSVs, shard.json; ap_merge joins the N shard folders into the CSVs of one\n"
         << "run, byte for byte.\n\n"
+        << (reads_parquet ? "Each head folder of data_root is read in qk-sniffer's Parquet layout when it holds\n"
+                            "data.parquet (docs/method.md §1.2), else in the NPY layout (vector.npy, position.npy,\n"
+                            "... §1.1).\n\n"
+                          : "Each head folder of data_root holds the NPY files of docs/method.md §1.1 (vector.npy,\n"
+                            "position.npy, bucket.npy, example_id.npy).\n\n")
         << "Heads that were not captured (no query folder) are not errors. The layout (num_layers,\n"
-        << "num_q_heads, num_k_heads) comes from the options, from data_root/" << dump_metadata_file << ", or\n"
-        << "from the folder names when every head is present.\n\n"
+        << "num_q_heads, num_k_heads) comes from the options, the model's config.json (--model-config)\n"
+        << "or data_root/" << dump_metadata_file << "; the head counts are never guessed from the folder\n"
+        << "names (a capture may hold some heads only), num_layers alone may be (the highest layer).\n\n"
         << options_help(analyze_options()) << "\n"
         << "Exit status: 0 every present head analyzed, 1 some head failed (reported on stderr as\n"
         << "'error: layer L q_head H: FILE: reason'; its rows are left out) or the results could\n"
@@ -274,8 +351,9 @@ inline void check_analyze_config(const analyze_config& config)
     const auto& counts = config.layout;
     if (counts.num_q_heads && counts.num_k_heads && *counts.num_q_heads % *counts.num_k_heads != 0)
     {
-        throw usage_error("num_q_heads (" + std::to_string(*counts.num_q_heads) + ") must be a multiple of num_k_heads ("
-                          + std::to_string(*counts.num_k_heads) + ")");
+        throw usage_error("num_q_heads (" + std::to_string(*counts.num_q_heads)
+                          + ", given) must be a multiple of num_k_heads (" + std::to_string(*counts.num_k_heads)
+                          + ", given)");
     }
 }
 

@@ -90,6 +90,10 @@ int main(int argc, char** argv)
         progress.head_done(failure != nullptr);
     });
     progress.finish();
+    if (!run->state().thread_note.empty())
+    {
+        std::fprintf(stderr, "ap_analyze: %s\n", run->state().thread_note.c_str());
+    }
 
     const std::string counts = run->counts_text();
     if (!run->has_results())

@@ -7,9 +7,11 @@
 // reported, its rows are absent as in an unsharded run) or the set could not be written, 2 a
 // usage error or shards that cannot be merged (nothing written).
 
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <iterator>
 #include <new>
 #include <optional>
 #include <string>
@@ -53,17 +55,33 @@ std::string merge_help()
              "(nothing written).\n";
 }
 
-/// The same file or folder (both exist), or the same path once normalized.
-bool same_place(const std::string& a, const std::string& b)
+/// Whether `inner` is `outer` or lies inside it (both resolved: links, "..").
+bool inside(const std::string& inner, const std::string& outer)
 {
     std::error_code ec;
-    if (std::filesystem::equivalent(a, b, ec))
+    const auto a = std::filesystem::weakly_canonical(std::filesystem::absolute(inner, ec), ec);
+    if (ec)
     {
-        return true;
+        return false;
     }
-    const auto pa = std::filesystem::weakly_canonical(a, ec);
-    const auto pb = std::filesystem::weakly_canonical(b, ec);
-    return !ec && pa == pb;
+    const auto b = std::filesystem::weakly_canonical(std::filesystem::absolute(outer, ec), ec);
+    if (ec)
+    {
+        return false;
+    }
+    auto ia = a.begin();
+    for (auto ib = b.begin(); ib != b.end(); ++ib, ++ia)
+    {
+        if (ib->empty() && std::next(ib) == b.end())
+        {
+            break;  // a trailing separator
+        }
+        if (ia == a.end() || *ia != *ib)
+        {
+            return false;
+        }
+    }
+    return true;
 }
 }  // namespace
 
@@ -88,10 +106,12 @@ int main(int argc, char** argv)
         }
         for (const auto& folder : folders)
         {
-            if (same_place(folder, config.output_dir))
+            if (inside(config.output_dir, folder))
             {
-                throw usage_error("--output-dir '" + config.output_dir + "' is the shard folder '" + folder
-                                  + "'; write the merged results into another folder");
+                throw usage_error("--output-dir '" + config.output_dir + "' is "
+                                  + (inside(folder, config.output_dir) ? "the shard folder '" + folder + "'"
+                                                                       : "inside the shard folder '" + folder + "'")
+                                  + "; write the merged results into another folder (outside every shard)");
             }
         }
     }
@@ -107,6 +127,17 @@ int main(int argc, char** argv)
     {
         merge.emplace(folders);
         writer.emplace(config.output_dir, merge->file_names());
+        std::vector<std::uint64_t> sizes;  // known exactly: a full disk is refused before writing
+        for (const auto& file : merge->files())
+        {
+            std::uint64_t size = 0;
+            for (const auto piece : file.pieces)
+            {
+                size += piece.size();
+            }
+            sizes.push_back(size);
+        }
+        writer->require_free_space(sizes);
     }
     catch (const std::bad_alloc&)
     {

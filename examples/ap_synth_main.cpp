@@ -48,6 +48,7 @@ Gaussian query model (see examples/synth_model.hpp), and beside it (files of the
 are overwritten, anything else in --out is left alone):
   true_ap.csv       layer,q_head,k_head,ap_true,ap_true_first20,ap_true_last20,drift
   true_profile.csv  layer,q_head,k_head,q_bucket,tau,n_queries,ap_true,n_pairs
+  metadata.json     the layout: num_layers, num_q_heads, num_k_heads (docs/method.md §1.3)
 
 options (defaults in brackets):
 )";
@@ -389,6 +390,11 @@ int main(int argc, char** argv)
         }
         write_text(fs::path(cli.out) / "true_ap.csv", heads);
         write_text(fs::path(cli.out) / "true_profile.csv", profile);
+        // The dump's layout, which ap_analyze never guesses from the folder names.
+        write_text(fs::path(cli.out) / dump_metadata_file,
+                   "{\"num_layers\": " + std::to_string(o.num_layers) + ", \"num_q_heads\": "
+                       + std::to_string(o.num_q_heads) + ", \"num_k_heads\": " + std::to_string(o.num_k_heads)
+                       + "}\n");
         const double seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         std::fprintf(stderr,

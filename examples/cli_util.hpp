@@ -87,6 +87,13 @@ inline double parse_real(const std::string& name, const std::string& raw, double
     {
         throw usage_error(name + ": '" + raw + "' is not a number");
     }
+    if (errno == ERANGE && std::isfinite(value) && std::fabs(value) < std::numeric_limits<double>::min())
+    {
+        // Underflow: strtod gives a subnormal or 0 and ERANGE; the number is finite but too small.
+        throw usage_error(name + ": '" + raw
+                          + "' is too small: its magnitude is below the smallest normal float64 "
+                            "(2.2250738585072014e-308), where it would lose precision; give 0 or a larger value");
+    }
     if (errno == ERANGE || !std::isfinite(value))
     {
         throw usage_error(name + ": '" + raw + "' is not a finite number");

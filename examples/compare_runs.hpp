@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -457,6 +458,16 @@ namespace compare_detail
         }
     }
 
+    /// Appends ",x" for each x (csv_rows.hpp's number format).
+    inline void append_reals(std::string& out, std::initializer_list<double> values)
+    {
+        for (double x : values)
+        {
+            out += ',';
+            append_double(out, x);
+        }
+    }
+
     inline std::string number_text(double x)
     {
         std::string s;
@@ -617,7 +628,7 @@ inline compare_result compare_result_sets(const compare_options& options)
             heads_text += A.name + "," + B.name + "," + std::to_string(c.a->layer) + "," + std::to_string(c.a->q_head)
                           + "," + std::to_string(c.a->k_head) + "," + c.quantity + ","
                           + (c.quantity == "ap_bucket" ? std::to_string(c.q_bucket) : "");
-            append_doubles(heads_text, {c.x.value, c.y.value, c.difference, c.se, c.z, c.p, c.q_bh, c.p_holm});
+            append_reals(heads_text, {c.x.value, c.y.value, c.difference, c.se, c.z, c.p, c.q_bh, c.p_holm});
             heads_text += significant ? ",1\n" : ",0\n";
             if (significant)
             {
@@ -671,7 +682,7 @@ inline compare_result compare_result_sets(const compare_options& options)
                 summary_text += A.name + "," + B.name + "," + head_quantities[q] + ","
                                 + (layer < 0 ? std::string("all") : std::to_string(layer)) + ","
                                 + std::to_string(members.size());
-                append_doubles(summary_text, {mean_a, mean_b, mean_d, se, mean_d - z_level * se, mean_d + z_level * se, z,
+                append_reals(summary_text, {mean_a, mean_b, mean_d, se, mean_d - z_level * se, mean_d + z_level * se, z,
                                               std::erfc(std::abs(z) / std::sqrt(2.0)),
                                               members.size() > 1 ? std::sqrt(spread / (n - 1.0))
                                                                  : std::numeric_limits<double>::quiet_NaN()});
@@ -714,7 +725,7 @@ inline compare_result compare_result_sets(const compare_options& options)
                 trajectory_text += sets[s].name + "," + std::to_string(s) + "," + quantities[q] + ","
                                    + (layer < 0 ? std::string("all") : std::to_string(layer)) + ","
                                    + std::to_string(members.size());
-                append_doubles(trajectory_text, {mean, se, mean - z_level * se, mean + z_level * se});
+                append_reals(trajectory_text, {mean, se, mean - z_level * se, mean + z_level * se});
                 trajectory_text += "\n";
             }
         }

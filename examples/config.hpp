@@ -82,10 +82,64 @@ const option_spec<Config>* find_flag(const option_table<Config>& table, const st
     return nullptr;
 }
 
+/// The name of `names` closest to `name` by edit distance, when close enough to be a
+/// misspelling of it (at most 2 edits, or a quarter of its length); "" otherwise.
+inline std::string closest_name(const std::string& name, const std::vector<std::string>& names)
+{
+    std::string best;
+    std::size_t best_distance = std::max<std::size_t>(2, name.size() / 4) + 1;
+    for (const std::string& candidate : names)
+    {
+        std::vector<std::size_t> row(candidate.size() + 1);
+        for (std::size_t j = 0; j <= candidate.size(); ++j)
+        {
+            row[j] = j;
+        }
+        for (std::size_t i = 1; i <= name.size(); ++i)
+        {
+            std::size_t diagonal = row[0];
+            row[0] = i;
+            for (std::size_t j = 1; j <= candidate.size(); ++j)
+            {
+                const std::size_t above = row[j];
+                row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (name[i - 1] == candidate[j - 1] ? 0 : 1)});
+                diagonal = above;
+            }
+        }
+        if (row.back() < best_distance)
+        {
+            best_distance = row.back();
+            best = candidate;
+        }
+    }
+    return best;
+}
+
+/// "unknown keyword 'x'; did you mean 'y'?" (`what`: keyword, key, option): an unknown name of
+/// `table` with the closest known one, if any, as the user would write it (`spell`: the key as
+/// written in that front end, e.g. flag_of for the command line).
+template <class Config, class Spell>
+std::string unknown_name_message(const std::string& what, const std::string& given, const option_table<Config>& table,
+                                 Spell&& spell)
+{
+    std::vector<std::string> names;
+    for (const auto& option : table)
+    {
+        names.push_back(spell(std::string(option.name)));
+    }
+    const std::string closest = closest_name(given, names);
+    return "unknown " + what + " '" + given + "'" + (closest.empty() ? "" : "; did you mean '" + closest + "'?");
+}
+
 /// The text of a configuration file (a regular file of at most max_config_bytes);
 /// usage_error naming the file and the problem otherwise.
 inline std::string read_config_file(const std::string& path, const std::string& label)
 {
+    if (path.find('\0') != std::string::npos)
+    {
+        throw usage_error(label + " '" + path.substr(0, path.find('\0'))
+                          + "\\0...': holds a NUL character, which no path may hold");
+    }
     const path_info info = inspect_path(path, "file");
     if (!info.exists)
     {
@@ -115,21 +169,35 @@ inline std::string read_config_file(const std::string& path, const std::string& 
     return text;
 }
 
+/// The one YAML document of `text` (a null node for an empty text); usage_error naming
+/// `source` when it is not valid YAML or holds a second document ("---"), which would
+/// otherwise be ignored without a word.
+inline YAML::Node load_one_yaml_document(const std::string& text, const std::string& source, const char* format = "YAML")
+{
+    std::vector<YAML::Node> documents;
+    try
+    {
+        documents = YAML::LoadAll(text);
+    }
+    catch (const YAML::Exception& e)
+    {
+        throw usage_error(source + ": not valid " + format + ": " + e.what());
+    }
+    if (documents.size() > 1)
+    {
+        throw usage_error(source + ": holds " + std::to_string(documents.size())
+                          + " YAML documents (separated by '---'); give one");
+    }
+    return documents.empty() ? YAML::Node() : documents.front();
+}
+
 /// Applies a YAML document (a mapping of keys to scalars) to `config`; `source` names it in
 /// messages ("my.yaml"). Unknown keys, repeated keys, lists and mappings where a scalar is
 /// expected are usage errors.
 template <class Config>
 void apply_yaml(Config& config, const option_table<Config>& table, const std::string& text, const std::string& source)
 {
-    YAML::Node root;
-    try
-    {
-        root = YAML::Load(text);
-    }
-    catch (const YAML::Exception& e)
-    {
-        throw usage_error(source + ": not valid YAML: " + e.what());
-    }
+    const YAML::Node root = load_one_yaml_document(text, source);
     if (!root.IsDefined() || root.IsNull())
     {
         return;  // an empty file sets nothing
@@ -150,7 +218,9 @@ void apply_yaml(Config& config, const option_table<Config>& table, const std::st
         const std::string label = source + ": " + name;
         if (option == nullptr)
         {
-            throw usage_error(source + ": unknown key '" + name + "' (see --help)");
+            throw usage_error(source + ": "
+                              + unknown_name_message("key", name, table, [](const std::string& key) { return key; })
+                              + " (see --help)");
         }
         if (!seen.insert(name).second)
         {
@@ -240,6 +310,12 @@ bool parse_command_line(int argc, const char* const* argv, const option_table<Co
             {
                 hint = " (did you mean " + dashed + "?)";
             }
+            else
+            {
+                throw usage_error(unknown_name_message("option", arg, table,
+                                                       [](const std::string& key) { return flag_of(key); })
+                                  + " (see --help)");
+            }
             throw usage_error("unknown option '" + arg + "'" + hint + " (see --help)");
         }
         if (!has_value)
@@ -316,6 +392,12 @@ namespace set_option
             if (trim(text).empty())
             {
                 throw usage_error(label + ": empty value (expected a path)");
+            }
+            if (text.find('\0') != std::string::npos)
+            {
+                // The system would read the path up to the NUL: another folder than the one named.
+                throw usage_error(label + ": '" + text.substr(0, text.find('\0'))
+                                  + "\\0...' holds a NUL character, which no path may hold");
             }
             c.*field = text;
         };

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,11 +28,11 @@ inline const char* const metrics_header =
     "q_mae_proj,q_mae_ratio,q_resid0_skew,q_resid0_kurt,q_resid0_ks_p,q_noise_med_abs_skew,"
     "q_noise_med_abs_kurt,q_noise_med_ks_p,q_noise_frac_ks_p_lt_alpha,ap_overall,ap_first20,ap_last20,ap_drop,"
     "ap_empirical_overall,ap_empirical_overall_se,ap_overall_se,ap_overall_bias,ap_overall_ci_low,ap_overall_ci_high,"
-    "bias_strength,drift_slope_k,drift_query_mean,pc0_r_q,pc0_r_k,pca_class";
+    "ap_overall_corrected,bias_strength,drift_slope_k,drift_query_mean,pc0_r_q,pc0_r_k,pca_class";
 inline const char* const bucket_header = "layer,q_head,k_head,q_bucket,k_bucket,plasticity,n_pairs,plasticity_empirical";
 inline const char* const profile_header =
     "layer,q_head,k_head,q_bucket,tau,n_queries,plasticity,n_pairs,plasticity_empirical,plasticity_empirical_se,"
-    "plasticity_se,plasticity_bias,plasticity_ci_low,plasticity_ci_high";
+    "plasticity_se,plasticity_bias,plasticity_ci_low,plasticity_ci_high,plasticity_corrected,small_bucket";
 inline const char* const component_header = "layer,q_head,k_head,component,component_r2,weight";
 inline const char* const distance_header =
     "layer,q_head,k_head,key_distance_low,key_distance_high,query_distance_low,query_distance_high,plasticity,"
@@ -65,75 +66,100 @@ struct head_rows
     std::string profile;
     std::string components;
     std::string distances;  // docs/method.md §8.1
+    /// The head's result itself, kept only when a run is asked to (analyze_config::keep_results:
+    /// the Python package builds its DataFrames from the numbers, emit_head below).
+    std::shared_ptr<const attention_plasticity::head_result> result;
 };
 
-/// Appends ",x" for each x.
-inline void append_doubles(std::string& out, std::initializer_list<double> values)
+/// The tables of result_tables(), by index.
+enum table_index : std::size_t
 {
-    for (double x : values)
-    {
-        out += ',';
-        append_double(out, x);
-    }
-}
+    metrics_table,
+    bucket_table,
+    profile_table,
+    component_table,
+    distance_table,
+    table_count
+};
 
-inline head_rows format_head(const attention_plasticity::head_result& r)
+/// The one definition of what each column of §3 holds: emits the rows of one head, value by
+/// value, into `sink`: sink.row(table) starts a row of that table, sink.integer(i) and
+/// sink.real(x) give the next column (in the order of the table's header), sink.end() ends
+/// the row (sink.text(s) gives a column of names, written as they are, e.g. pca_class). format_head()
+/// writes them as CSV text; the Python package collects them as
+/// arrays (its DataFrames), so a column added here reaches both, with its type.
+template <class Sink>
+void emit_head(const attention_plasticity::head_result& r, Sink& sink)
 {
     const auto& m = r.metrics;
-    const std::string id =
-        std::to_string(r.id.layer) + "," + std::to_string(r.id.q_head) + "," + std::to_string(r.id.k_head) + ",";
-    head_rows rows;
-    std::string& s = rows.metrics;
-    s = id + std::to_string(m.n_q_tokens) + "," + std::to_string(m.n_k_tokens) + "," + std::to_string(m.d_model);
+    auto start = [&](table_index table) {
+        sink.row(table);
+        sink.integer(r.id.layer);
+        sink.integer(r.id.q_head);
+        sink.integer(r.id.k_head);
+    };
+    auto count = [&](std::size_t n) { sink.integer(static_cast<std::int64_t>(n)); };
+    start(metrics_table);
+    count(m.n_q_tokens);
+    count(m.n_k_tokens);
+    count(m.d_model);
     for (double x : {m.q_R2_pos, m.q_beta_norm, m.q_R2_scalar, m.q_mae_baseline, m.q_mae_proj, m.q_mae_ratio,
                      m.q_resid0_skew, m.q_resid0_kurt, m.q_resid0_ks_p, m.q_noise_med_abs_skew,
                      m.q_noise_med_abs_kurt, m.q_noise_med_ks_p, m.q_noise_frac_ks_p_lt_alpha, m.ap_overall,
                      m.ap_first20, m.ap_last20, m.ap_drop, m.ap_empirical_overall, m.ap_empirical_overall_se,
-                     m.ap_overall_se, m.ap_overall_bias, m.ap_overall_ci_low, m.ap_overall_ci_high, m.bias_strength,
-                     m.drift_slope_k, m.drift_query_mean, m.pc0_r_q, m.pc0_r_k})
+                     m.ap_overall_se, m.ap_overall_bias, m.ap_overall_ci_low, m.ap_overall_ci_high,
+                     m.ap_overall_corrected, m.bias_strength, m.drift_slope_k, m.drift_query_mean, m.pc0_r_q,
+                     m.pc0_r_k})
     {
-        s += ',';
-        append_double(s, x);
+        sink.real(x);
     }
-    s += ',';
-    s += attention_plasticity::pca_class_name(m.pca_class);
-    s += '\n';
+    sink.text(attention_plasticity::pca_class_name(m.pca_class));
+    sink.end();
     for (const auto& cell : r.cells)
     {
-        rows.buckets += id + std::to_string(cell.q_bucket) + "," + std::to_string(cell.k_bucket) + ",";
-        append_double(rows.buckets, cell.plasticity);
-        rows.buckets += "," + std::to_string(cell.n_pairs);
-        append_doubles(rows.buckets, {cell.plasticity_empirical});
-        rows.buckets += "\n";
+        start(bucket_table);
+        sink.integer(cell.q_bucket);
+        sink.integer(cell.k_bucket);
+        sink.real(cell.plasticity);
+        count(cell.n_pairs);
+        sink.real(cell.plasticity_empirical);
+        sink.end();
     }
     for (const auto& b : r.profile)
     {
-        rows.profile += id + std::to_string(b.q_bucket) + ",";
-        append_double(rows.profile, b.tau);
-        rows.profile += "," + std::to_string(b.n_queries) + ",";
-        append_double(rows.profile, b.plasticity);
-        rows.profile += "," + std::to_string(b.n_pairs);
-        append_doubles(rows.profile, {b.plasticity_empirical, b.plasticity_empirical_se, b.plasticity_se,
-                                      b.plasticity_bias, b.plasticity_ci_low, b.plasticity_ci_high});
-        rows.profile += "\n";
+        start(profile_table);
+        sink.integer(b.q_bucket);
+        sink.real(b.tau);
+        count(b.n_queries);
+        sink.real(b.plasticity);
+        count(b.n_pairs);
+        for (double x : {b.plasticity_empirical, b.plasticity_empirical_se, b.plasticity_se, b.plasticity_bias,
+                         b.plasticity_ci_low, b.plasticity_ci_high, b.plasticity_corrected})
+        {
+            sink.real(x);
+        }
+        sink.integer(b.small_bucket ? 1 : 0);
+        sink.end();
     }
     for (const auto& bin : r.distance_map)
     {
-        rows.distances += id;
-        append_double(rows.distances, bin.key_distance.low);
-        append_doubles(rows.distances, {bin.key_distance.high, bin.query_distance.low, bin.query_distance.high,
-                                        bin.plasticity});
-        rows.distances += "," + std::to_string(bin.n_pairs) + "\n";
+        start(distance_table);
+        for (double x : {bin.key_distance.low, bin.key_distance.high, bin.query_distance.low, bin.query_distance.high,
+                         bin.plasticity})
+        {
+            sink.real(x);
+        }
+        count(bin.n_pairs);
+        sink.end();
     }
     for (std::size_t c = 0; c < r.component_r2.size(); ++c)
     {
-        rows.components += id + std::to_string(c) + ",";
-        append_double(rows.components, r.component_r2(c));
-        rows.components += ",";
-        append_double(rows.components, r.component_weight(c));
-        rows.components += "\n";
+        start(component_table);
+        count(c);
+        sink.real(r.component_r2(c));
+        sink.real(r.component_weight(c));
+        sink.end();
     }
-    return rows;
 }
 
 inline std::string format_number(double x)
@@ -159,6 +185,51 @@ inline const std::vector<csv_table>& result_tables()
                                                   {component_csv, component_header, &head_rows::components},
                                                   {distance_csv, distance_header, &head_rows::distances}};
     return tables;
+}
+
+/// The rows of one head as the CSV text of each file (emit_head's values, comma-separated).
+inline head_rows format_head(const attention_plasticity::head_result& r)
+{
+    struct text_sink
+    {
+        head_rows& rows;
+        std::string* out = nullptr;
+        bool first = true;
+
+        void row(table_index table)
+        {
+            out = &(rows.*(result_tables()[table].rows));
+            first = true;
+        }
+        void next()
+        {
+            if (!first)
+            {
+                *out += ',';
+            }
+            first = false;
+        }
+        void integer(std::int64_t i)
+        {
+            next();
+            *out += std::to_string(i);
+        }
+        void real(double x)
+        {
+            next();
+            append_double(*out, x);
+        }
+        void text(std::string_view name)
+        {
+            next();
+            *out += name;
+        }
+        void end() { *out += '\n'; }
+    };
+    head_rows rows;
+    text_sink sink{rows};
+    emit_head(r, sink);
+    return rows;
 }
 
 inline std::vector<std::string> result_file_names()

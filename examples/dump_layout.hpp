@@ -10,11 +10,13 @@
 // were not captured are not errors.
 //
 // The layout (num_layers, num_q_heads, num_k_heads) comes from the flags or the --config
-// file, or from the dump's own metadata file <data_root>/metadata.json (see
-// dump_metadata_file), and must agree where both give it. The GQA group size is never
-// guessed from a partial head set: the head counts are inferred from the folder names only
-// when every folder of the inferred grid is present. num_layers alone may be inferred from
-// the highest layer present (it only bounds --layers and counts the layout in the summary).
+// file, from the model's own config.json (--model-config: num_attention_heads,
+// num_key_value_heads, num_hidden_layers) or from the dump's metadata file
+// <data_root>/metadata.json (see dump_metadata_file), which must agree where several give
+// it. The head counts, hence the GQA group size, are never guessed from the folder names: a
+// capture may hold some heads only, and query heads 0-5 of an 8-query/2-key model look like
+// a complete 6/2 dump. num_layers alone may be inferred from the highest layer present (it
+// only bounds --layers and counts the layout in the summary).
 //
 // Everything read from folder names is bounded (max_layout_count) before it is used, and
 // nothing is allocated per head of the layout: only per folder present.
@@ -24,6 +26,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -212,18 +215,20 @@ struct layout_counts
 inline layout_counts parse_dump_metadata(const std::string& text, const std::string& path)
 {
     layout_counts counts;
-    YAML::Node root;
-    try
-    {
-        root = YAML::Load(text);
-    }
-    catch (const YAML::Exception& e)
-    {
-        throw usage_error("metadata " + path + ": not valid JSON: " + e.what());
-    }
+    const YAML::Node root = load_one_yaml_document(text, "metadata " + path, "JSON");
     if (!root.IsMap())
     {
         throw usage_error("metadata " + path + ": expected a JSON object ({\"num_layers\": ..., ...})");
+    }
+    std::set<std::string> keys;
+    for (const auto& entry : root)
+    {
+        // A key given twice would silently take one of its values.
+        if (entry.first.IsScalar() && !keys.insert(entry.first.Scalar()).second)
+        {
+            throw usage_error("metadata " + path + ": key '" + entry.first.Scalar()
+                              + "' is given twice; keep one value");
+        }
     }
     const std::pair<const char*, std::optional<std::size_t>*> fields[] = {
         {"num_layers", &counts.num_layers}, {"num_q_heads", &counts.num_q_heads}, {"num_k_heads", &counts.num_k_heads}};
@@ -255,6 +260,58 @@ inline layout_counts read_dump_metadata(const std::string& data_root)
     return parse_dump_metadata(read_config_file(path, "metadata"), path);
 }
 
+/// The layout counts of a model's own config.json (Hugging Face transformers; `path` names it
+/// in messages): num_q_heads from num_attention_heads, num_k_heads from num_key_value_heads
+/// (absent: num_attention_heads, as transformers reads it: no GQA), num_layers from
+/// num_hidden_layers. None when `path` is "". usage_error when it cannot be read or lacks
+/// num_attention_heads.
+inline layout_counts read_model_config(const std::string& path)
+{
+    layout_counts counts;
+    if (path.empty())
+    {
+        return counts;
+    }
+    const std::string source = "model_config " + path;
+    const YAML::Node root = load_one_yaml_document(read_config_file(path, "model_config"), source, "JSON");
+    if (!root.IsMap())
+    {
+        throw usage_error(source + ": expected a JSON object (a model's config.json)");
+    }
+    std::set<std::string> keys;
+    for (const auto& entry : root)
+    {
+        if (entry.first.IsScalar() && !keys.insert(entry.first.Scalar()).second)
+        {
+            throw usage_error(source + ": key '" + entry.first.Scalar() + "' is given twice; keep one value");
+        }
+    }
+    auto count = [&](const char* key) -> std::optional<std::size_t> {
+        const YAML::Node value = static_cast<const YAML::Node&>(root)[key];  // const: never inserts
+        if (!value.IsDefined() || value.IsNull())
+        {
+            return std::nullopt;
+        }
+        if (!value.IsScalar())
+        {
+            throw usage_error(source + ": " + key + ": expected a number");
+        }
+        return static_cast<std::size_t>(parse_unsigned(source + ": " + key, value.Scalar(), 1, max_layout_count));
+    };
+    counts.num_q_heads = count("num_attention_heads");
+    if (!counts.num_q_heads)
+    {
+        throw usage_error(source + ": no num_attention_heads (is it the config.json of a transformers model?)");
+    }
+    counts.num_k_heads = count("num_key_value_heads");
+    if (!counts.num_k_heads)
+    {
+        counts.num_k_heads = counts.num_q_heads;
+    }
+    counts.num_layers = count("num_hidden_layers");
+    return counts;
+}
+
 /// A dump's layout: how many layers, query heads and key heads the model has.
 struct dump_layout
 {
@@ -275,57 +332,102 @@ namespace detail
     }
 }  // namespace detail
 
-/// The layout from the counts given (flags or --config), the dump's metadata and, where
-/// allowed, the folder names. Throws usage_error when they disagree, when the head counts
-/// would have to be guessed from a partial head set, when num_q_heads is not a multiple of
-/// num_k_heads, and when a folder lies outside the layout.
-inline dump_layout resolve_layout(const dump_scan& scan, const layout_counts& given, const layout_counts& metadata)
+/// The layout from the counts given (flags or --config), the model's config.json (`model`,
+/// read from `model_path`), the dump's metadata and, for num_layers only, the folder names.
+/// Throws usage_error when they disagree, when a head count is known from none of them (it
+/// is never guessed from the folder names: a capture may hold some heads only, and a
+/// partial set can look like a complete one of another GQA group size), when num_q_heads is
+/// not a multiple of num_k_heads, and when a folder lies outside the layout.
+inline dump_layout resolve_layout(const dump_scan& scan, const layout_counts& given, const layout_counts& metadata,
+                                  const layout_counts& model = {}, const std::string& model_path = "")
 {
     const std::string meta_path = (std::filesystem::path(scan.data_root) / dump_metadata_file).string();
     if (scan.query.empty())
     {
         throw usage_error("data_root: no query folders (l{LL}h{HH}q) in '" + scan.data_root + "'");
     }
-    std::size_t seen_layers = 0, seen_q = 0, seen_k = 0;
-    for (const auto& [layer, head] : scan.query)
+    std::size_t seen_layers = 0;
+    for (const auto& folders : {&scan.query, &scan.key})
     {
-        seen_layers = std::max(seen_layers, layer + 1);
-        seen_q = std::max(seen_q, head + 1);
-    }
-    for (const auto& [layer, head] : scan.key)
-    {
-        seen_layers = std::max(seen_layers, layer + 1);
-        seen_k = std::max(seen_k, head + 1);
+        for (const auto& entry : *folders)
+        {
+            seen_layers = std::max(seen_layers, entry.first + 1);
+        }
     }
     dump_layout layout;
     std::vector<std::pair<std::string, std::string>> origins;  // (key, where its value comes from)
-    bool heads_inferred = false;
-    auto pick = [&](const char* key, const std::optional<std::size_t>& flag, const std::optional<std::size_t>& meta,
-                    std::size_t seen, std::size_t& out) {
-        if (flag && meta && *flag != *meta)
+    std::vector<std::string> unknown;
+    auto pick = [&](const char* key, std::optional<std::size_t> layout_counts::*field, std::size_t* seen,
+                    std::size_t& out) {
+        const std::pair<std::string, const std::optional<std::size_t>*> sources[] = {
+            {"given", &(given.*field)},
+            {"from " + model_path, &(model.*field)},
+            {"from " + std::string(dump_metadata_file), &(metadata.*field)}};
+        const std::pair<std::string, const std::optional<std::size_t>*>* first = nullptr;
+        for (const auto& source : sources)
         {
-            throw usage_error(std::string(key) + ": " + flag_of(key) + " (or the --config file) says "
-                              + std::to_string(*flag) + " but " + meta_path + " says " + std::to_string(*meta)
-                              + "; correct or remove one of them");
+            if (!*source.second)
+            {
+                continue;
+            }
+            if (first == nullptr)
+            {
+                first = &source;
+                continue;
+            }
+            if (**first->second != **source.second)
+            {
+                auto name = [&](const std::string& origin) {
+                    return origin == "given" ? flag_of(key) + " (or the --config file)"
+                           : origin == sources[1].first ? "--model-config " + model_path
+                                                        : meta_path;
+                };
+                throw usage_error(std::string(key) + ": " + name(first->first) + " says "
+                                  + std::to_string(**first->second) + " but " + name(source.first) + " says "
+                                  + std::to_string(**source.second) + "; correct or remove one of them");
+            }
         }
-        if (flag || meta)
+        if (first != nullptr)
         {
-            out = flag ? *flag : *meta;
-            origins.emplace_back(key, flag ? "given" : "from " + std::string(dump_metadata_file));
-            return false;
+            out = **first->second;
+            origins.emplace_back(key, first->first);
         }
-        out = seen;
-        origins.emplace_back(key, "from the folder names");
-        return true;
+        else if (seen != nullptr)
+        {
+            out = *seen;
+            origins.emplace_back(key, "from the folder names");
+        }
+        else
+        {
+            unknown.emplace_back(key);
+        }
     };
-    pick("num_layers", given.num_layers, metadata.num_layers, seen_layers, layout.num_layers);
-    heads_inferred |= pick("num_q_heads", given.num_q_heads, metadata.num_q_heads, seen_q, layout.num_q_heads);
-    heads_inferred |= pick("num_k_heads", given.num_k_heads, metadata.num_k_heads, seen_k, layout.num_k_heads);
-    if (layout.num_k_heads == 0)
+    pick("num_layers", &layout_counts::num_layers, &seen_layers, layout.num_layers);
+    pick("num_q_heads", &layout_counts::num_q_heads, nullptr, layout.num_q_heads);
+    pick("num_k_heads", &layout_counts::num_k_heads, nullptr, layout.num_k_heads);
+    if (!unknown.empty())
     {
-        throw usage_error("data_root: no key folders (l{LL}h{HH}k) in '" + scan.data_root
-                          + "' to infer num_k_heads from; give --num-k-heads");
+        const std::string which = unknown.size() == 2 ? "num_q_heads and num_k_heads" : unknown.front();
+        throw usage_error(
+            "data_root: " + which + (unknown.size() == 2 ? " are" : " is")
+            + " not known (from the flags, the --config file, --model-config or " + meta_path
+            + ") and cannot be read from the folder names: a capture may hold some heads only, and then the GQA "
+              "group of each query head would be guessed (query heads 0-5 of a model of 8 query and 2 key heads "
+              "look like a complete dump of 6 and 2); give --num-q-heads and --num-k-heads, or --model-config "
+              "with the model's config.json (num_attention_heads, num_key_value_heads), or num_q_heads and "
+              "num_k_heads in the --config file or in "
+            + meta_path);
     }
+    auto origin_of = [&](const char* key) {
+        for (const auto& [k, source] : origins)
+        {
+            if (k == key)
+            {
+                return source;
+            }
+        }
+        return std::string();
+    };
 
     // Folders outside the layout: the counts are wrong (or the dump is).
     auto outside = [&](const std::vector<std::pair<std::size_t, std::size_t>>& folders, std::size_t heads, char kind) {
@@ -348,25 +450,9 @@ inline dump_layout resolve_layout(const dump_scan& scan, const layout_counts& gi
     outside(scan.key, layout.num_k_heads, 'k');
     if (layout.num_q_heads % layout.num_k_heads != 0)
     {
-        throw usage_error("num_q_heads (" + std::to_string(layout.num_q_heads) + ") must be a multiple of num_k_heads ("
-                          + std::to_string(layout.num_k_heads) + ")");
-    }
-    if (heads_inferred)
-    {
-        // Every folder lies inside the layout (checked above), so counting them is enough.
-        const std::uint64_t want_q = static_cast<std::uint64_t>(layout.num_layers) * layout.num_q_heads;
-        const std::uint64_t want_k = static_cast<std::uint64_t>(layout.num_layers) * layout.num_k_heads;
-        if (scan.query.size() != want_q || scan.key.size() != want_k)
-        {
-            throw usage_error(
-                "data_root: the head counts cannot be inferred from a partial head set: the folder names show "
-                + std::to_string(scan.query.size()) + " of the " + std::to_string(want_q) + " query folders and "
-                + std::to_string(scan.key.size()) + " of the " + std::to_string(want_k) + " key folders of a "
-                + std::to_string(layout.num_layers) + "-layer grid with " + std::to_string(layout.num_q_heads)
-                + " query and " + std::to_string(layout.num_k_heads)
-                + " key heads; give --num-q-heads and --num-k-heads (or num_q_heads and num_k_heads in the --config "
-                  "file or in " + meta_path + ")");
-        }
+        throw usage_error("num_q_heads (" + std::to_string(layout.num_q_heads) + ", " + origin_of("num_q_heads")
+                          + ") must be a multiple of num_k_heads (" + std::to_string(layout.num_k_heads) + ", "
+                          + origin_of("num_k_heads") + ")");
     }
     const bool one_origin = std::all_of(origins.begin(), origins.end(),
                                         [&](const auto& o) { return o.second == origins.front().second; });

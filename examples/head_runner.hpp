@@ -25,6 +25,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <variant>
@@ -211,7 +212,13 @@ inline head_rows analyze_one(const analyze_config& config, const dump_scan& scan
         // Views of what was loaded, float32 or float64 each: nothing is converted or copied.
         return std::visit(
             [&](const auto& queries, const auto& keys) {
-                return format_head(ap::analyze_head(queries, keys, hid, options));
+                ap::head_result result = ap::analyze_head(queries, keys, hid, options);
+                head_rows rows = format_head(result);
+                if (config.keep_results)
+                {
+                    rows.result = std::make_shared<const ap::head_result>(std::move(result));
+                }
+                return rows;
             },
             q.tokens, k->tokens);
     }
@@ -243,6 +250,7 @@ struct run_state
     std::vector<std::optional<head_rows>> results;
     std::vector<std::optional<head_failure>> failures;
     std::vector<double> seconds;
+    std::string thread_note;  // "" unless fewer worker threads than asked could be started
 };
 
 /// Told of every head when it is done; called from the worker threads, concurrently.
@@ -293,14 +301,31 @@ inline void run_heads(const analyze_config& config, const dump_scan& scan, const
         }
     };
     std::vector<std::thread> pool;
+    std::string refused;
     for (std::size_t t = 1; t < threads; ++t)
     {
-        pool.emplace_back(worker);
+        try
+        {
+            pool.emplace_back(worker);
+        }
+        catch (const std::system_error& e)
+        {
+            // No more threads (a process limit, no memory): the workers started so far and
+            // this one do the work; the results do not depend on how many there are.
+            refused = e.code().message();
+            break;
+        }
     }
     worker();
     for (auto& t : pool)
     {
         t.join();
+    }
+    if (!refused.empty())
+    {
+        state.thread_note = "note: only " + std::to_string(pool.size() + 1) + " of the " + std::to_string(threads)
+                            + " worker threads could be started (" + refused + "); the heads ran on "
+                            + std::to_string(pool.size() + 1);
     }
 }
 

@@ -54,8 +54,13 @@ struct folder_data
     std::size_t bytes() const { return n * d * dtype_size(dtype) + 3 * n * sizeof(std::int64_t); }
 };
 
-/// docs/method.md §1.1: every position (an int64 column) is >= 0; otherwise input_error naming
-/// `file` (and, for a file of several columns, `column`: "column 'position': ").
+/// The largest position accepted: 2^53, the last integer from which every smaller one is a
+/// float64 (positions enter the statistics as float64; a larger one would be rounded).
+inline constexpr std::int64_t max_position = std::int64_t{1} << 53;
+
+/// docs/method.md §1.1: every position (an int64 column) is >= 0 and at most 2^53; otherwise
+/// input_error naming `file` (and, for a file of several columns, `column`: "column
+/// 'position': ").
 template <class E>
 void check_positions(const E& position, const std::string& file, const std::string& column = "")
 {
@@ -65,6 +70,13 @@ void check_positions(const E& position, const std::string& file, const std::stri
         {
             throw input_error(file, column + "negative position " + std::to_string(position(i)) + " at row "
                                         + std::to_string(i));
+        }
+        if (position(i) > max_position)
+        {
+            throw input_error(file, column + "position " + std::to_string(position(i)) + " at row "
+                                        + std::to_string(i)
+                                        + " is above 2^53 = 9007199254740992 (positions are computed with "
+                                          "float64, which holds every integer only up to 2^53)");
         }
     }
 }

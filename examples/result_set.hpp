@@ -8,6 +8,7 @@
 //   OUT/head_metrics.csv -> .ap_results/current/head_metrics.csv   symbolic links, made once
 //   OUT/.ap_results/current -> set-<run>                          replaced by one rename(2)
 //   OUT/.ap_results/set-<run>/head_metrics.csv ...                a complete set, never changed
+//   OUT/.ap_results/previous -> set-<run>                         the set before, kept one run
 //   OUT/.ap_results/lock                                          flock: one run at a time
 //
 // A run (1) checks the output folder before any work: creates it if needed, takes the lock
@@ -15,8 +16,13 @@
 // result names in it are its own (absent, its links, or regular files of an earlier version),
 // removes leftovers of runs whose process is gone, and creates its temporary set folder
 // (which proves the folder writable); (2) writes every file of the set into that folder
-// (fsync'd), and (3) makes it current with one atomic rename of the `current` link, then
-// deletes the earlier set. Files other than the result names in OUT are never touched.
+// (fsync'd), and (3) makes it current with one atomic rename of the `current` link; the
+// earlier set is then named by OUT/.ap_results/previous and kept until the next run's step
+// (3), so that a reader who resolved `current` once reads a whole set even when a run
+// finishes meanwhile; older sets are deleted. Files other than the result names in OUT are
+// never touched, and nothing is written through a symbolic link: the lock and every file
+// are opened with O_NOFOLLOW (and O_NONBLOCK: a FIFO is never waited for) and checked with
+// fstat.
 //
 // <run> names the process: pid, start time (clock ticks since boot), boot id and host. A
 // leftover (tmp-, set-, link-, name-, legacy- <run>) is removed only when that process is gone:
@@ -26,6 +32,7 @@
 // its set with the same writer). POSIX; the run identity and liveness use Linux's /proc.
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdint>
@@ -45,6 +52,8 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -197,6 +206,13 @@ inline std::optional<process_identity> parse_process_token(const std::string& to
     {
         return std::nullopt;
     }
+    // "~N" after the host: the (N+1)-th set of one process (host names hold no '~').
+    const std::size_t tilde = token.find('~', pos);
+    if (tilde != std::string::npos
+        && (tilde + 1 == token.size() || token.find_first_not_of("0123456789", tilde + 1) != std::string::npos))
+    {
+        return std::nullopt;
+    }
     for (std::size_t i = 0; i < 2; ++i)
     {
         if (fields[i].find_first_not_of("0123456789") != std::string::npos)
@@ -207,7 +223,7 @@ inline std::optional<process_identity> parse_process_token(const std::string& to
     p.pid = std::stol(fields[0]);
     p.start_ticks = std::stoull(fields[1]);
     p.boot_id = fields[2];
-    p.host = token.substr(pos);
+    p.host = token.substr(pos, tilde == std::string::npos ? std::string::npos : tilde - pos);
     return p;
 }
 
@@ -237,9 +253,11 @@ inline bool process_is_gone(const process_identity& p)
 
 namespace detail
 {
+    /// fsyncs a folder: O_DIRECTORY | O_NONBLOCK, so that nothing else (a FIFO put in its
+    /// place) is opened or waited for.
     inline void fsync_path(const std::string& path)
     {
-        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
         if (fd >= 0)
         {
             (void)::fsync(fd);  // best effort for folders (some file systems refuse it)
@@ -257,7 +275,9 @@ namespace detail
     /// Writes `pieces` to a new file `path` and fsyncs it; throws output_error naming it.
     inline void write_new_file(const std::string& path, const std::vector<std::string_view>& pieces)
     {
-        const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        // O_EXCL | O_NOFOLLOW: a name already there (a symbolic link planted to a file
+        // elsewhere, a FIFO) is never opened, truncated or written through.
+        const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
         if (fd < 0)
         {
             throw output_error(path + ": cannot create: " + errno_text(errno));
@@ -328,6 +348,124 @@ namespace detail
     }
 }  // namespace detail
 
+/// Opens the lock file `path` of output folder `out` (flags: O_RDONLY, or O_RDWR | O_CREAT)
+/// without following a symbolic link or waiting on a FIFO, and checks that it is a regular
+/// file with one name (a hard link to a file elsewhere would be truncated). Throws
+/// output_error naming it.
+inline int open_lock_file(const std::string& path, const std::string& out, int flags)
+{
+    const int fd = ::open(path.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    if (fd < 0)
+    {
+        const int err = errno;
+        struct stat link;
+        if (err == ELOOP && ::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode))
+        {
+            throw output_error(path + ": is a symbolic link (to '" + detail::link_target(path)
+                               + "'), not this program's lock file; it is not followed (move it away)");
+        }
+        throw output_error("output_dir '" + out + "': "
+                           + ((flags & O_CREAT) != 0 ? "cannot write into it: cannot create " : "cannot open ") + path
+                           + ": " + errno_text(err));
+    }
+    struct stat st;
+    std::string problem;
+    if (::fstat(fd, &st) != 0)
+    {
+        problem = "cannot be examined: " + errno_text(errno);
+    }
+    else if (!S_ISREG(st.st_mode))
+    {
+        problem = "is " + detail::kind_of(st.st_mode) + ", not this program's lock file (move it away)";
+    }
+    else if (st.st_nlink != 1)
+    {
+        problem = "has " + std::to_string(st.st_nlink)
+                  + " names (a hard link to a file elsewhere?), not this program's lock file; it is not written "
+                    "(move it away)";
+    }
+    if (!problem.empty())
+    {
+        ::close(fd);
+        throw output_error(path + ": " + problem);
+    }
+    return fd;
+}
+
+namespace detail
+{
+    /// The pids holding a flock on the file open as `fd` (from /proc/locks; none when the
+    /// holder is on another host or /proc is not there).
+    inline std::vector<long> lock_holders(int fd)
+    {
+        std::vector<long> pids;
+        struct stat st;
+        if (::fstat(fd, &st) != 0)
+        {
+            return pids;
+        }
+        char id[64];
+        std::snprintf(id, sizeof(id), "%02x:%02x:%llu", major(st.st_dev), minor(st.st_dev),
+                      static_cast<unsigned long long>(st.st_ino));
+        std::ifstream in("/proc/locks");
+        std::string line;
+        for (int lines = 0; lines < 100000 && std::getline(in, line); ++lines)
+        {
+            // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; "1: -> FLOCK ..." is a waiter.
+            char type[16], mode[16], access[16], file[64];
+            long pid = 0;
+            if (line.find("->") == std::string::npos
+                && std::sscanf(line.c_str(), "%*[^:]: %15s %15s %15s %ld %63s", type, mode, access, &pid, file) == 5
+                && std::strcmp(file, id) == 0 && pid > 0)
+            {
+                pids.push_back(pid);
+            }
+        }
+        return pids;
+    }
+
+    /// The short command name of a process, "" when it is gone.
+    inline std::string process_command(long pid)
+    {
+        std::string comm = read_small_file("/proc/" + std::to_string(pid) + "/comm");
+        while (!comm.empty() && (comm.back() == '\n' || comm.back() == '\0'))
+        {
+            comm.pop_back();
+        }
+        return comm;
+    }
+}  // namespace detail
+
+/// Who holds the lock file open as `fd`, for "in use by another run (...)": the owner line a
+/// run writes into it ("pid N on HOST") when that process holds it or may (another host);
+/// else the process that really holds it (a stale line never names a finished run).
+inline std::string lock_holder_text(int fd)
+{
+    std::string owner(256, '\0');
+    const ssize_t n = ::pread(fd, owner.data(), owner.size(), 0);
+    owner.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+    owner = owner.substr(0, owner.find('\n'));
+    long recorded = 0;
+    char host[200] = {};
+    const bool parsed = std::sscanf(owner.c_str(), "pid %ld on %199s", &recorded, host) == 2;
+    const std::vector<long> holders = detail::lock_holders(fd);
+    if (parsed && std::find(holders.begin(), holders.end(), recorded) != holders.end())
+    {
+        return owner;
+    }
+    if (!holders.empty())
+    {
+        const std::string comm = detail::process_command(holders.front());
+        return "pid " + std::to_string(holders.front()) + (comm.empty() ? "" : " (" + comm + ")") + " on "
+               + this_process().host + " holds its lock";
+    }
+    if (parsed && host != this_process().host)
+    {
+        return owner;  // another host (a network file system): its process cannot be checked from here
+    }
+    return "a process that cannot be identified holds its lock";
+}
+
 /// The writer of one run's result set into one output folder; see the top of this file.
 class result_set_writer
 {
@@ -369,6 +507,34 @@ public:
             return "the earlier results in " + m_out + (nothing_to_write ? " are left as they were" : " are unchanged");
         }
         return (nothing_to_write ? "nothing was written to " : "no results were written to ") + m_out;
+    }
+
+    /// Throws output_error (before any work) when the output folder's file system has not
+    /// room for files of `sizes` bytes together (in whole blocks; a lower bound, since file
+    /// systems that keep small files inline need no more): a full disk is refused at once,
+    /// not after the work. A set that passes and still does not fit fails at its writing,
+    /// the earlier set staying current.
+    void require_free_space(const std::vector<std::uint64_t>& sizes) const
+    {
+        struct statvfs fs;
+        if (::statvfs(m_state.c_str(), &fs) != 0 || fs.f_frsize == 0)
+        {
+            return;  // unknown: the writing itself will tell
+        }
+        const std::uint64_t block = fs.f_frsize;
+        std::uint64_t bytes = 0;
+        for (const std::uint64_t size : sizes)
+        {
+            bytes += size;
+        }
+        const std::uint64_t need = (bytes + block - 1) / block * block;
+        const std::uint64_t available = static_cast<std::uint64_t>(fs.f_bavail) * block;
+        if (available < need)
+        {
+            throw output_error("output_dir '" + m_out + "': not enough free space (" + errno_text(ENOSPC) + "): "
+                               + std::to_string(available) + " bytes free, the results need at least "
+                               + std::to_string(need) + "; nothing was analyzed, so " + unchanged_text(true));
+        }
     }
 
     /// Messages about the folder worth showing (leftovers left alone, locking unavailable).
@@ -416,13 +582,22 @@ public:
             throw;
         }
         m_have_temp = false;
-        // The earlier set is no longer reachable: delete it (a reader holding one of its
-        // files open keeps reading it).
+        // The earlier set stays, named by `previous`, until the next run's commit: a reader
+        // that resolved `current` just before the switch reads it to the end. Older sets go.
+        std::string kept = m_kept;
         if (is_set_name(m_previous) && m_previous != m_set_name)
         {
-            std::error_code ignored;
-            std::filesystem::remove_all(in_state(m_previous), ignored);
+            try
+            {
+                detail::replace_with_link(m_previous, in_state("link-" + token), in_state("previous"));
+                kept = m_previous;
+            }
+            catch (const output_error&)
+            {
+                // the new set is current: a `previous` link that cannot be made only ends the keeping
+            }
         }
+        remove_old_sets(kept);
     }
 
     /// Drops the temporary set; the earlier set stays current. Safe to call twice.
@@ -444,8 +619,14 @@ private:
         make_state_folder();
         take_lock();
         check_names();
+        const std::string previous = detail::link_text(in_state("previous"));
+        m_kept = is_set_name(previous) ? previous : std::string();
         remove_leftovers();
-        const std::string token = this_process().token();
+        // A process may write several sets into one folder (the Python module): each run of
+        // it names its own ("~N" from the second on), never the one `current` names.
+        static std::atomic<unsigned long> runs{0};
+        const unsigned long run = runs++;
+        const std::string token = this_process().token() + (run == 0 ? "" : "~" + std::to_string(run));
         m_temp = in_state("tmp-" + token);
         m_set_name = "set-" + token;
         if (::mkdir(m_temp.c_str(), 0755) != 0)
@@ -534,24 +715,13 @@ private:
     void take_lock()
     {
         const std::string path = in_state("lock");
-        m_lock_fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        if (m_lock_fd < 0)
-        {
-            throw output_error("output_dir '" + m_out + "': cannot write into it: cannot create " + path + ": "
-                               + errno_text(errno));
-        }
+        m_lock_fd = open_lock_file(path, m_out, O_RDWR | O_CREAT);
         if (::flock(m_lock_fd, LOCK_EX | LOCK_NB) != 0)
         {
             const int err = errno;
             if (err == EWOULDBLOCK)
             {
-                std::string owner = detail::read_small_file(path);
-                while (!owner.empty() && (owner.back() == '\n' || owner.back() == '\0'))
-                {
-                    owner.pop_back();
-                }
-                throw output_error("output_dir '" + m_out + "' is in use by another run ("
-                                   + (owner.empty() ? std::string("unknown process") : owner)
+                throw output_error("output_dir '" + m_out + "' is in use by another run (" + lock_holder_text(m_lock_fd)
                                    + "); wait for it to finish or choose another --output-dir");
             }
             m_notes.push_back("note: cannot lock " + path + " (" + errno_text(err)
@@ -609,7 +779,7 @@ private:
         for (std::filesystem::directory_iterator it(m_state, ec), end; !ec && it != end; it.increment(ec))
         {
             const std::string name = it->path().filename().string();
-            if (name == "lock" || name == "current" || name == m_previous)
+            if (name == "lock" || name == "current" || name == "previous" || name == m_previous || name == m_kept)
             {
                 continue;
             }
@@ -633,6 +803,27 @@ private:
             {
                 m_notes.push_back("note: " + it->path().string() + " was left by a run on host " + owner->host
                                   + " and is left alone (remove it if no run there writes into this folder)");
+            }
+        }
+    }
+
+    /// After a commit: deletes the sets (set-, legacy-) other than the current one and `kept`
+    /// whose run is gone (those of a run on another host are left alone).
+    void remove_old_sets(const std::string& kept) noexcept
+    {
+        std::error_code ec;
+        for (std::filesystem::directory_iterator it(m_state, ec), end; !ec && it != end; it.increment(ec))
+        {
+            const std::string name = it->path().filename().string();
+            if (!is_set_name(name) || name == m_set_name || name == kept)
+            {
+                continue;
+            }
+            const auto owner = parse_process_token(name.substr(name.find('-') + 1));
+            if (owner && (process_is_gone(*owner) || owner->token() == this_process().token()))
+            {
+                std::error_code ignored;
+                std::filesystem::remove_all(it->path(), ignored);
             }
         }
     }
@@ -695,6 +886,7 @@ private:
     std::string m_temp;
     std::string m_set_name;
     std::string m_previous;             // the set `current` named before this run
+    std::string m_kept;                 // the set `previous` names (kept for readers)
     std::vector<std::string> m_legacy;  // result names that are regular files
     std::vector<std::string> m_notes;
     bool m_had_current = false;

@@ -6,9 +6,10 @@
 // then the rows of every analyzed head in (layer, q_head) order. Nothing numeric is parsed:
 // rows are moved as bytes, cut into heads by the row counts of the shards' manifests (and
 // each row checked to start with its head's "layer,q_head," when the file's header starts
-// with those columns). The files are whatever the manifests list (the CSVs of
-// csv_rows.hpp today, any others tomorrow): all shards must list the same files with the
-// same header lines.
+// with those columns). The files are the tables of csv_rows.hpp (docs/method.md §3), all of
+// them: a manifest that lists another file or none is refused, so that the merge never
+// writes a name it does not know into the output folder; all shards must have the same
+// header lines.
 //
 // A shard folder is read through its result set (result_set.hpp): the set `current` names,
 // resolved once, so that the manifest and the CSVs come from one run; a plain folder (a copy
@@ -41,6 +42,7 @@
 #include <unistd.h>
 
 #include "cli_util.hpp"
+#include "csv_rows.hpp"
 #include "fs_util.hpp"
 #include "result_set.hpp"
 #include "shard_manifest.hpp"
@@ -192,7 +194,8 @@ private:
         throw merge_error(text);
     }
 
-    /// The whole content of a regular file, or a problem.
+    /// The whole content of a regular file, or a problem. Opened with O_NONBLOCK and checked
+    /// with fstat, so that a FIFO in its place is reported, never waited for.
     static bool read_file(const std::string& path, std::uintmax_t max_bytes, std::string& out, std::string& problem)
     {
         const path_info info = inspect_path(path, "file");
@@ -201,25 +204,47 @@ private:
             problem = info.problem;
             return false;
         }
-        if (!info.is_regular)
-        {
-            problem = "is " + info.kind + ", not a file";
-            return false;
-        }
-        if (info.size > max_bytes)
-        {
-            problem = std::to_string(info.size) + " bytes, more than the " + std::to_string(max_bytes) + " accepted";
-            return false;
-        }
-        std::ifstream in(path, std::ios::binary);
-        if (!in)
+        unique_fd fd;
+        fd.reset(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+        struct stat st;
+        if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0)
         {
             problem = "cannot open: " + errno_text(errno);
             return false;
         }
-        out.assign(static_cast<std::size_t>(info.size), '\0');
-        in.read(out.data(), static_cast<std::streamsize>(out.size()));
-        if (static_cast<std::uintmax_t>(in.gcount()) != info.size || in.peek() != std::char_traits<char>::eof())
+        if (!S_ISREG(st.st_mode))
+        {
+            problem = "is " + detail::kind_of(st.st_mode) + ", not a file";
+            return false;
+        }
+        const auto size = static_cast<std::uintmax_t>(st.st_size);
+        if (size > max_bytes)
+        {
+            problem = std::to_string(size) + " bytes, more than the " + std::to_string(max_bytes) + " accepted";
+            return false;
+        }
+        out.assign(static_cast<std::size_t>(size), '\0');
+        std::size_t done = 0;
+        while (done < out.size())
+        {
+            const ssize_t n = ::read(fd.get(), out.data() + done, out.size() - done);
+            if (n < 0 && errno == EINTR)
+            {
+                continue;
+            }
+            if (n < 0)
+            {
+                problem = "cannot read: " + errno_text(errno);
+                return false;
+            }
+            if (n == 0)
+            {
+                break;
+            }
+            done += static_cast<std::size_t>(n);
+        }
+        char extra = 0;
+        if (done != out.size() || ::read(fd.get(), &extra, 1) != 0)
         {
             problem = "changed while it was read";
             return false;
@@ -243,16 +268,21 @@ private:
         if (::lstat(state.c_str(), &st) == 0)
         {
             const std::string lock = (fs::path(state) / "lock").string();
-            s.lock.reset(::open(lock.c_str(), O_RDONLY | O_CLOEXEC));
+            if (::lstat(lock.c_str(), &st) == 0)
+            {
+                try
+                {
+                    s.lock.reset(open_lock_file(lock, s.folder, O_RDONLY));  // never follows a link or waits on a FIFO
+                }
+                catch (const output_error& e)
+                {
+                    problems.push_back(name + ": " + e.what());
+                    return;
+                }
+            }
             if (s.lock.get() >= 0 && ::flock(s.lock.get(), LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK)
             {
-                std::string owner = detail::read_small_file(lock);
-                while (!owner.empty() && (owner.back() == '\n' || owner.back() == '\0'))
-                {
-                    owner.pop_back();
-                }
-                problems.push_back(name + ": an ap_analyze run is writing into it ("
-                                   + (owner.empty() ? std::string("unknown process") : owner)
+                problems.push_back(name + ": an ap_analyze run is writing into it (" + lock_holder_text(s.lock.get())
                                    + "); wait for it to finish, then merge");
                 return;
             }
@@ -295,6 +325,16 @@ private:
         catch (const merge_error& e)
         {
             problems.push_back(e.what());
+            return;
+        }
+        // The merge writes only the tables of docs/method.md §3, all of them: a manifest that
+        // lists another file (which would replace a file of the user's in the output folder)
+        // or none (which would leave the output folder's result links dangling) is refused.
+        if (s.manifest.files != result_file_names())
+        {
+            problems.push_back(name + ": " + shard_manifest_file + " lists the files " + list_text(s.manifest.files)
+                               + ", but a shard's set holds exactly " + list_text(result_file_names())
+                               + " (docs/method.md §3); it was not written by this version of ap_analyze, or edited");
             return;
         }
         const std::size_t before = problems.size();

@@ -16,9 +16,11 @@
 // does not depend on its shard.
 //
 // The dump's fingerprint, which ap_merge compares between shards, is a hash of the run's
-// head list and, for the file of the query and key vectors of each head (vector.npy or
-// data.parquet), of its size and its first 4 KiB (header and first values): a cheap check that
-// every shard read the same dump.
+// head list and of every file in the query and key folder of each head of the run (not only
+// the shard's): names, sizes and all bytes, streamed (folder_fingerprint). Every shard thus
+// reads the whole dump once before its work (about as long as reading it from disk: see
+// docs/method.md §8.4 for the measured cost), so that shards of two dumps that differ in any
+// byte are never merged.
 
 #include <algorithm>
 #include <cstdint>
@@ -29,6 +31,7 @@
 #include <ios>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <queue>
 #include <string>
 #include <string_view>
@@ -36,8 +39,13 @@
 #include <utility>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "cli_util.hpp"
 #include "dump_layout.hpp"
+#include "fs_util.hpp"
 #include "npy_reader.hpp"
 
 namespace ap_examples
@@ -96,36 +104,132 @@ inline std::string hex64(std::uint64_t value)
 }
 
 /// What the shard plan reads of the file of a folder's vectors: its rows (as the file
-/// announces them) and a fingerprint.
+/// announces them).
 struct vector_file_probe
 {
-    std::uint64_t rows = 0;         // 0 when the file cannot be read
-    std::uint64_t fingerprint = 0;  // of the size and the first 4 KiB, or of "unreadable"
+    std::uint64_t rows = 0;  // 0 when the file cannot be read
 };
 
-/// Bytes of a vector file that enter the dump's fingerprint.
-inline constexpr std::size_t fingerprint_prefix_bytes = 4096;
-
-/// The fingerprint of a file: of its size and its first 4 KiB, or of "unreadable".
-inline std::uint64_t file_fingerprint(const std::string& path)
+namespace detail
 {
-    std::ifstream in(path, std::ios::binary);
-    std::error_code ec;
-    const std::uintmax_t size = std::filesystem::file_size(path, ec);
-    if (!in.is_open() || ec)
+    /// A streamed 64-bit hash of everything `fd` reads (four FNV-style lanes over 64-bit
+    /// little-endian words, then the tail bytes): fast enough to be bounded by the disk, fixed
+    /// and portable. nullopt when a read fails.
+    inline std::optional<std::uint64_t> stream_hash(int fd, std::uint64_t seed)
     {
-        return fnv1a64("unreadable");
+        constexpr std::uint64_t prime = 1099511628211ull;
+        std::uint64_t lane[4] = {seed, seed ^ 0x9e3779b97f4a7c15ull, seed ^ 0xc2b2ae3d27d4eb4full,
+                                 seed ^ 0x165667b19e3779f9ull};
+        std::vector<unsigned char> buffer(std::size_t{1} << 20);
+        std::uint64_t total = 0;
+        for (;;)
+        {
+            // Fill the buffer whole (but at the end), so that words never straddle two reads.
+            std::size_t filled = 0;
+            while (filled < buffer.size())
+            {
+                const ssize_t n = ::read(fd, buffer.data() + filled, buffer.size() - filled);
+                if (n < 0 && errno == EINTR)
+                {
+                    continue;
+                }
+                if (n < 0)
+                {
+                    return std::nullopt;
+                }
+                if (n == 0)
+                {
+                    break;
+                }
+                filled += static_cast<std::size_t>(n);
+            }
+            total += filled;
+            const std::size_t words = filled / 32 * 32;
+            for (std::size_t i = 0; i < words; i += 32)
+            {
+                for (std::size_t k = 0; k < 4; ++k)
+                {
+                    std::uint64_t w = 0;
+                    for (std::size_t b = 0; b < 8; ++b)
+                    {
+                        w |= static_cast<std::uint64_t>(buffer[i + 8 * k + b]) << (8 * b);
+                    }
+                    lane[k] = (lane[k] ^ w) * prime;
+                }
+            }
+            if (filled < buffer.size())
+            {
+                std::uint64_t hash = seed;
+                for (const std::uint64_t l : lane)
+                {
+                    hash = (hash ^ l) * prime;
+                    hash ^= hash >> 29;
+                }
+                for (std::size_t i = words; i < filled; ++i)
+                {
+                    hash = (hash ^ buffer[i]) * prime;
+                }
+                return (hash ^ total) * prime;
+            }
+        }
     }
-    std::string prefix(fingerprint_prefix_bytes, '\0');
-    in.read(prefix.data(), static_cast<std::streamsize>(prefix.size()));
-    prefix.resize(static_cast<std::size_t>(std::max<std::streamsize>(in.gcount(), 0)));
-    return fnv1a64(prefix, fnv1a64("size " + std::to_string(size) + "\n"));
+}  // namespace detail
+
+/// The fingerprint of a head folder: of every entry in it, in name order: for a file (links
+/// followed), its name, size and a hash of all its bytes; for anything else, its name and
+/// kind (a FIFO is opened with O_NONBLOCK and never read, so nothing waits). Reads the
+/// folder's files whole: the cost of the dump check of ap_merge (docs/method.md §8.4).
+inline std::uint64_t folder_fingerprint(const std::string& folder)
+{
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec))
+    {
+        names.push_back(it->path().filename().string());
+    }
+    if (ec)
+    {
+        return fnv1a64("unreadable folder: " + ec.message());
+    }
+    std::sort(names.begin(), names.end());
+    std::uint64_t hash = fnv1a64("folder\n");
+    for (const auto& name : names)
+    {
+        const std::string path = (std::filesystem::path(folder) / name).string();
+        std::string line = name;
+        const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || ::fstat(fd, &st) != 0)
+        {
+            line += " unreadable: " + errno_text(errno);
+        }
+        else if (!S_ISREG(st.st_mode))
+        {
+            line += " " + detail::kind_of(st.st_mode);
+        }
+        else
+        {
+            const auto content = detail::stream_hash(fd, hash);
+            line += " " + std::to_string(st.st_size) + " " + (content ? hex64(*content) : std::string("read failed"));
+        }
+        if (fd >= 0)
+        {
+            ::close(fd);
+        }
+        hash = fnv1a64(line + "\n", hash);
+    }
+    return hash;
 }
 
-/// A vector.npy: its rows from the NPY header.
+/// A vector.npy: its rows from the NPY header (0 when it is not a regular file: a FIFO is
+/// never opened, so that planning a shard never waits).
 inline vector_file_probe probe_vector_file(const std::string& path)
 {
     vector_file_probe probe;
+    if (!inspect_path(path).is_regular)
+    {
+        return probe;  // analyzing the head reports what is wrong
+    }
     try
     {
         std::ifstream in;
@@ -139,7 +243,6 @@ inline vector_file_probe probe_vector_file(const std::string& path)
     {
         probe.rows = 0;  // analyzing the head reports what is wrong
     }
-    probe.fingerprint = file_fingerprint(path);
     return probe;
 }
 
@@ -160,28 +263,33 @@ struct head_weights
     std::uint64_t dump_fingerprint = 0;
 };
 
-/// Probes the query and key folder of every head (each key folder once). `cap`:
+/// Probes the query and key folder of every head (each key folder once) and reads their
+/// files whole for the dump's fingerprint. `cap`:
 /// max_tokens_per_head.
 inline head_weights weigh_heads(const std::string& data_root, const std::vector<head_task>& heads, std::uint64_t cap,
                                 const folder_probe& probe = probe_npy_folder)
 {
     head_weights out;
-    std::map<std::pair<std::size_t, std::size_t>, vector_file_probe> keys;
-    std::uint64_t fingerprint = fnv1a64("ap dump\n");
+    std::map<std::pair<std::size_t, std::size_t>, std::pair<vector_file_probe, std::uint64_t>> keys;
+    std::uint64_t fingerprint = fnv1a64("ap dump 2\n");
     for (const head_task& head : heads)
     {
-        const vector_file_probe q = probe(head_folder_path(data_root, head.layer, head.q_head, 'q'));
+        const std::string q_folder = head_folder_path(data_root, head.layer, head.q_head, 'q');
+        const vector_file_probe q = probe(q_folder);
+        const std::uint64_t q_print = folder_fingerprint(q_folder);
         auto key = keys.find({head.layer, head.k_head});
         if (key == keys.end())
         {
+            const std::string k_folder = head_folder_path(data_root, head.layer, head.k_head, 'k');
             key = keys.emplace(std::make_pair(head.layer, head.k_head),
-                               probe(head_folder_path(data_root, head.layer, head.k_head, 'k')))
+                               std::make_pair(probe(k_folder), folder_fingerprint(k_folder)))
                       .first;
         }
-        const vector_file_probe& k = key->second;
+        const vector_file_probe& k = key->second.first;
         out.tokens.push_back(std::min(q.rows, cap) + std::min(k.rows, cap));
-        fingerprint = fnv1a64(head_folder_name(head.layer, head.q_head, 'q') + " " + hex64(q.fingerprint) + " "
-                                  + head_folder_name(head.layer, head.k_head, 'k') + " " + hex64(k.fingerprint) + "\n",
+        fingerprint = fnv1a64(head_folder_name(head.layer, head.q_head, 'q') + " " + hex64(q_print) + " "
+                                  + head_folder_name(head.layer, head.k_head, 'k') + " " + hex64(key->second.second)
+                                  + "\n",
                               fingerprint);
     }
     out.dump_fingerprint = fingerprint;

@@ -638,9 +638,12 @@ ap::head_result compose_steps(const ap::head_tokens<TQ>& q, const ap::head_token
         const auto bucket = ap::query_bucket_plasticity(xk_rot, cells, model);
         r.cells.insert(r.cells.end(), bucket.cells.begin(), bucket.cells.end());
         r.profile.push_back({model.bucket, model.tau, model.n_queries, bucket.plasticity, bucket.n_pairs});
+        // §2.14: a bucket of fewer than min_bucket_queries queries is not in D.
+        const bool small = model.n_queries < options.min_bucket_queries;
+        r.profile.back().small_bucket = small;
         tau.push_back(model.tau);
         n_queries.push_back(static_cast<double>(model.n_queries));
-        ap_j.push_back(bucket.plasticity);
+        ap_j.push_back(small ? std::numeric_limits<double>::quiet_NaN() : bucket.plasticity);
         // §8.1: the method's pairs and the extra ones, with their distances.
         if (options.distance_map)
         {
@@ -707,7 +710,7 @@ ap::head_result compose_steps(const ap::head_tokens<TQ>& q, const ap::head_token
         if (options.confidence_intervals)
         {
             ap::bucket_estimate e;
-            e.plasticity = bucket.plasticity;
+            e.plasticity = small ? std::numeric_limits<double>::quiet_NaN() : bucket.plasticity;
             e.sensitivity = ap::bucket_plasticity_sensitivity(w, bucket.moments, model);
             e.pair_variance = bucket.n_pairs ? ap::pair_sampling_variance(bucket.pair_plasticity, cells)
                                              : std::numeric_limits<double>::quiet_NaN();
@@ -735,7 +738,7 @@ ap::head_result compose_steps(const ap::head_tokens<TQ>& q, const ap::head_token
         std::vector<double> empirical;
         for (const auto& row : r.profile)
         {
-            empirical.push_back(row.plasticity_empirical);
+            empirical.push_back(row.small_bucket ? std::numeric_limits<double>::quiet_NaN() : row.plasticity_empirical);
         }
         m.ap_empirical_overall = ap::plasticity_aggregates(xt::adapt(tau, shape), xt::adapt(n_queries, shape),
                                                            xt::adapt(empirical, shape), 1.0)
@@ -749,8 +752,12 @@ ap::head_result compose_steps(const ap::head_tokens<TQ>& q, const ap::head_token
                 if (!std::isnan(row.plasticity_empirical))
                 {
                     const double nj = static_cast<double>(row.n_queries);
-                    numerator += nj * nj * empirical_variance[next++];
-                    total += nj;
+                    const double variance = empirical_variance[next++];
+                    if (!row.small_bucket)
+                    {
+                        numerator += nj * nj * variance;
+                        total += nj;
+                    }
                 }
             }
             m.ap_empirical_overall_se = std::sqrt(numerator) / total;
@@ -769,12 +776,14 @@ ap::head_result compose_steps(const ap::head_tokens<TQ>& q, const ap::head_token
                 ap::plasticity_interval(row.plasticity, row.plasticity_bias, row.plasticity_se, options.confidence_level);
             row.plasticity_ci_low = ci.low;
             row.plasticity_ci_high = ci.high;
+            row.plasticity_corrected = ci.centre;
         }
         m.ap_overall_se = u.standard_error;
         m.ap_overall_bias = u.bias;
         const ap::interval ci = ap::plasticity_interval(m.ap_overall, u.bias, u.standard_error, options.confidence_level);
         m.ap_overall_ci_low = ci.low;
         m.ap_overall_ci_high = ci.high;
+        m.ap_overall_corrected = ci.centre;
     }
     return r;
 }
@@ -839,6 +848,7 @@ void check_identical_extensions(const ap::head_result& a, const ap::head_result&
     CHECK(same(x.ap_overall_bias, y.ap_overall_bias));
     CHECK(same(x.ap_overall_ci_low, y.ap_overall_ci_low));
     CHECK(same(x.ap_overall_ci_high, y.ap_overall_ci_high));
+    CHECK(same(x.ap_overall_corrected, y.ap_overall_corrected));
     REQUIRE(a.cells.size() == b.cells.size());
     for (std::size_t i = 0; i < a.cells.size(); ++i)
     {
@@ -857,6 +867,8 @@ void check_identical_extensions(const ap::head_result& a, const ap::head_result&
         CHECK(same(p.plasticity_bias, q.plasticity_bias));
         CHECK(same(p.plasticity_ci_low, q.plasticity_ci_low));
         CHECK(same(p.plasticity_ci_high, q.plasticity_ci_high));
+        CHECK(same(p.plasticity_corrected, q.plasticity_corrected));
+        CHECK(p.small_bucket == q.small_bucket);
     }
     REQUIRE(a.distance_map.size() == b.distance_map.size());
     for (std::size_t i = 0; i < a.distance_map.size(); ++i)

@@ -9,7 +9,10 @@ entirely on the query, 0 = it is fixed whatever the query).
 
 Each head is a thin line coloured by its layer; the bold line is the mean over heads
 per query bucket (buckets where a head has no value, written as nan, are left out of
-that head's line and of the mean). With --facet-by-layer there is one panel per layer.
+that head's line and of the mean). Buckets with fewer queries than min_bucket_queries (the
+small_bucket column, docs/method.md §2.14: too few queries to model, left out of ap_overall)
+are drawn as open red circles on their head's line and left out of the mean. With
+--facet-by-layer there is one panel per layer.
 """
 
 import os
@@ -65,8 +68,35 @@ def build_parser():
     return parser
 
 
+SMALL_STYLE = dict(marker="o", s=26, facecolors="none", edgecolors="#d62728", linewidths=1.1, zorder=6)
+
+
+def small_buckets(df):
+    """The rows of buckets too small to model (small_bucket = 1, docs/method.md §2.14) with a
+    plasticity; none for a file without that column."""
+    if "small_bucket" not in df:
+        return df.iloc[:0]
+    return df[(df["small_bucket"] == 1) & np.isfinite(df["plasticity"].to_numpy())]
+
+
+def mark_small_buckets(ax, df, handles=None):
+    """Open red circles on the small buckets; a legend entry when there are some."""
+    small = small_buckets(df)
+    if len(small):
+        ax.scatter(small["tau"], small["plasticity"], **SMALL_STYLE)
+        if handles is not None:
+            handles.append(Line2D([], [], linestyle="none", marker="o", markerfacecolor="none",
+                                  markeredgecolor=SMALL_STYLE["edgecolors"],
+                                  label=f"bucket with too few queries ({len(small)}; small_bucket, "
+                                        "not in the aggregates or the mean)"))
+    return len(small)
+
+
 def mean_profile(df):
-    """Mean over heads per query bucket: x = mean tau, y = mean of defined plasticities."""
+    """Mean over heads per query bucket: x = mean tau, y = mean of defined plasticities (small
+    buckets left out, as in the aggregates)."""
+    if "small_bucket" in df:
+        df = df[df["small_bucket"] != 1]
     g = df.groupby("q_bucket", sort=True)
     out = g.agg(tau=("tau", "mean"), plasticity=("plasticity", "mean"),
                 n_heads=("plasticity", "count")).reset_index()
@@ -136,6 +166,7 @@ def plot_all_heads(df, args, xscale):
                       label=f"one head ({n_heads} with values), colour = layer"),
                Line2D([], [], **{k: v for k, v in MEAN_STYLE.items() if k != "zorder"},
                       label="mean over heads per query bucket")]
+    mark_small_buckets(ax, df, handles)
     ax.legend(handles=handles, loc="best", framealpha=0.9)
     sm = plt.cm.ScalarMappable(norm=norm, cmap=cmap)
     cbar = fig.colorbar(sm, ax=ax, pad=0.01, aspect=30)
@@ -159,6 +190,7 @@ def plot_facets(df, args, xscale):
     heads = sorted(df["q_head"].unique())
     cmap, norm = C.discrete_layer_colours(heads, cmap_name="plasma")
     overall = mean_profile(df)
+    small = 0
     for i, layer in enumerate(layers):
         ax = axes[i // ncols][i % ncols]
         sub = df[df["layer"] == layer]
@@ -172,6 +204,7 @@ def plot_facets(df, args, xscale):
                 linestyle="--", zorder=4)
         m = mean_profile(sub)
         ax.plot(m["tau"], m["plasticity"], **mean_style(m, linewidth=2.0, markersize=3))
+        small += mark_small_buckets(ax, sub)
         style_axis(ax, xscale, args.ylim, tau_decades(df), numticks=6)
         if drawn == 0:
             note_no_values(ax, df, "no values (all nan)", fontsize=9)
@@ -192,6 +225,10 @@ def plot_facets(df, args, xscale):
                       label="mean over the layer's heads"),
                Line2D([], [], color="#777777", linewidth=1.2, linestyle="--",
                       label="mean over all heads")]
+    if small:
+        handles.append(Line2D([], [], linestyle="none", marker="o", markerfacecolor="none",
+                              markeredgecolor=SMALL_STYLE["edgecolors"],
+                              label=f"bucket with too few queries ({small}; small_bucket)"))
     if spare:  # an empty grid cell holds the legend
         spare[-1].set_visible(True)
         spare[-1].axis("off")

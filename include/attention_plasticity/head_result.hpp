@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include <xtensor/xtensor.hpp>
@@ -29,6 +30,9 @@ struct head_options
     double max_rel_dist = 0.05;               // §2.12
     double covariance_epsilon = default_covariance_epsilon;  // §2.10
     std::int64_t sliding_window = 0;          // §2.11, in tokens; <= 0 means none
+    // §2.14: a query bucket with fewer queries keeps its profile row (flagged small_bucket) but is
+    // left out of the aggregates and has no interval (§8.3): too few queries to model.
+    std::size_t min_bucket_queries = 16;
     // Threads that analyze_head may use for this one head (the calling thread included);
     // 0 or 1: the calling thread only. Results are identical for any number.
     std::size_t threads = 1;
@@ -74,6 +78,7 @@ struct head_metrics
     double ap_overall_bias = std::numeric_limits<double>::quiet_NaN();          // §8.3
     double ap_overall_ci_low = std::numeric_limits<double>::quiet_NaN();        // §8.3
     double ap_overall_ci_high = std::numeric_limits<double>::quiet_NaN();       // §8.3
+    double ap_overall_corrected = std::numeric_limits<double>::quiet_NaN();     // §8.3, the interval's centre
     // docs/method.md §8.5, the companion measures (NaN / undefined when not defined).
     double bias_strength = std::numeric_limits<double>::quiet_NaN();     // mu_Q^a alpha_K
     double drift_slope_k = std::numeric_limits<double>::quiet_NaN();     // alpha_K
@@ -98,6 +103,8 @@ struct bucket_profile
     double plasticity_bias = std::numeric_limits<double>::quiet_NaN();          // §8.3
     double plasticity_ci_low = std::numeric_limits<double>::quiet_NaN();        // §8.3
     double plasticity_ci_high = std::numeric_limits<double>::quiet_NaN();       // §8.3
+    double plasticity_corrected = std::numeric_limits<double>::quiet_NaN();     // §8.3, the interval's centre
+    bool small_bucket = false;  // n_queries < min_bucket_queries: out of the aggregates (§2.14)
 };
 
 /// Wall time of each stage of analyze_head, in seconds (for profiling; optional).

@@ -650,11 +650,13 @@ struct interval
 {
     double low = std::numeric_limits<double>::quiet_NaN();
     double high = std::numeric_limits<double>::quiet_NaN();
+    double centre = std::numeric_limits<double>::quiet_NaN();  // estimate - bias, not clipped
 };
 
 /// The confidence interval of a plasticity (docs/method.md §8.3): centred on the bias-corrected
 /// estimate, estimate - bias -+ z standard_error with z = Phi^-1((1 + level) / 2) (1.96 for 0.95),
-/// then clipped to [0, 1] where plasticity lives. NaN when any input is NaN. level in (0, 1):
+/// then clipped to [0, 1] where plasticity lives; `centre` is estimate - bias (the bias-corrected
+/// estimate, not clipped). NaN when any input is NaN. level in (0, 1):
 /// else std::invalid_argument; a negative standard error: std::domain_error.
 inline interval plasticity_interval(double estimate, double bias, double standard_error, double level = 0.95)
 {
@@ -674,6 +676,7 @@ inline interval plasticity_interval(double estimate, double bias, double standar
     }
     const double z = detail::normal_quantile(0.5 + 0.5 * level);
     const double centre = estimate - bias;
+    result.centre = centre;
     result.low = std::min(1.0, std::max(0.0, centre - z * standard_error));
     result.high = std::min(1.0, std::max(0.0, centre + z * standard_error));
     return result;

@@ -86,11 +86,23 @@ namespace detail
     {
         constexpr const char* fn = "analyze_head";
         const std::size_t n = tokens.vectors.shape()[0];
+        const std::size_t d = tokens.vectors.shape()[1];
+        if (need_example_id && tokens.example_id.size() == 0 && n > 0)
+        {
+            throw_invalid(fn, kind, " need an example_id column (one id per key: key pairs are drawn within an "
+                                    "example, docs/method.md §2.12); got none");
+        }
         if (tokens.position.size() != n || tokens.bucket.size() != n
             || (need_example_id && tokens.example_id.size() != n))
         {
-            throw_invalid(fn, kind, " columns disagree: ", n, " vectors, ", tokens.position.size(), " positions, ",
-                          tokens.bucket.size(), " buckets, ", tokens.example_id.size(), " example ids");
+            // The vectors are [n, d], one row per token; [d, n] is the usual slip.
+            const bool transposed = d == tokens.position.size() && d != n;
+            const bool ids = need_example_id || tokens.example_id.size() != 0;
+            throw_invalid(fn, kind, " columns disagree: vectors is [", n, ", ", d,
+                          "] (expected [n, d], one row per token) but there are ", tokens.position.size(),
+                          " positions", ids ? ", " : " and ", tokens.bucket.size(), " buckets",
+                          ids ? " and " + std::to_string(tokens.example_id.size()) + " example ids" : std::string(),
+                          transposed ? "; the vectors look transposed: pass them as [n, d] (e.g. vectors.T)" : "");
         }
         for (std::size_t i = 0; i < n; ++i)
         {
@@ -139,6 +151,15 @@ namespace detail
             throw_invalid(fn, "options.covariance_epsilon must be finite and >= 0, got ", options.covariance_epsilon);
         }
         check_max_rel_dist(fn, options.max_rel_dist);
+        if (options.max_rel_dist > 1.0)
+        {
+            throw_invalid(fn, "options.max_rel_dist must be in [0, 1] (a fraction of the example length), got ",
+                          options.max_rel_dist);
+        }
+        if (options.num_pairs_per_bucket < 1)
+        {
+            throw_invalid(fn, "options.num_pairs_per_bucket must be >= 1, got 0");
+        }
         if (options.distance_bins_per_octave < 1 || options.distance_bins_per_octave > max_bins_per_octave)
         {
             throw_invalid(fn, "options.distance_bins_per_octave must be in [1, ", max_bins_per_octave, "], got ",
@@ -308,7 +329,7 @@ namespace detail
         return row;
     }
 
-    /// §2.14 over the profile rows, with C = max query position + 1.
+    /// §2.14 over the profile rows (small buckets left out), with C = max query position + 1.
     inline plasticity_aggregates_result aggregates_of(const std::vector<bucket_profile>& profile,
                                                       const std::vector<double>& query_positions)
     {
@@ -317,7 +338,8 @@ namespace detail
         {
             tau.push_back(row.tau);
             n_queries.push_back(static_cast<double>(row.n_queries));
-            plasticity.push_back(row.plasticity);
+            // A small bucket is not in D (§2.14).
+            plasticity.push_back(row.small_bucket ? std::numeric_limits<double>::quiet_NaN() : row.plasticity);
         }
         const double context = *std::max_element(query_positions.begin(), query_positions.end()) + 1.0;
         return plasticity_aggregates_raw(tau.data(), n_queries.data(), plasticity.data(), profile.size(), context);
@@ -457,6 +479,7 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     {
         result.cells.insert(result.cells.end(), buckets[j].cells.begin(), buckets[j].cells.end());
         result.profile.push_back(detail::profile_row(models[j], buckets[j]));
+        result.profile.back().small_bucket = models[j].n_queries < options.min_bucket_queries;
         extensions.add_bucket(models[j], key_buckets, cells[j], buckets[j], result);
     }
     clock.lap(&stage_timings::extensions);

@@ -21,6 +21,8 @@ taken, the errors and threads) and the dump analysis of ap_analyze:
   ``structured_pair_moments``, ``plasticity_from_moments``, ``key_differences``; the sampler
   (§5): ``sample_key_pairs``, ``sample_bucket_key_pairs``; the streams (§6): ``Rng``;
   the statistics (§7): ``sample_moments``, ``ks_test_normal``, ``kolmogorov_sf``, ...;
+- ``tables(results)``: a list of HeadResult (or a DumpResult) as the DataFrames of
+  docs/method.md §3, one call; every result type prints its numbers and has ``to_dict()``;
 - ``analyze_dump(path, ...)``: a dump (NPY or qk-sniffer Parquet) analyzed as ap_analyze
   does, the tables returned as DataFrames and optionally written as the same CSVs;
   ``python -m attention_plasticity`` is its command line;
@@ -36,6 +38,7 @@ from ._core import (DomainError, InvalidArgumentError, OutputError,  # noqa: F40
 from .capture_sniffer import profile_model  # noqa: F401  (attention_plasticity.capture, in memory)
 from .dump import (DumpResult, HeadError, HeadFailedWarning,  # noqa: F401
                    analyze_dump)
+from .results import NaNColumnWarning, nan_reasons, tables  # noqa: F401
 from .compare import CompareResult, compare_runs  # noqa: F401
 
 __version__ = "0.1.0"

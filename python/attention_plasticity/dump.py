@@ -14,7 +14,7 @@ import sys
 import warnings
 from typing import NamedTuple
 
-from . import _core, _tables
+from . import _core, results as _results
 
 
 class HeadFailedWarning(RuntimeWarning):
@@ -42,8 +42,10 @@ class DumpResult:
     tables : dict of str to pandas.DataFrame
         The CSVs of docs/method.md §3 by table name (``head_metrics``,
         ``head_bucket_plasticity``, ``head_profile``, ``head_component_weights``,
-        ``head_distance_plasticity`` of §8.1, and any table ap_analyze writes), rows of the analyzed heads in (layer, q_head) order. Also reachable
-        as ``result["head_metrics"]`` and ``result.head_metrics``.
+        ``head_distance_plasticity`` of §8.1, and any table ap_analyze writes), rows of the
+        analyzed heads in (layer, q_head) order, made from the numbers the CSVs are written
+        from (the same values, float64 exact; ``attention_plasticity.tables``). Also reachable
+        as ``result["head_metrics"]``, ``result.head_metrics`` and ``ap.tables(result)``.
     errors : list of HeadError
         The heads that failed, in (layer, q_head) order.
     heads : list of (layer, q_head, k_head)
@@ -67,7 +69,7 @@ class DumpResult:
         """Made by analyze_dump from its run (a DumpRun that has run)."""
         self._run = run
         self._texts = run.tables_text()
-        self.tables = _tables.frames(self._texts)
+        self.tables = _results.frames(run.columns())
         self.errors = errors
         self.heads = run.heads
         self.layout = run.layout
@@ -141,9 +143,10 @@ def analyze_dump(data_root, output_dir=None, *, config=None, progress=True, warn
     The dump (docs/method.md §1) holds one folder per captured (layer, head, kind),
     ``l{LL}h{HH}q`` / ``l{LL}h{HH}k``, each in the NPY layout (``vector.npy``, ``position.npy``,
     ...) or in qk-sniffer's Parquet layout (``data.parquet``; a folder holding data.parquet is
-    read as Parquet, any other as NPY). The heads analyzed, the layout (from the options,
-    ``metadata.json`` or a complete folder grid) and the selection (``layers``, ``heads``) are
-    ap_analyze's (examples/README.md, "Which heads"). Heads run in parallel on ``threads``
+    read as Parquet, any other as NPY). The heads analyzed, the layout (from the options, the
+    model's own config.json given as ``model_config``, or the dump's ``metadata.json``; the head
+    counts are never guessed from the folder names) and the selection (``layers``, ``heads``)
+    are ap_analyze's (examples/README.md, "Which heads"). Heads run in parallel on ``threads``
     threads with the GIL released, one BLAS thread each; a head that fails is reported (a
     HeadFailedWarning, and in ``errors``) while the others go on.
 
@@ -162,7 +165,10 @@ def analyze_dump(data_root, output_dir=None, *, config=None, progress=True, warn
     progress : bool
         Show a tqdm progress bar on stderr.
     warn : bool
-        Emit a HeadFailedWarning for each head that fails (they are in ``errors`` anyway).
+        Emit a HeadFailedWarning for each head that fails (they are in ``errors`` anyway), and
+        a NaNColumnWarning once for each aggregate column that is NaN for some head by a rule
+        of docs/method.md (e.g. ``ap_first20`` and ``ap_drop`` when no query bucket lies below
+        0.2 C, §2.14: contexts short for the buckets; ``attention_plasticity.nan_reasons``).
     **options
         The options of ap_analyze, by key, with its defaults and its checks (a value is read
         as ap_analyze reads the text of a flag: numbers, paths, and for ``layers`` / ``heads``
@@ -201,7 +207,10 @@ def analyze_dump(data_root, output_dir=None, *, config=None, progress=True, warn
                           HeadFailedWarning, stacklevel=2)
     finally:
         run.close()
-    return DumpResult(run, errors, target if written else None)
+    result = DumpResult(run, errors, target if written else None)
+    if warn:
+        _results.warn_nan_columns(result.tables, stacklevel=2)
+    return result
 
 
 analyze_dump.__doc__ = analyze_dump.__doc__.replace("{options}", _option_doc())

@@ -24,6 +24,7 @@ pyarrow only.
 """
 
 import os
+import stat
 
 import numpy as np
 import pyarrow as pa
@@ -74,7 +75,11 @@ def read_sniffed_folder(path, token_str=False):
     """
     file = parquet_path(path)
     if not os.path.exists(file):
+        if os.path.islink(file):
+            raise FileNotFoundError(f"{file}: dangling symbolic link (to '{os.readlink(file)}', which does not exist)")
         raise FileNotFoundError(f"{file}: no such file")
+    if not stat.S_ISREG(os.stat(file).st_mode):  # a FIFO would make the reader wait forever
+        raise ValueError(f"{file}: not a regular file (a FIFO, device or folder), not a Parquet file")
     if os.path.getsize(file) == 0:
         raise ValueError(f"{file}: empty file (0 bytes), not a Parquet file")
     try:

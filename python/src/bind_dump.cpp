@@ -7,6 +7,7 @@
 // footer announces; the GIL released while heads run, progress and Ctrl-C from the calling
 // thread.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -16,7 +17,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -195,9 +198,14 @@ namespace
     {
         return [parquet_rows = std::move(parquet_rows)](const std::string& folder) {
             const std::string file = (fs::path(folder) / parquet_file).string();
-            if (ex::inspect_path(file).absent)
+            const ex::path_info info = ex::inspect_path(file);
+            if (info.absent)
             {
                 return ex::probe_npy_folder(folder);
+            }
+            if (!info.is_regular)
+            {
+                return ex::vector_file_probe{};  // a FIFO is never opened (no wait); the head reports it
             }
             const nb::object count = parquet_rows.is_none()
                                          ? nb::module_::import_("attention_plasticity.dump").attr("parquet_rows")
@@ -220,7 +228,6 @@ namespace
             {
                 probe.rows = 0;
             }
-            probe.fingerprint = ex::file_fingerprint(file);
             return probe;
         };
     }
@@ -269,7 +276,7 @@ namespace
                 changed.notify_all();
             };
             single_threaded_blas blas;
-            std::thread runner([&] {
+            auto work = [&] {
                 try
                 {
                     m_run.run(loader, on_done, &stop);
@@ -281,7 +288,18 @@ namespace
                 std::lock_guard<std::mutex> lock(mutex);
                 finished = true;
                 changed.notify_all();
-            });
+            };
+            std::thread runner;
+            try
+            {
+                runner = std::thread(work);
+            }
+            catch (const std::system_error& e)
+            {
+                // No thread can be started (a process limit): said in words, nothing analyzed.
+                throw std::runtime_error("analyze_dump: cannot start the thread that runs the heads ("
+                                         + e.code().message() + "); nothing was analyzed");
+            }
             auto join = [&] {
                 nb::gil_scoped_release release;
                 runner.join();
@@ -376,6 +394,22 @@ namespace
             return out;
         }
 
+        /// {table name: {column: array}} of the analyzed heads in (layer, q_head) order: the numbers
+        /// the CSVs are written from (the run keeps each head's result, analyze_config::keep_results).
+        nb::dict columns() const
+        {
+            std::vector<const ap::head_result*> results;
+            for (const ex::head_rows* rows : ex::analyzed_rows(m_run.state()))
+            {
+                if (!rows->result)
+                {
+                    throw std::logic_error("DumpRun.columns: the run did not keep its heads' results");
+                }
+                results.push_back(rows->result.get());
+            }
+            return result_columns(results);
+        }
+
         /// Writes the result set (analysis_run::commit, as ap_analyze does). Returns whether a
         /// set was written.
         bool commit()
@@ -400,54 +434,6 @@ namespace
         ex::analysis_run m_run;
     };
 
-    /// The text an option's value is read from: the table's setters parse text, as for the
-    /// command line and the --config file.
-    std::string option_text(const std::string& key, nb::handle value, bool takes_list)
-    {
-        if (PyBool_Check(value.ptr()))
-        {
-            throw ex::usage_error(key + ": expected a number, got a bool");
-        }
-        if (nb::isinstance<nb::str>(value))
-        {
-            return nb::cast<std::string>(value);
-        }
-        if (PyIndex_Check(value.ptr()))  // int, numpy integers
-        {
-            nb::object index = nb::steal(PyNumber_Index(value.ptr()));
-            if (!index.is_valid())
-            {
-                throw nb::python_error();
-            }
-            return nb::cast<std::string>(nb::str(index));
-        }
-        if (PyFloat_Check(value.ptr()) || nb::hasattr(value, "__float__"))  // float, numpy floats
-        {
-            return nb::cast<std::string>(nb::repr(nb::float_(value)));  // shortest round-trip text
-        }
-        if (nb::hasattr(value, "__fspath__"))
-        {
-            return nb::cast<std::string>(nb::module_::import_("os").attr("fspath")(value));
-        }
-        if (takes_list && (nb::isinstance<nb::list>(value) || nb::isinstance<nb::tuple>(value)
-                           || nb::hasattr(value, "__iter__")))
-        {
-            std::string joined;
-            for (nb::handle item : value)
-            {
-                joined += (joined.empty() ? "" : ",") + option_text(key, item, false);
-            }
-            if (joined.empty())
-            {
-                throw ex::usage_error(key + ": empty list");
-            }
-            return joined;
-        }
-        const nb::handle type(reinterpret_cast<PyObject*>(Py_TYPE(value.ptr())));
-        throw ex::usage_error(key + ": expected " + (takes_list ? "a value or a list of values" : "a single value")
-                              + ", got " + nb::cast<std::string>(nb::str(type)));
-    }
-
     /// The configuration of analyze_dump(data_root, output_dir, config=..., **options): the
     /// --config file first, then the options by key (a key of the option table), then the
     /// arguments. Returns whether results are to be written (an output_dir given here or in the
@@ -469,21 +455,17 @@ namespace
             const auto* option = ex::find_option(table, key);
             if (option == nullptr || key == "data_root" || key == "output_dir")
             {
-                throw ex::usage_error("unknown option '" + key + "' (the options of ap_analyze, as keywords: "
-                                      + "see help(attention_plasticity.analyze_dump))");
+                throw ex::usage_error("analyze_dump: "
+                                      + ex::unknown_name_message("keyword", key, table,
+                                                                 [](const std::string& name) { return name; })
+                                      + " (the options of ap_analyze, as keywords: see "
+                                      + "help(attention_plasticity.analyze_dump))");
             }
             if (value.is_none())
             {
                 continue;
             }
-            if (PyBool_Check(value.ptr()) && std::string(option->metavar) == "on|off")
-            {
-                option->set(config, key, value.ptr() == Py_True ? "on" : "off");  // distance_map=False, ...
-            }
-            else
-            {
-                option->set(config, key, option_text(key, value, option->takes_list));
-            }
+            set_option_value(*option, config, key, value, "analyze_dump");
         }
         ex::find_option(table, "data_root")->set(config, "data_root", data_root);
         if (!output_dir.is_none())
@@ -491,12 +473,54 @@ namespace
             ex::find_option(table, "output_dir")
                 ->set(config, "output_dir", option_text("output_dir", output_dir, false));
         }
+        config.keep_results = true;  // DumpResult's DataFrames are made from the numbers (DumpRun.columns)
         const bool write = !config.output_dir.empty();
         if (!write)
         {
             config.output_dir = ".";
         }
         return {std::move(config), write};
+    }
+
+    void replace_all(std::string& text, const std::string& from, const std::string& to)
+    {
+        for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+        {
+            text.replace(at, from.size(), to);
+        }
+    }
+
+    /// A message of ap_analyze's run (which names its flags) as analyze_dump's user reads it: the
+    /// keywords they gave, prefixed with the function.
+    std::string python_spoken(std::string message)
+    {
+        const std::string prefix = "analyze_dump: ";
+        if (message.compare(0, prefix.size(), prefix) == 0)
+        {
+            return message;
+        }
+        replace_all(message, "the --config file", "the config file");
+        std::vector<std::string> keys;
+        for (const auto& option : ex::analyze_options())
+        {
+            keys.emplace_back(option.name);
+        }
+        std::sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) { return a.size() > b.size(); });
+        for (const std::string& key : keys)
+        {
+            replace_all(message, ex::flag_of(key), key);
+        }
+        // The layout's counts: keywords here (writing a metadata.json into someone's dump is not the hint).
+        const std::string counts = "give num_q_heads and num_k_heads (or";
+        const std::size_t at = message.find(counts);
+        const std::size_t close = at == std::string::npos ? at : message.find(')', at);
+        if (close != std::string::npos)
+        {
+            message.replace(at, close + 1 - at,
+                            "give the keywords num_q_heads and num_k_heads (e.g. analyze_dump(path, num_q_heads=12, "
+                            "num_k_heads=12)), or set them in the config file");
+        }
+        return prefix + message;
     }
 
     nb::dict layout_dict(const ex::dump_layout& layout)
@@ -539,7 +563,7 @@ void bind_dump(nb::module_& m)
           "The HeadOptions of ap_analyze and analyze_dump when no option is given: the library's defaults\n"
           "(HeadOptions()) with the confidence intervals of docs/method.md §8.3 on. Returns a new HeadOptions.");
     m.def(
-        "analyze_help", [](const std::string& program) { return ex::analyze_help(program.c_str()); }, "program"_a,
+        "analyze_help", [](const std::string& program) { return ex::analyze_help(program.c_str(), true); }, "program"_a,
         "The --help text of ap_analyze, for `program`.");
 
     nb::class_<dump_run>(
@@ -553,8 +577,15 @@ void bind_dump(nb::module_& m)
             "from_options",
             [](const std::string& data_root, nb::handle output_dir, nb::handle config, const nb::dict& options,
                nb::object parquet_rows) {
-                auto [cfg, write] = configure(data_root, output_dir, config, options);
-                return new dump_run(std::move(cfg), write, std::move(parquet_rows));
+                try
+                {
+                    auto [cfg, write] = configure(data_root, output_dir, config, options);
+                    return new dump_run(std::move(cfg), write, std::move(parquet_rows));
+                }
+                catch (const ex::usage_error& e)
+                {
+                    throw ex::usage_error(python_spoken(e.what()));
+                }
             },
             "data_root"_a, "output_dir"_a = nb::none(), "config"_a = nb::none(), "options"_a = nb::dict(),
             "parquet_rows"_a = nb::none(), nb::rv_policy::take_ownership,
@@ -628,6 +659,9 @@ void bind_dump(nb::module_& m)
                      "its shard.json, is written even without rows, so that ap_merge sees it finished).")
         .def("failures", &dump_run::all_failures,
              "The failed heads: (index, layer, q_head, k_head, file, reason, line), in (layer, q_head) order.")
+        .def("columns", &dump_run::columns,
+             "{table name: {column: NumPy array}} of the analyzed heads (a run made by from_options), the\n"
+             "numbers the CSVs are written from, in their columns' order and types.")
         .def("tables_text", &dump_run::tables_text,
              "{table name: the bytes of its CSV (header and rows)}, as ap_analyze writes them.")
         .def("commit", &dump_run::commit,

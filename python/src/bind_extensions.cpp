@@ -426,9 +426,11 @@ namespace
         nb::class_<ap::interval>(m, "Interval", "A two-sided interval [low, high].")
             .def_ro("low", &ap::interval::low, "Lower end; NaN when undefined.")
             .def_ro("high", &ap::interval::high, "Upper end; NaN when undefined.")
+            .def_ro("centre", &ap::interval::centre, "estimate - bias, the centre (not clipped); NaN when undefined.")
             .def("__repr__", [](const ap::interval& i) {
                 return "Interval(low=" + nb::cast<std::string>(nb::repr(nb::float_(i.low)))
-                       + ", high=" + nb::cast<std::string>(nb::repr(nb::float_(i.high))) + ")";
+                       + ", high=" + nb::cast<std::string>(nb::repr(nb::float_(i.high)))
+                       + ", centre=" + nb::cast<std::string>(nb::repr(nb::float_(i.centre))) + ")";
             });
         m.def("plasticity_interval", &ap::plasticity_interval, "estimate"_a, "bias"_a, "standard_error"_a,
               "level"_a = 0.95,

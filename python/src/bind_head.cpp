@@ -14,11 +14,14 @@
 #include <attention_plasticity/pipeline.hpp>
 
 #include "common.hpp"
+#include "analyze_config.hpp"
 #include "csv_rows.hpp"
 #include "head_bindings.hpp"
 
 namespace ap_python
 {
+namespace ex = ap_examples;
+
 py_tokens::py_tokens(const array_like& vectors_, const array_like& position_, const array_like& bucket_,
                      nb::handle example_id_)
 {
@@ -50,6 +53,55 @@ std::string table_name(const std::string& file)
                ? file.substr(0, file.size() - suffix.size())
                : file;
 }
+
+/// The text an option's value is read from: the table's setters parse text, as for the
+/// command line and the --config file.
+std::string option_text(const std::string& key, nb::handle value, bool takes_list)
+{
+    if (PyBool_Check(value.ptr()))
+    {
+        throw ex::usage_error(key + ": expected a number, got a bool");
+    }
+    if (nb::isinstance<nb::str>(value))
+    {
+        return nb::cast<std::string>(value);
+    }
+    if (PyIndex_Check(value.ptr()))  // int, numpy integers
+    {
+        nb::object index = nb::steal(PyNumber_Index(value.ptr()));
+        if (!index.is_valid())
+        {
+            throw nb::python_error();
+        }
+        return nb::cast<std::string>(nb::str(index));
+    }
+    if (PyFloat_Check(value.ptr()) || nb::hasattr(value, "__float__"))  // float, numpy floats
+    {
+        return nb::cast<std::string>(nb::repr(nb::float_(value)));  // shortest round-trip text
+    }
+    if (nb::hasattr(value, "__fspath__"))
+    {
+        return nb::cast<std::string>(nb::module_::import_("os").attr("fspath")(value));
+    }
+    if (takes_list && (nb::isinstance<nb::list>(value) || nb::isinstance<nb::tuple>(value)
+                       || nb::hasattr(value, "__iter__")))
+    {
+        std::string joined;
+        for (nb::handle item : value)
+        {
+            joined += (joined.empty() ? "" : ",") + option_text(key, item, false);
+        }
+        if (joined.empty())
+        {
+            throw ex::usage_error(key + ": empty list");
+        }
+        return joined;
+    }
+    const nb::handle type(reinterpret_cast<PyObject*>(Py_TYPE(value.ptr())));
+    throw ex::usage_error(key + ": expected " + (takes_list ? "a value or a list of values" : "a single value")
+                          + ", got " + nb::cast<std::string>(nb::str(type)));
+}
+
 
 namespace
 {
@@ -133,102 +185,123 @@ namespace
             });
     }
 
+    /// Sets HeadOptions' option `key` from a Python value, by the option table's setter.
+    void set_head_option(ap::head_options& options, const std::string& key, nb::handle value)
+    {
+        const auto& table = ex::head_option_table();
+        const auto* option = ex::find_option(table, key);
+        if (option == nullptr)
+        {
+            throw ex::usage_error("HeadOptions: " + ex::unknown_name_message("keyword", key, table,
+                                                                             [](const std::string& k) { return k; }));
+        }
+        set_option_value(*option, options, key, value, "HeadOptions");
+    }
+
+    /// HeadOptions' constructor signature (keywords, their types and defaults), from the table.
+    const std::string& options_signature()
+    {
+        static const std::string signature = [] {
+            std::string sig = "def __init__(self, *";
+            const nb::object defaults = nb::cast(ap::head_options{});
+            for (const auto& option : ex::head_option_table())
+            {
+                const std::string metavar = option.metavar;
+                const char* type = metavar == "on|off" ? "bool" : metavar == "X" ? "float" : "int";
+                sig += std::string(", ") + option.name + ": " + type + " = "
+                       + nb::cast<std::string>(nb::repr(defaults.attr(option.name)));
+            }
+            return sig + ") -> None";
+        }();
+        return signature;
+    }
+
+    template <class T>
+    void option_property(nb::class_<ap::head_options>& cls, const char* key, T ap::head_options::*field,
+                         const char* doc)
+    {
+        cls.def_prop_rw(
+            key, [field](const ap::head_options& o) { return o.*field; },
+            [key](ap::head_options& o, nb::handle value) { set_head_option(o, key, value); }, doc);
+    }
+
     void bind_options(nb::module_& m)
     {
-        const ap::head_options defaults;
-        nb::class_<ap::head_options>(
+        nb::class_<ap::head_options> cls(
             m, "HeadOptions",
             "The parameters of docs/method.md §2 (defaults as there), the head's sliding window and the\n"
             "extensions of §8 (defaults: the library's, where confidence_intervals is off; ap_analyze and\n"
-            "analyze_dump turn it on: analyze_default_options()).")
-            .def(
-                "__init__",
-                [](ap::head_options* self, std::size_t max_tokens_per_head, std::size_t normality_max_dims,
-                   double p_alpha, std::uint64_t seed, std::size_t num_pairs_per_bucket, double max_rel_dist,
-                   double covariance_epsilon, std::int64_t sliding_window, std::size_t threads, bool distance_map,
-                   std::size_t distance_map_extra_pairs, std::size_t distance_bins_per_octave, bool empirical_ap,
-                   std::size_t empirical_max_queries, bool confidence_intervals, double confidence_level) {
-                    auto* o = new (self) ap::head_options{};
-                    o->max_tokens_per_head = max_tokens_per_head;
-                    o->normality_max_dims = normality_max_dims;
-                    o->p_alpha = p_alpha;
-                    o->seed = seed;
-                    o->num_pairs_per_bucket = num_pairs_per_bucket;
-                    o->max_rel_dist = max_rel_dist;
-                    o->covariance_epsilon = covariance_epsilon;
-                    o->sliding_window = sliding_window;
-                    o->threads = threads;
-                    o->distance_map = distance_map;
-                    o->distance_map_extra_pairs = distance_map_extra_pairs;
-                    o->distance_bins_per_octave = distance_bins_per_octave;
-                    o->empirical_ap = empirical_ap;
-                    o->empirical_max_queries = empirical_max_queries;
-                    o->confidence_intervals = confidence_intervals;
-                    o->confidence_level = confidence_level;
-                },
-                "max_tokens_per_head"_a = defaults.max_tokens_per_head,
-                "normality_max_dims"_a = defaults.normality_max_dims, "p_alpha"_a = defaults.p_alpha,
-                "seed"_a = defaults.seed, "num_pairs_per_bucket"_a = defaults.num_pairs_per_bucket,
-                "max_rel_dist"_a = defaults.max_rel_dist, "covariance_epsilon"_a = defaults.covariance_epsilon,
-                "sliding_window"_a = defaults.sliding_window, "threads"_a = defaults.threads,
-                "distance_map"_a = defaults.distance_map,
-                "distance_map_extra_pairs"_a = defaults.distance_map_extra_pairs,
-                "distance_bins_per_octave"_a = defaults.distance_bins_per_octave,
-                "empirical_ap"_a = defaults.empirical_ap, "empirical_max_queries"_a = defaults.empirical_max_queries,
-                "confidence_intervals"_a = defaults.confidence_intervals,
-                "confidence_level"_a = defaults.confidence_level,
-                "The options, by keyword; defaults as docs/method.md §2 and §8.")
-            .def_rw("max_tokens_per_head", &ap::head_options::max_tokens_per_head,
-                    "Cap on queries and on keys per head (§2.2), >= 2.")
-            .def_rw("normality_max_dims", &ap::head_options::normality_max_dims,
-                    "Noise components with a KS test (§2.8).")
-            .def_rw("p_alpha", &ap::head_options::p_alpha, "Significance level (§2.8), in [0, 1].")
-            .def_rw("seed", &ap::head_options::seed, "Seed of every random choice (§2.15).")
-            .def_rw("num_pairs_per_bucket", &ap::head_options::num_pairs_per_bucket, "Key pairs per cell (§2.12).")
-            .def_rw("max_rel_dist", &ap::head_options::max_rel_dist,
-                    "Pair window as a fraction of the example length (§5), >= 0.")
-            .def_rw("covariance_epsilon", &ap::head_options::covariance_epsilon, "Ridge on Sigma_j (§2.10).")
-            .def_rw("sliding_window", &ap::head_options::sliding_window,
-                    "The head's sliding window in tokens (§2.11); <= 0: none.")
-            .def_rw("threads", &ap::head_options::threads,
-                    "Threads analyze_head may use for this one head, the calling thread included (0 or 1: the\n"
-                    "calling thread only); the results are identical for any number. analyze_dump sets it when\n"
-                    "there are fewer heads than threads.")
-            .def_rw("distance_map", &ap::head_options::distance_map,
-                    "The distance map of §8.1 (HeadResult.distance_map, head_distance_plasticity.csv).")
-            .def_rw("planar_rotation", &ap::head_options::planar_rotation,
-                    "The planar rotation model of §8.5 (bias_strength, drift_slope_k, drift_query_mean); on by "
-                    "default.")
-            .def_rw("pca_roles", &ap::head_options::pca_roles,
-                    "The PCA roles of §8.5 (pc0_r_q, pc0_r_k, pca_class): a SYRK of the vectors; off by default.")
-            .def_rw("distance_map_extra_pairs", &ap::head_options::distance_map_extra_pairs,
-                    "Extra pairs per cell for the distance map, from their own streams (§8.1).")
-            .def_rw("distance_bins_per_octave", &ap::head_options::distance_bins_per_octave,
-                    "Bins of the distance map per doubling of distance (§8.1), 1 to max_bins_per_octave.")
-            .def_rw("empirical_ap", &ap::head_options::empirical_ap,
-                    "The model-free AP from the actual queries (§8.2): pairs x queries GEMMs.")
-            .def_rw("empirical_max_queries", &ap::head_options::empirical_max_queries,
-                    "Queries per bucket for the empirical AP, a seeded subsample (§8.2); 0: all.")
-            .def_rw("confidence_intervals", &ap::head_options::confidence_intervals,
-                    "Standard errors, biases and intervals of AP_j and ap_overall (§8.3).")
-            .def_rw("confidence_level", &ap::head_options::confidence_level, "Level of the intervals (§8.3), in (0, 1).")
-            .def("__repr__", [](const ap::head_options& o) {
-                return "HeadOptions(max_tokens_per_head=" + std::to_string(o.max_tokens_per_head)
-                       + ", normality_max_dims=" + std::to_string(o.normality_max_dims)
-                       + ", p_alpha=" + ap_examples::format_number(o.p_alpha) + ", seed=" + std::to_string(o.seed)
-                       + ", num_pairs_per_bucket=" + std::to_string(o.num_pairs_per_bucket)
-                       + ", max_rel_dist=" + ap_examples::format_number(o.max_rel_dist)
-                       + ", covariance_epsilon=" + ap_examples::format_number(o.covariance_epsilon)
-                       + ", sliding_window=" + std::to_string(o.sliding_window)
-                       + ", threads=" + std::to_string(o.threads)
-                       + ", distance_map=" + (o.distance_map ? "True" : "False")
-                       + ", distance_map_extra_pairs=" + std::to_string(o.distance_map_extra_pairs)
-                       + ", distance_bins_per_octave=" + std::to_string(o.distance_bins_per_octave)
-                       + ", empirical_ap=" + (o.empirical_ap ? "True" : "False")
-                       + ", empirical_max_queries=" + std::to_string(o.empirical_max_queries)
-                       + ", confidence_intervals=" + (o.confidence_intervals ? "True" : "False")
-                       + ", confidence_level=" + ap_examples::format_number(o.confidence_level) + ")";
-            });
+            "analyze_dump turn it on: analyze_default_options()). Given by keyword, and checked (also when\n"
+            "an attribute is set) by the same code and with the same messages as analyze_dump's keywords and\n"
+            "ap_analyze's flags and --config keys (examples/analyze_config.hpp): UsageError for an unknown\n"
+            "keyword (with the closest name) or a value outside the option's domain.");
+        option_property(cls, "max_tokens_per_head", &ap::head_options::max_tokens_per_head,
+                        "Cap on queries and on keys per head (§2.2), >= 2.");
+        option_property(cls, "normality_max_dims", &ap::head_options::normality_max_dims,
+                        "Noise components with a KS test (§2.8), >= 1.");
+        option_property(cls, "p_alpha", &ap::head_options::p_alpha, "Significance level (§2.8), in [0, 1].");
+        option_property(cls, "seed", &ap::head_options::seed, "Seed of every random choice (§2.15).");
+        option_property(cls, "num_pairs_per_bucket", &ap::head_options::num_pairs_per_bucket,
+                        "Key pairs per cell (§2.12), >= 1.");
+        option_property(cls, "max_rel_dist", &ap::head_options::max_rel_dist,
+                        "Pair window as a fraction of the example length (§5), in [0, 1].");
+        option_property(cls, "min_bucket_queries", &ap::head_options::min_bucket_queries,
+                        "Query buckets with fewer queries keep their profile row, flagged small_bucket, but are left\n"
+                        "out of ap_overall, ap_first20, ap_last20 and have no interval (§2.14, §8.3), >= 2.");
+        option_property(cls, "covariance_epsilon", &ap::head_options::covariance_epsilon,
+                        "Ridge on Sigma_j (§2.10), finite, >= 0.");
+        option_property(cls, "sliding_window", &ap::head_options::sliding_window,
+                        "The head's sliding window in tokens (§2.11); <= 0: none.");
+        option_property(cls, "threads", &ap::head_options::threads,
+                        "Threads analyze_head may use for this one head, the calling thread included (0 or 1: the\n"
+                        "calling thread only; at most 4096); the results are identical for any number. analyze_dump\n"
+                        "sets it when there are fewer heads than threads.");
+        option_property(cls, "distance_map", &ap::head_options::distance_map,
+                        "The distance map of §8.1 (HeadResult.distance_map, head_distance_plasticity.csv).");
+        option_property(cls, "distance_map_extra_pairs", &ap::head_options::distance_map_extra_pairs,
+                        "Extra pairs per cell for the distance map, from their own streams (§8.1).");
+        option_property(cls, "distance_bins_per_octave", &ap::head_options::distance_bins_per_octave,
+                        "Bins of the distance map per doubling of distance (§8.1), 1 to max_bins_per_octave.");
+        option_property(cls, "empirical_ap", &ap::head_options::empirical_ap,
+                        "The model-free AP from the actual queries (§8.2): pairs x queries GEMMs.");
+        option_property(cls, "empirical_max_queries", &ap::head_options::empirical_max_queries,
+                        "Queries per bucket for the empirical AP, a seeded subsample (§8.2); 0: all.");
+        option_property(cls, "confidence_intervals", &ap::head_options::confidence_intervals,
+                        "Standard errors, biases and intervals of AP_j and ap_overall (§8.3).");
+        option_property(cls, "planar_rotation", &ap::head_options::planar_rotation,
+                        "The planar rotation model of §8.5 (bias_strength, drift_slope_k, drift_query_mean); on by\n"
+                        "default.");
+        option_property(cls, "pca_roles", &ap::head_options::pca_roles,
+                        "The PCA roles of §8.5 (pc0_r_q, pc0_r_k, pca_class): a SYRK of the vectors; off by default.");
+        option_property(cls, "confidence_level", &ap::head_options::confidence_level,
+                        "Level of the intervals (§8.3), in (0, 1).");
+        cls.def(
+            "__init__",
+            [](ap::head_options* self, nb::kwargs kwargs) {
+                ap::head_options options;
+                for (const auto& [key, value] : kwargs)
+                {
+                    if (!value.is_none())
+                    {
+                        set_head_option(options, nb::cast<std::string>(key), value);
+                    }
+                }
+                new (self) ap::head_options(options);
+            },
+            nb::sig(options_signature().c_str()),
+            "The options, by keyword (None: the default); defaults as docs/method.md §2 and §8. Each value\n"
+            "is checked as ap_analyze checks its flag (UsageError naming the keyword).");
+        cls.def("__repr__", [](nb::handle self) {
+            std::string out = "HeadOptions(";
+            bool first = true;
+            for (const auto& option : ex::head_option_table())
+            {
+                out += std::string(first ? "" : ", ") + option.name + "="
+                       + nb::cast<std::string>(nb::repr(self.attr(option.name)));
+                first = false;
+            }
+            return out + ")";
+        });
     }
 
     void bind_result(nb::module_& m)
@@ -236,7 +309,8 @@ namespace
         using hm = ap::head_metrics;
         nb::class_<hm>(m, "HeadMetrics",
                        "A row of head_metrics.csv (docs/method.md §3.2; units and ranges there). For every column\n"
-                       "of the CSV, including any added later, use HeadResult.tables()['head_metrics'].")
+                       "of the CSV, including any added later: HeadResult.to_dict(), or attention_plasticity.tables(results)\n"
+                       "['head_metrics'] for many heads.")
             .def_ro("n_q_tokens", &hm::n_q_tokens, "Queries analyzed (after subsampling).")
             .def_ro("n_k_tokens", &hm::n_k_tokens, "Keys analyzed (after subsampling).")
             .def_ro("d_model", &hm::d_model, "Vector dimension d.")
@@ -253,10 +327,16 @@ namespace
             .def_ro("q_noise_med_abs_kurt", &hm::q_noise_med_abs_kurt, "§2.8.")
             .def_ro("q_noise_med_ks_p", &hm::q_noise_med_ks_p, "§2.8.")
             .def_ro("q_noise_frac_ks_p_lt_alpha", &hm::q_noise_frac_ks_p_lt_alpha, "§2.8.")
-            .def_ro("ap_overall", &hm::ap_overall, "Head-level attention plasticity (§2.14), in [0, 1] or NaN.")
-            .def_ro("ap_first20", &hm::ap_first20, "§2.14.")
-            .def_ro("ap_last20", &hm::ap_last20, "§2.14.")
-            .def_ro("ap_drop", &hm::ap_drop, "ap_first20 - ap_last20 (§2.14).")
+            .def_ro("ap_overall", &hm::ap_overall,
+                    "Head-level attention plasticity (§2.14), in [0, 1]; NaN when no query bucket of at least\n"
+                    "min_bucket_queries queries has a key pair.")
+            .def_ro("ap_first20", &hm::ap_first20,
+                    "The same over the buckets with tau_j < 0.2 C, C = largest query position + 1 (§2.14); NaN when\n"
+                    "there is none (short contexts: the first bucket already starts past 0.2 C).")
+            .def_ro("ap_last20", &hm::ap_last20,
+                    "The same over the buckets with tau_j >= 0.8 C (§2.14); NaN when there is none (usual with\n"
+                    "logarithmic buckets).")
+            .def_ro("ap_drop", &hm::ap_drop, "ap_first20 - ap_last20 (§2.14); NaN when either is.")
             .def_ro("ap_empirical_overall", &hm::ap_empirical_overall,
                     "§2.14's aggregate of the empirical AP_j (§8.2); NaN when empirical_ap is off.")
             .def_ro("ap_empirical_overall_se", &hm::ap_empirical_overall_se,
@@ -267,6 +347,8 @@ namespace
                     "Lower end of the interval of ap_overall at confidence_level (§8.3).")
             .def_ro("ap_overall_ci_high", &hm::ap_overall_ci_high,
                     "Upper end of the interval of ap_overall at confidence_level (§8.3).")
+            .def_ro("ap_overall_corrected", &hm::ap_overall_corrected,
+                    "ap_overall - ap_overall_bias: the bias-corrected estimate the interval is centred on (§8.3).")
             .def_ro("bias_strength", &hm::bias_strength, "mu_Q^a alpha_K of the planar rotation model (§8.5).")
             .def_ro("drift_slope_k", &hm::drift_slope_k, "alpha_K, the keys' slope along the drift direction (§8.5).")
             .def_ro("drift_query_mean", &hm::drift_query_mean, "mu_Q^a, the queries' mean on the drift direction (§8.5).")
@@ -289,7 +371,11 @@ namespace
             .def_ro("plasticity_bias", &ap::bucket_profile::plasticity_bias, "Estimated bias of AP_j (§8.3).")
             .def_ro("plasticity_ci_low", &ap::bucket_profile::plasticity_ci_low, "Lower end of its interval (§8.3).")
             .def_ro("plasticity_ci_high", &ap::bucket_profile::plasticity_ci_high,
-                    "Upper end of its interval (§8.3).");
+                    "Upper end of its interval (§8.3).")
+            .def_ro("plasticity_corrected", &ap::bucket_profile::plasticity_corrected,
+                    "plasticity - plasticity_bias: the bias-corrected AP_j its interval is centred on (§8.3).")
+            .def_ro("small_bucket", &ap::bucket_profile::small_bucket,
+                    "n_queries < min_bucket_queries: left out of the aggregates, no interval (§2.14).");
         nb::class_<ap::stage_timings>(m, "StageTimings", "Wall time of each stage of analyze_head, in seconds.")
             .def_ro("preparation", &ap::stage_timings::preparation,
                     "Checks, orientation, subsampling, query conversion (s).")
@@ -330,17 +416,33 @@ namespace
                 "w_d (§2.9), float64 [d].")
             .def_ro("timings", &py_head_result::timings, "StageTimings when asked for (timings=True), else None.")
             .def(
-                "csv_rows", [](const py_head_result& r) { return csv_rows_of(r.result); },
-                "The head's rows of each CSV of docs/method.md §3, formatted as ap_analyze writes them, with the\n"
-                "header: {table name: text}.")
+                "__repr__",
+                [](nb::handle self) {
+                    return nb::cast<std::string>(
+                        nb::module_::import_("attention_plasticity.results").attr("_head_result_repr")(self));
+                })
+            .def(
+                "to_dict",
+                [](nb::handle self) {
+                    return nb::cast<nb::dict>(
+                        nb::module_::import_("attention_plasticity.results").attr("_head_result_to_dict")(self));
+                },
+                "The head and its metrics: {layer, q_head, k_head and every column of head_metrics.csv}.")
             .def(
                 "tables",
                 [](nb::handle self) {
-                    return nb::module_::import_("attention_plasticity._tables").attr("frames")(self.attr("csv_rows")());
+                    return nb::cast<nb::dict>(
+                        nb::module_::import_("attention_plasticity.results").attr("tables")(nb::make_tuple(self),
+                                                                                           "warn"_a = false));
                 },
-                "The head's rows as pandas DataFrames with the columns of the CSVs (docs/method.md §3), by table\n"
-                "name: head_metrics, head_bucket_plasticity, head_profile, head_component_weights,\n"
-                "head_distance_plasticity (and any table ap_analyze writes). The numbers are the CSV's (17 significant digits), parsed exactly.");
+                "The head's rows as pandas DataFrames with the columns and dtypes of the CSVs (docs/method.md §3),\n"
+                "by table name: head_metrics, head_bucket_plasticity, head_profile, head_component_weights,\n"
+                "head_distance_plasticity (and any table ap_analyze writes); attention_plasticity.tables([self]).\n"
+                "Made from the numbers, not from CSV text.")
+            .def(
+                "csv_rows", [](const py_head_result& r) { return csv_rows_of(r.result); },
+                "The head's rows of each CSV of docs/method.md §3, formatted as ap_analyze writes them, with the\n"
+                "header: {table name: text}.");
 
         m.def(
             "analyze_head",

@@ -98,6 +98,10 @@ struct array_arg
     std::vector<std::size_t> shape;
     bool is_float32 = false;  // float arrays: float32 (else float64)
     bool converted = false;   // a copy was made
+    // A torch tensor's storage, held for the call: another thread's t.set_() (or
+    // t.resize_()) replaces the tensor's storage while the GIL is released, and would
+    // otherwise free the data read here (NumPy refuses to resize an exported array).
+    nb::object storage;
 
     std::size_t size() const
     {
@@ -274,6 +278,7 @@ void bind_steps(nb::module_& m);   // the steps of docs/method.md §2.1-2.15 and
 void bind_extensions(nb::module_& m);  // the extensions of docs/method.md §8
 void bind_head(nb::module_& m);    // tokens, analyze_head and its result
 void bind_dump(nb::module_& m);    // the options of ap_analyze, dump runs, the result set
+void bind_tables(nb::module_& m);  // the tables of §3 as columns
 void bind_companion(nb::module_& m);  // docs/method.md §8.5-8.6: planar rotation, PCA roles, compare_runs
 }  // namespace ap_python
 

@@ -5,10 +5,12 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <attention_plasticity/pipeline.hpp>
 
 #include "common.hpp"
+#include "config.hpp"
 
 namespace ap_python
 {
@@ -35,6 +37,37 @@ std::string table_name(const std::string& file);
 
 /// {table name: header + '\n' + the head's rows}, formatted by csv_rows.hpp.
 nb::dict csv_rows_of(const ap::head_result& result);
+
+/// {table name: {column: NumPy array}}: the rows of `results` in every table of §3, as columns
+/// (bind_tables.cpp, from csv_rows.hpp's emit_head).
+nb::dict result_columns(const std::vector<const ap::head_result*>& results);
+/// The text an option's value is read from (the option tables' setters parse text, as for the
+/// command line and the --config file): numbers, paths, and for list options a list of them.
+std::string option_text(const std::string& key, nb::handle value, bool takes_list);
+
+/// Sets `option` of `config` from a Python value through the option table's setter (the one
+/// check of every front end: examples/analyze_config.hpp); on|off options take True / False
+/// too. Its usage_error is prefixed with `fn`, the function the user called.
+template <class Config>
+void set_option_value(const ap_examples::option_spec<Config>& option, Config& config, const std::string& key,
+                      nb::handle value, const char* fn)
+{
+    try
+    {
+        if (PyBool_Check(value.ptr()) && std::string(option.metavar) == "on|off")
+        {
+            option.set(config, key, value.ptr() == Py_True ? "on" : "off");  // distance_map=False, ...
+        }
+        else
+        {
+            option.set(config, key, option_text(key, value, option.takes_list));
+        }
+    }
+    catch (const ap_examples::usage_error& e)
+    {
+        throw ap_examples::usage_error(std::string(fn) + ": " + e.what());
+    }
+}
 }  // namespace ap_python
 
 #endif

@@ -111,7 +111,8 @@ namespace
             }
         }
         throw nb::type_error((std::string(fn) + ": " + name + " must be an array of numbers, got "
-                              + python_type_name(obj)).c_str());
+                              + python_type_name(obj) + " of dtype " + nb::cast<std::string>(nb::str(dtype)))
+                                 .c_str());
     }
 
     void check_ndim(std::size_t actual, std::size_t wanted, const char* fn, const char* name)
@@ -144,6 +145,24 @@ namespace
         throw nb::type_error((std::string(fn) + ": " + name + " cannot be converted to an array of numbers").c_str());
     }
 
+    /// A torch tensor's storage (torch.Tensor.untyped_storage(): a reference of its own to the
+    /// memory, which set_() on the tensor does not free); None for anything else.
+    nb::object storage_of(nb::handle obj)
+    {
+        if (nb::hasattr(obj, "untyped_storage") && nb::hasattr(obj, "set_"))
+        {
+            try
+            {
+                return obj.attr("untyped_storage")();
+            }
+            catch (const nb::python_error&)
+            {
+                // not torch's: nothing to hold
+            }
+        }
+        return nb::none();
+    }
+
     array_arg finish(any_c_array array, bool converted)
     {
         array_arg a;
@@ -171,6 +190,7 @@ array_arg float_array(nb::handle obj, const char* fn, const char* name, std::siz
             check_ndim(in_place.ndim(), ndim, fn, name);
             array_arg a = finish(in_place, false);
             a.is_float32 = f32;
+            a.storage = storage_of(obj);
             return a;
         }
     }
@@ -187,6 +207,7 @@ array_arg float_array(nb::handle obj, const char* fn, const char* name, std::siz
     array_arg a = to_float32 ? finish(convert_to<float>(src, fn, name), true)
                              : finish(convert_to<double>(src, fn, name), true);
     a.is_float32 = to_float32;
+    a.storage = storage_of(src);  // a detached tensor shares the caller's storage
     return a;
 }
 
@@ -196,7 +217,9 @@ array_arg int64_array(nb::handle obj, const char* fn, const char* name)
     if (nb::try_cast(obj, in_place, false) && in_place.dtype() == nb::dtype<std::int64_t>())
     {
         check_ndim(in_place.ndim(), 1, fn, name);
-        return finish(in_place, false);
+        array_arg a = finish(in_place, false);
+        a.storage = storage_of(obj);
+        return a;
     }
     any_cpu_array any;
     const nb::object src = cpu_array(obj, fn, name, any);
@@ -208,6 +231,7 @@ array_arg int64_array(nb::handle obj, const char* fn, const char* name)
         throw_invalid(fn, std::string(name) + " must hold integers, got dtype " + dtype_name(dt));
     }
     array_arg a = finish(convert_to<std::int64_t>(src, fn, name), true);
+    a.storage = storage_of(src);
     if (has_code(dt, nb::dlpack::dtype_code::UInt) && dt.bits == 64)
     {
         const auto* values = static_cast<const std::int64_t*>(a.data);
@@ -233,6 +257,7 @@ array_arg real_array(nb::handle obj, const char* fn, const char* name)
         check_ndim(in_place.ndim(), 1, fn, name);
         array_arg a = finish(in_place, false);
         a.is_float32 = false;
+        a.storage = storage_of(obj);
         return a;
     }
     any_cpu_array any;
@@ -243,7 +268,9 @@ array_arg real_array(nb::handle obj, const char* fn, const char* name)
     {
         throw_invalid(fn, std::string(name) + " has the complex dtype " + dtype_name(dt) + "; expected real numbers");
     }
-    return finish(convert_to<double>(src, fn, name), true);
+    array_arg a = finish(convert_to<double>(src, fn, name), true);
+    a.storage = storage_of(src);
+    return a;
 }
 
 bool is_int64(const array_arg& a)
@@ -366,6 +393,11 @@ nb::handle new_exception(nb::module_& m, const char* name, const char* doc, PyOb
 }
 }  // namespace
 
+namespace ap_python
+{
+void install_result_methods(nb::module_& m);  // bind_tables.cpp: repr and to_dict of every result type
+}  // namespace ap_python
+
 NB_MODULE(_core, m)
 {
     // The front ends' BLAS kernel policy (docs/method.md §7.7), before any BLAS call of the
@@ -407,4 +439,6 @@ NB_MODULE(_core, m)
     ap_python::bind_head(m);
     ap_python::bind_dump(m);
     ap_python::bind_companion(m);
+    ap_python::bind_tables(m);
+    ap_python::install_result_methods(m);
 }

@@ -11,6 +11,7 @@ each path of the driver's reader and dtype dispatch is exercised:
                                                 l00h03q  float64, int64   (f64 q, f64 k)
 
 l00h01q has a sliding_window.npy (int32: zeros and 48), l00h03q one of all zeros (= none).
+metadata.json gives the layout (1 layer, 4 query heads, 2 key heads).
 Content: a positional drift along a random direction plus noise with a skewed and a
 heavy-tailed component, so that every statistic of docs/method.md §2 is non-trivial.
 Rows of every folder are shuffled.
@@ -80,6 +81,9 @@ def main(root):
              ("l00h03q", 0.3, np.float64, np.int64, np.zeros(pos.size, dtype=np.int64))]
     for i, (name, drift, vdt, idt, win) in enumerate(specs):
         write_folder(root, name, rng, vectors(rng, pos, drift, offsets[2 + i]), pos, bucket, ex, vdt, idt, win)
+    # The layout: the head counts are never guessed from the folder names (docs/method.md §1.3).
+    with open(os.path.join(root, "metadata.json"), "w") as f:
+        f.write('{"num_layers": 1, "num_q_heads": 4, "num_k_heads": 2}\n')
 
 
 if __name__ == "__main__":

@@ -25,10 +25,14 @@ def fresh_dir(path):
     return path
 
 
-def run(args, expect=None, quiet=False):
-    """Runs a command; returns (returncode, stdout, stderr). expect: required exit status."""
-    proc = subprocess.run([str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True)
+def run(args, expect=None, quiet=False, timeout=None):
+    """Runs a command; returns (returncode, stdout, stderr). expect: required exit status.
+    timeout: seconds, after which the command is killed and (-9, "", "timed out ...") returned."""
+    try:
+        proc = subprocess.run([str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return -9, "", "timed out after %s s (it waits for something): %s" % (timeout, " ".join(str(a) for a in args))
     if not quiet:
         print("$ " + " ".join(str(a) for a in args) + "  -> %d" % proc.returncode)
     if expect is not None and proc.returncode != expect:
@@ -115,12 +119,14 @@ def read_set(out):
 
 
 def leftovers(out):
-    """Entries of OUT/.ap_results other than the lock, `current` and the set it names."""
+    """Entries of OUT/.ap_results other than the lock, `current`, `previous` and the sets
+    they name (the set before the current one is kept for readers until the next run)."""
     state = os.path.join(out, STATE)
     if not os.path.isdir(state):
         return []
-    current = os.readlink(os.path.join(state, "current")) if os.path.islink(os.path.join(state, "current")) else None
-    return sorted(e for e in os.listdir(state) if e not in ("lock", "current", current))
+    named = [os.readlink(os.path.join(state, n)) for n in ("current", "previous")
+             if os.path.islink(os.path.join(state, n))]
+    return sorted(e for e in os.listdir(state) if e not in ["lock", "current", "previous"] + named)
 
 
 def rows_where(files, keep):

@@ -10,6 +10,8 @@ Dump "rules" (1 layer, 2 query heads, 2 key heads, d = 3):
     cells with key bucket 1 have plasticity nan and n_pairs 0.
   q_head 1 / k_head 1: query buckets 2 and 4; keys only in bucket 1 (no pairs) and 3. Bucket 2
     has a profile row with plasticity nan and n_pairs 0; ap_overall is AP_4.
+  Run with --min-bucket-queries 2 (§2.10's rule alone), then with 4: buckets of fewer queries
+  flagged small_bucket, left out of the aggregates and without an interval (§2.14).
 Dump "window" (1 layer, 6 query heads sharing 1 key head): key bucket c holds positions
   10c .. 10c+9 (two examples), queries of bucket j sit at 10j+3 and 10j+5 (tau_j = 10j+4).
   Eligible key buckets (c < j, and c = j-1 or 10c+9 > tau_j - w):
@@ -82,7 +84,8 @@ def check_consistency(c, name, cells, profile, metrics):
                     "%s bucket %d: profile plasticity %s vs cell mean %r" % (name, j, p["plasticity"], mean))
         else:
             c.check(p["plasticity"] == "nan", "%s bucket %d: no pairs but plasticity %s" % (name, j, p["plasticity"]))
-    defined = [p for p in profile if p["plasticity"] != "nan"]
+    # D of §2.14: a defined AP_j and not a small bucket (n_j < min_bucket_queries)
+    defined = [p for p in profile if p["plasticity"] != "nan" and p["small_bucket"] == "0"]
 
     def weighted(keep):
         sel = [p for p in defined if keep(p)]
@@ -108,8 +111,9 @@ def main():
     root = os.path.join(work, "rules")
     rules_dump(root)
     out = os.path.join(work, "rules_out")
-    u.run([analyze, "--data-root", root, "--output-dir", out, "--num-pairs-per-bucket", PAIRS, "--threads", 1],
-          expect=0)
+    # --min-bucket-queries 2: the rule of §2.10 alone (buckets of 3 to 5 queries)
+    u.run([analyze, "--data-root", root, "--output-dir", out, "--num-pairs-per-bucket", PAIRS, "--threads", 1,
+           "--min-bucket-queries", 2, "--num-q-heads", 2, "--num-k-heads", 2], expect=0)
     _, cells = u.read_csv(os.path.join(out, "head_bucket_plasticity.csv"))
     _, profile = u.read_csv(os.path.join(out, "head_profile.csv"))
     _, metrics = u.read_csv(os.path.join(out, "head_metrics.csv"))
@@ -149,11 +153,37 @@ def main():
     check_consistency(c, "head 1", rows_of(cells, 1), rows_of(profile, 1), m1)
     c.check(m1["k_head"] == "1", "head 1 k_head %s (GQA with as many key heads as query heads)" % m1["k_head"])
 
+    # ---- the small-bucket rule of §2.14: the same dump with --min-bucket-queries 4 (intervals on,
+    # the default): the same rows and AP_j, buckets of fewer than 4 queries flagged, out of the
+    # aggregates and without an interval
+    small_out = os.path.join(work, "rules_small_out")
+    u.run([analyze, "--data-root", root, "--output-dir", small_out, "--num-pairs-per-bucket", PAIRS,
+           "--min-bucket-queries", 4], expect=0)
+    _, small_profile = u.read_csv(os.path.join(small_out, "head_profile.csv"))
+    _, small_metrics = u.read_csv(os.path.join(small_out, "head_metrics.csv"))
+    for before, after in zip(profile, small_profile):
+        flagged = int(after["n_queries"]) < 4
+        c.check(after["small_bucket"] == ("1" if flagged else "0") and before["small_bucket"] == "0",
+                "bucket %s of head %s: small_bucket %s with %s queries" % (after["q_bucket"], after["q_head"],
+                                                                          after["small_bucket"], after["n_queries"]))
+        c.check(after["plasticity"] == before["plasticity"] and after["n_pairs"] == before["n_pairs"],
+                "bucket %s: AP_j changed by the rule" % after["q_bucket"])
+        if flagged:
+            c.check(all(after[k] == "nan" for k in ("plasticity_se", "plasticity_ci_low", "plasticity_ci_high")),
+                    "small bucket %s of head %s has an interval" % (after["q_bucket"], after["q_head"]))
+    for q_head, context in ((0, 53.0), (1, 42.0)):
+        m = rows_of(small_metrics, q_head)[0]
+        m["_C"] = context
+        check_consistency(c, "head %d, min 4" % q_head, rows_of(cells, q_head), rows_of(small_profile, q_head), m)
+    c.check(small_metrics[1]["ap_overall"] == "nan", "head 1 (buckets of 3 and 2 queries) has no bucket in D")
+
     # ---- dump "window"
     root = os.path.join(work, "window")
     window_dump(root)
     out = os.path.join(work, "window_out")
-    u.run([analyze, "--data-root", root, "--output-dir", out, "--num-pairs-per-bucket", PAIRS], expect=0)
+    # buckets of exactly min_bucket_queries queries are in D
+    u.run([analyze, "--data-root", root, "--output-dir", out, "--num-pairs-per-bucket", PAIRS,
+           "--min-bucket-queries", 4, "--num-q-heads", 6, "--num-k-heads", 1], expect=0)
     _, cells = u.read_csv(os.path.join(out, "head_bucket_plasticity.csv"))
     _, profile = u.read_csv(os.path.join(out, "head_profile.csv"))
     _, metrics = u.read_csv(os.path.join(out, "head_metrics.csv"))

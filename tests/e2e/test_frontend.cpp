@@ -5,6 +5,11 @@
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+
 #include <unistd.h>
 
 #include "analyze_config.hpp"
@@ -104,21 +109,33 @@ layout_counts counts(std::optional<std::size_t> l, std::optional<std::size_t> q,
 }
 }  // namespace
 
-TEST_CASE("resolve_layout: inferred only from a complete grid", "[frontend]")
+TEST_CASE("resolve_layout: head counts never guessed from the folder names", "[frontend]")
 {
-    const dump_layout full = resolve_layout(grid(3, 8, 2), {}, {});
-    CHECK(full.num_layers == 3);
-    CHECK(full.num_q_heads == 8);
-    CHECK(full.num_k_heads == 2);
-    CHECK(full.group_size() == 4);
-    CHECK(full.k_head_of(5) == 1);
-    CHECK(full.origin == "layout from the folder names");
-
-    dump_scan partial = grid(3, 8, 2);
-    partial.query.erase(partial.query.begin() + 5);  // one query head not captured
-    CHECK_THROWS_WITH(resolve_layout(partial, {}, {}),
-                      Contains("cannot be inferred from a partial head set: the folder names show 23 of the 24 query "
-                               "folders"));
+    // Issue 19: an 8-query/2-key model with query heads 0-5 captured (and their key heads 0-1)
+    // looks like a complete 6/2 grid; analyzed as 6/2, query head 3 would read key head 1
+    // instead of 0. Without counts from somewhere, refused; the message asks for them.
+    dump_scan sampled_grid = grid(3, 6, 2);
+    CHECK_THROWS_WITH(resolve_layout(sampled_grid, {}, {}),
+                      Contains("data_root: num_q_heads and num_k_heads are not known")
+                          && Contains("give --num-q-heads and --num-k-heads, or --model-config"));
+    CHECK_THROWS_WITH(resolve_layout(grid(3, 8, 2), {}, {}), Contains("are not known"));  // even a complete one
+    CHECK_THROWS_WITH(resolve_layout(sampled_grid, counts(std::nullopt, 8, std::nullopt), {}),
+                      Contains("data_root: num_k_heads is not known"));
+    const dump_layout right = resolve_layout(sampled_grid, counts(std::nullopt, 8, 2), {});
+    CHECK(right.k_head_of(3) == 0);
+    CHECK(right.num_layers == 3);
+    CHECK(right.origin == "num_layers from the folder names, num_q_heads given, num_k_heads given");
+    // The model's config.json: the same, with its path as the origin.
+    layout_counts model;
+    model.num_q_heads = 8;
+    model.num_k_heads = 2;
+    model.num_layers = 3;
+    const dump_layout from_model = resolve_layout(sampled_grid, {}, {}, model, "M/config.json");
+    CHECK(from_model.k_head_of(3) == 0);
+    CHECK(from_model.origin == "layout from M/config.json");
+    CHECK_THROWS_WITH(resolve_layout(sampled_grid, counts(std::nullopt, 6, std::nullopt), {}, model, "M/config.json"),
+                      Contains("num_q_heads: --num-q-heads (or the --config file) says 6 but --model-config "
+                               "M/config.json says 8"));
     // The highest query head captured is 27 of 32: never "28 heads".
     dump_scan sampled;
     sampled.data_root = "DUMP";
@@ -128,11 +145,35 @@ TEST_CASE("resolve_layout: inferred only from a complete grid", "[frontend]")
     const dump_layout given = resolve_layout(sampled, counts(std::nullopt, 32, 8), {});
     CHECK(given.k_head_of(27) == 6);
     CHECK(given.num_layers == 1);
-    CHECK(given.origin == "num_layers from the folder names, num_q_heads given, num_k_heads given");
     const dump_layout meta = resolve_layout(sampled, {}, counts(4, 32, 8));
     CHECK(meta.num_layers == 4);
     CHECK(meta.origin == "layout from metadata.json");
     CHECK(resolve_layout(sampled, counts(std::nullopt, 32, std::nullopt), counts(std::nullopt, 32, 8)).num_k_heads == 8);
+}
+
+TEST_CASE("read_model_config: a transformers config.json", "[frontend]")
+{
+    const auto dir = std::filesystem::temp_directory_path() / ("ap_model_config_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    auto write = [&](const std::string& name, const std::string& text) {
+        std::ofstream((dir / name).string(), std::ios::binary) << text;
+        return (dir / name).string();
+    };
+    const layout_counts gqa = read_model_config(
+        write("qwen.json", R"({"architectures": ["Qwen2ForCausalLM"], "num_attention_heads": 14, )"
+                           R"("num_key_value_heads": 2, "num_hidden_layers": 24, "hidden_size": 896})"));
+    CHECK(gqa.num_q_heads == std::optional<std::size_t>(14));
+    CHECK(gqa.num_k_heads == std::optional<std::size_t>(2));
+    CHECK(gqa.num_layers == std::optional<std::size_t>(24));
+    // No num_key_value_heads: transformers reads it as num_attention_heads (no GQA).
+    const layout_counts mha = read_model_config(write("bert.json", R"({"num_attention_heads": 12, "num_hidden_layers": 6})"));
+    CHECK(mha.num_k_heads == std::optional<std::size_t>(12));
+    CHECK_THROWS_WITH(read_model_config(write("none.json", R"({"hidden_size": 8})")), Contains("no num_attention_heads"));
+    CHECK_THROWS_WITH(read_model_config(write("twice.json", R"({"num_attention_heads": 8, "num_attention_heads": 4})")),
+                      Contains("key 'num_attention_heads' is given twice"));
+    CHECK_THROWS_WITH(read_model_config((dir / "absent.json").string()), Contains("file not found"));
+    CHECK_FALSE(read_model_config("").num_q_heads);
+    std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("resolve_layout: contradictions, folders outside the layout, GQA divisibility", "[frontend]")
@@ -143,10 +184,11 @@ TEST_CASE("resolve_layout: contradictions, folders outside the layout, GQA divis
                       Contains("folder 'l01h00q' is outside the layout (num_layers = 1, layers 0)"));
     CHECK_THROWS_WITH(resolve_layout(grid(1, 4, 2), counts(1, 3, 1), {}),
                       Contains("folder 'l00h03q' is outside the layout (num_q_heads = 3, heads 0-2)"));
+    // The counts named are the ones given, with where they come from.
     CHECK_THROWS_WITH(resolve_layout(grid(1, 4, 2), counts(1, 4, 3), {}),
-                      Contains("num_q_heads (4) must be a multiple of num_k_heads (3)"));
-    dump_scan no_keys = grid(1, 4, 0);
-    CHECK_THROWS_WITH(resolve_layout(no_keys, {}, {}), Contains("no key folders"));
+                      Contains("num_q_heads (4, given) must be a multiple of num_k_heads (3, given)"));
+    CHECK_THROWS_WITH(resolve_layout(grid(1, 4, 2), counts(1, std::nullopt, 3), counts(std::nullopt, 4, std::nullopt)),
+                      Contains("num_q_heads (4, from metadata.json) must be a multiple of num_k_heads (3, given)"));
     CHECK_THROWS_WITH(resolve_layout(grid(1, 0, 2), {}, {}), Contains("no query folders"));
 }
 
@@ -268,4 +310,11 @@ TEST_CASE("result sets: the run identity tells a gone process from a live one", 
     const auto dashed = parse_process_token("12-34-abcd-node-7.cluster");
     REQUIRE(dashed);
     CHECK(dashed->host == "node-7.cluster");
+    // The second and later sets of one process: "~N" after the host.
+    const auto later = parse_process_token("12-34-abcd-node-7.cluster~3");
+    REQUIRE(later);
+    CHECK(later->host == "node-7.cluster");
+    CHECK(later->token() == dashed->token());
+    CHECK_FALSE(parse_process_token("12-34-abcd-host~"));
+    CHECK_FALSE(parse_process_token("12-34-abcd-host~x"));
 }

@@ -14,7 +14,10 @@ holds an earlier result set (another seed), breaks one thing, runs ap_analyze, a
     rows of failed, absent or unselected heads are left out); after a usage error (nothing
     analyzed) or a run where no head succeeded, the earlier set is unchanged byte for byte;
   - no leftover temporary entry in the output folder, and usage errors do no work (no
-    progress line).
+    progress line);
+  - no case waits: each run is killed after 120 s and then fails (FIFOs where a file, the
+    lock or data is expected); the cases that plant links to files outside the output folder
+    check that those files are untouched and that none is created (issue 19).
 Cases needing to deny root its permissions run under setpriv (see e2e_util); disk-full and
 kill -9 cases are in test_disk_full.py and test_kill_runs.py.
 """
@@ -164,6 +167,15 @@ def file_trailing_bytes(c):
     with open(p, "ab") as f:
         f.write(b"\0" * 8)
     return Expect(1, one(0, 3, p, "8 bytes follow the data"))
+
+
+@case
+def file_is_fifo_sharded(c):
+    # --shard plans the split from every head's vector.npy: a FIFO is never opened (no wait).
+    p = c.path(1, 1, "q", "vector.npy")
+    os.remove(p)
+    os.mkfifo(p)
+    return Expect(1, one(1, 1, p, "is a FIFO, not an NPY file"), args=["--shard", "0/1"])
 
 
 @case
@@ -437,6 +449,13 @@ def value_negative_position(c):
 
 
 @case
+def value_position_above_2_53(c):
+    # 2^53 + 1 is no float64: refused, never rounded (issue 19); 2^53 itself is accepted.
+    p = c.poke(1, 2, "q", "position.npy", 3, 2 ** 53 + 1)
+    return Expect(1, one(1, 2, p, "position 9007199254740993 at row 3 is above 2^53 = 9007199254740992"))
+
+
+@case
 def value_two_windows(c):
     sw = np().full(N, 32, dtype=np().int64)
     sw[7] = 0
@@ -542,8 +561,7 @@ def folder_ten_million_heads(c):
 def folder_ten_thousand_heads_inferred(c):
     # Inferring the layout from this folder would mean 2 x 10000 query heads, almost all absent.
     os.makedirs(os.path.join(c.root, "l00h9999q"))
-    return Expect(2, layout=False, messages=["cannot be inferred from a partial head set: the folder names show 9 of "
-                                             "the 20000 query folders"])
+    return Expect(2, layout=False, messages=["num_q_heads and num_k_heads are not known"])
 
 
 @case
@@ -576,13 +594,52 @@ def folder_stray_entries_ignored(c):
 def layout_partial_set_not_inferred(c):
     shutil.rmtree(c.path(1, 3, "q"))
     return Expect(2, layout=False, messages=[
-        "the head counts cannot be inferred from a partial head set", "7 of the 8 query folders",
-        "give --num-q-heads and --num-k-heads"])
+        "num_q_heads and num_k_heads are not known", "give --num-q-heads and --num-k-heads"])
 
 
 @case
-def layout_inferred_from_complete_set(c):
-    return Expect(0, layout=False, messages=["layout from the folder names"])
+def layout_never_inferred_from_a_complete_looking_set(c):
+    # Issue 19: query heads 0-5 of an 8-query/2-key model (and key heads 0-1) look like a
+    # complete 6/2 dump; the counts are asked for, never guessed.
+    return Expect(2, layout=False, messages=["num_q_heads and num_k_heads are not known",
+                                             "--model-config with the model's config.json"])
+
+
+@case
+def layout_from_model_config(c):
+    shutil.rmtree(c.path(0, 3, "q"))
+    model = os.path.join(c.work, c.name + "_config.json")
+    with open(model, "w") as f:
+        f.write('{"architectures": ["ToyForCausalLM"], "num_attention_heads": 4, "num_key_value_heads": 2, '
+                '"num_hidden_layers": 2, "hidden_size": 16}')
+    return Expect(0, layout=False, args=["--model-config", model], keep=lambda layer, head: (layer, head) != (0, 3),
+                  messages=["layout from " + model, "7 of the 8 query heads of the layout present"])
+
+
+@case
+def layout_model_config_disagrees(c):
+    model = os.path.join(c.work, c.name + "_config.json")
+    with open(model, "w") as f:
+        f.write('{"num_attention_heads": 8, "num_key_value_heads": 2}')
+    return Expect(2, args=["--model-config", model],
+                  messages=["num_q_heads: --num-q-heads (or the --config file) says 4 but --model-config %s says 8"
+                            % model])
+
+
+@case
+def layout_multiple_names_only_counts_given(c):
+    # "must be a multiple of" names the counts as given, with where they come from.
+    with open(os.path.join(c.root, "metadata.json"), "w") as f:
+        f.write('{"num_q_heads": 4}')
+    return Expect(2, layout=False, args=["--num-k-heads", 3],
+                  messages=["num_q_heads (4, from metadata.json) must be a multiple of num_k_heads (3, given)"])
+
+
+@case
+def metadata_duplicate_key(c):
+    with open(os.path.join(c.root, "metadata.json"), "w") as f:
+        f.write('{"num_q_heads": 4, "num_k_heads": 2, "num_q_heads": 8}')
+    return Expect(2, layout=False, messages=["metadata.json: key 'num_q_heads' is given twice"])
 
 
 @case
@@ -617,6 +674,13 @@ def layout_metadata_bad_count(c):
 
 
 @case
+def metadata_second_document(c):
+    with open(os.path.join(c.root, "metadata.json"), "w") as f:
+        f.write('{"num_q_heads": 4, "num_k_heads": 2}\n---\n{"num_q_heads": 8}\n')
+    return Expect(2, layout=False, messages=["metadata.json: holds 2 YAML documents"])
+
+
+@case
 def layout_metadata_is_folder(c):
     os.makedirs(os.path.join(c.root, "metadata.json"))
     return Expect(2, layout=False, messages=["metadata.json: is a folder, not a configuration file"])
@@ -625,7 +689,7 @@ def layout_metadata_is_folder(c):
 @case
 def layout_not_multiple(c):
     return Expect(2, args=["--num-q-heads", 4, "--num-k-heads", 3], layout=False,
-                  messages=["num_q_heads (4) must be a multiple of num_k_heads (3)"])
+                  messages=["num_q_heads (4, given) must be a multiple of num_k_heads (3, given)"])
 
 
 @case
@@ -737,6 +801,8 @@ config_case("flag_seed_beyond_64_bits", ["--seed", "18446744073709551616"], "--s
 config_case("flag_threads_fraction", ["--threads", "1.5"], "--threads: '1.5' is not a non-negative integer")
 config_case("flag_threads_huge", ["--threads", "100000"], "--threads: 100000 must be >= 0 and <= 4096")
 config_case("flag_nan", ["--max-rel-dist", "nan"], "--max-rel-dist: 'nan' is not a finite number")
+config_case("flag_subnormal", ["--max-rel-dist", "1e-310"],
+            "--max-rel-dist: '1e-310' is too small: its magnitude is below the smallest normal float64")
 config_case("flag_pairs_zero", ["--num-pairs-per-bucket", "0"], "--num-pairs-per-bucket: 0 must be >= 1")
 config_case("flag_pairs_huge", ["--num-pairs-per-bucket", str(2 ** 40)], "--num-pairs-per-bucket: 1099511627776 must be")
 config_case("flag_exponent", ["--max-tokens-per-head", "1e5"], "--max-tokens-per-head: '1e5' is not a non-negative integer")
@@ -752,6 +818,8 @@ config_case("config_bad_real", [], "p_alpha: 'abc' is not a number", "p_alpha: a
 config_case("config_null", [], "threads: missing value", "threads:\n")
 config_case("config_top_level_list", [], "expected a mapping of keys to values", "- 1\n- 2\n")
 config_case("config_twice", [], "seed: given twice", "seed: 1\nseed: 2\n")
+config_case("config_second_document", [], "holds 2 YAML documents (separated by '---'); give one",
+            "seed: 1\n---\nseed: 2\n")
 config_case("config_count_above_limit", [], "num_layers: 99999999 must be >= 1 and <= 10000", "num_layers: 99999999\n",
             layout=False)
 config_case("config_nested_list", [], "seed: expected a single value", "seed: " + "[" * 100 + "]" * 100 + "\n")
@@ -817,16 +885,127 @@ def output_not_writable(c):
     return Expect(2, prefix=prefix, messages=["output_dir '%s': not writable (permission denied)" % c.out])
 
 
-@case
-def output_in_use(c):
+def hold_lock(c, owner_line):
+    """Holds OUT's lock (until the run ends) with `owner_line` written into it."""
     os.makedirs(os.path.join(c.out, u.STATE), exist_ok=True)
     holder = open(os.path.join(c.out, u.STATE, "lock"), "a+")
     fcntl.flock(holder, fcntl.LOCK_EX)
     holder.truncate(0)
-    holder.write("pid %d on test-holder\n" % os.getpid())
+    holder.write(owner_line)
     holder.flush()
     c.keep_open = holder
+
+
+@case
+def output_in_use(c):
+    hold_lock(c, "pid %d on test-holder\n" % os.getpid())
     return Expect(2, messages=["output_dir '%s' is in use by another run (pid %d on test-holder)" % (c.out, os.getpid())])
+
+
+@case
+def output_in_use_stale_owner_line(c):
+    # The lock holds the owner line of a run that finished long ago; another process holds
+    # the lock: the message names the holder, never the finished run (issue 19).
+    hold_lock(c, "pid %d on %s\n" % (4194304 + 7, host()))
+    return Expect(2, messages=["output_dir '%s' is in use by another run (pid %d (" % (c.out, os.getpid()),
+                               "holds its lock"])
+
+
+def victim_check(victim, text, absent=False):
+    def check(ck, name, out):
+        if absent:
+            ck.check(not os.path.lexists(victim), "%s: %s was created outside the output folder" % (name, victim))
+        else:
+            ck.check(open(victim).read() == text, "%s: %s outside the output folder was changed" % (name, victim))
+    return check
+
+
+def replace_lock(c, make):
+    """Replaces OUT/.ap_results/lock by make(lock_path); returns a file outside OUT that
+    holds "precious" (the target of the links made)."""
+    victim = os.path.join(c.work, c.name + "_victim")
+    with open(victim, "w") as f:
+        f.write("precious\n")
+    lock = os.path.join(c.out, u.STATE, "lock")
+    if os.path.lexists(lock):
+        os.remove(lock)
+    make(lock, victim)
+    return victim
+
+
+@case
+def output_lock_links_outside(c):
+    # OUT/.ap_results/lock -> a file outside OUT: never followed, truncated or written (issue 19).
+    victim = replace_lock(c, lambda lock, victim: os.symlink(os.path.relpath(victim, os.path.dirname(lock)), lock))
+    return Expect(2, messages=["lock: is a symbolic link (to '", "it is not followed"],
+                  extra_check=victim_check(victim, "precious\n"))
+
+
+@case
+def output_lock_dangling_link(c):
+    created = os.path.join(c.work, c.name + "_created")
+    replace_lock(c, lambda lock, victim: os.symlink(created, lock))
+    return Expect(2, messages=["lock: is a symbolic link (to '%s')" % created],
+                  extra_check=victim_check(created, None, absent=True))
+
+
+@case
+def output_lock_hard_link_outside(c):
+    victim = replace_lock(c, lambda lock, victim: os.link(victim, lock))
+    return Expect(2, messages=["lock: has 2 names"], extra_check=victim_check(victim, "precious\n"))
+
+
+@case
+def output_lock_is_fifo(c):
+    replace_lock(c, lambda lock, victim: os.mkfifo(lock))
+    return Expect(2, messages=["lock: is a FIFO, not this program's lock file"])
+
+
+@case
+def threads_cannot_be_started(c):
+    # Issue 19: a worker thread that cannot be created aborted the program (SIGABRT, no
+    # message). Now the workers that could be started do the work, with a note. The process
+    # limit binds only a user other than root, so the run drops to nobody (when root).
+    setpriv, prlimit = shutil.which("setpriv"), shutil.which("prlimit")
+    if os.geteuid() == 0:
+        if setpriv is None or prlimit is None:
+            return None
+        prefix = [prlimit, "--nproc=1", setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+        for top in (c.root, c.out):
+            for dirpath, dirnames, filenames in os.walk(top):
+                os.chmod(dirpath, 0o777)
+                for f in filenames:
+                    if not os.path.islink(os.path.join(dirpath, f)):
+                        os.chmod(os.path.join(dirpath, f), 0o666)
+    else:
+        prefix = [prlimit, "--nproc=1"] if prlimit else None
+        if prefix is None:
+            return None
+    # OpenBLAS's own pool is not this case's subject: one BLAS thread.
+    return Expect(0, prefix=["env", "OPENBLAS_NUM_THREADS=1"] + prefix,
+                  messages=["note: only 1 of the 2 worker threads could be started"])
+
+
+@case
+def output_previous_set_kept_for_readers(c):
+    # The README's consistent read: resolve .ap_results/current once, read from there; a run
+    # that finishes in between leaves the resolved set readable (kept as `previous`).
+    state = os.path.join(c.out, u.STATE)
+    resolved = os.path.join(state, os.readlink(os.path.join(state, "current")))
+    before = {n: open(os.path.join(resolved, n), "rb").read() for n in u.CSVS}
+
+    def check(ck, name, out):
+        ck.check(os.path.realpath(os.path.join(state, "current")) != os.path.realpath(resolved),
+                 "%s: the run did not make a new set" % name)
+        try:
+            after = {n: open(os.path.join(resolved, n), "rb").read() for n in u.CSVS}
+        except OSError as e:
+            ck.check(False, "%s: the resolved set is gone after one run: %s" % (name, e))
+            return
+        ck.check(after == before, "%s: the resolved set changed" % name)
+        ck.check(os.readlink(os.path.join(state, "previous")) == os.path.basename(resolved),
+                 "%s: `previous` does not name the set before" % name)
+    return Expect(0, extra_check=check)
 
 
 @case
@@ -955,7 +1134,7 @@ def run_case(ck, analyze, work, clean_root, clean_set, earlier_out, earlier_set,
     before = u.read_set(c.out) if os.path.isdir(c.out) else None
     args = list(e.prefix) + [analyze, "--data-root", c.root, "--output-dir", c.out, "--threads", 2]
     args += (LAYOUT if e.layout else []) + e.args
-    code, _, err = u.run(args, quiet=True)
+    code, _, err = u.run(args, quiet=True, timeout=120)  # a case that waits fails, never hangs
     if c.keep_open is not None:
         c.keep_open.close()
     failures_before = len(ck.failures)
@@ -1011,7 +1190,8 @@ def check_config_and_help(ck, analyze, work, clean_root):
     out = os.path.join(work, "config_out")
     cfg = os.path.join(work, "good.yaml")
     with open(cfg, "w") as f:
-        f.write("data_root: %s\noutput_dir: %s\nnum_pairs_per_bucket: 8\nthreads: 1\n" % (clean_root, out))
+        f.write("data_root: %s\noutput_dir: %s\nnum_pairs_per_bucket: 8\nthreads: 1\nnum_q_heads: %d\nnum_k_heads: %d\n"
+                % (clean_root, out, Q_HEADS, K_HEADS))
     for extra, pairs in (([], "8"), (["--num-pairs-per-bucket", "16"], "16"),
                          (["--num-pairs-per-bucket=2", "--num-pairs-per-bucket=24"], "24")):
         code, _, err = u.run([analyze, "--config", cfg] + extra, quiet=True)
@@ -1036,13 +1216,13 @@ def main():
     clean_root = os.path.join(work, "clean")
     base_dump(clean_root)
     clean_out = os.path.join(work, "clean_out")
-    code, _, err = u.run([analyze, "--data-root", clean_root, "--output-dir", clean_out])
+    code, _, err = u.run([analyze, "--data-root", clean_root, "--output-dir", clean_out] + LAYOUT)
     ck.check(code == 0 and "error" not in err, "clean run: exit %d, stderr %s" % (code, err))
     clean_set = u.read_set(clean_out)
     _, rows = u.read_csv(os.path.join(clean_out, "head_metrics.csv"))
     ck.check(len(rows) == LAYERS * Q_HEADS, "clean run: %d metric rows" % len(rows))
     earlier_out = os.path.join(work, "earlier_out")
-    u.run([analyze, "--data-root", clean_root, "--output-dir", earlier_out, "--seed", 5], expect=0)
+    u.run([analyze, "--data-root", clean_root, "--output-dir", earlier_out, "--seed", 5] + LAYOUT, expect=0)
     earlier_set = u.read_set(earlier_out)
     ck.check(earlier_set != clean_set, "the earlier set must differ from the clean one")
     ran = skipped = 0

@@ -70,7 +70,7 @@ def main():
     everything = lambda layer, head: True  # noqa: E731
     summary = "%d of the %d query heads of the layout present: %d analyzed, 0 failed" % (
         len(present), LAYERS * Q, len(present))
-    run("no_layout", [], 2, needles=["cannot be inferred from a partial head set", "--num-q-heads"])
+    run("no_layout", [], 2, needles=["num_q_heads and num_k_heads are not known", "--num-q-heads"])
     run("flags", ["--num-layers", LAYERS, "--num-q-heads", Q, "--num-k-heads", K], 0, everything, [summary])
     cfg = os.path.join(work, "layout.yaml")
     with open(cfg, "w") as f:

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "analyze_config.hpp"
@@ -150,20 +151,38 @@ TEST_CASE("weigh_heads: rows from the NPY headers, capped, and the dump's finger
     }
     CHECK(weigh_heads(copy.root.string(), heads, 500).dump_fingerprint == w.dump_fingerprint);
     CHECK(weigh_heads(dump.root.string(), {heads[0], heads[1]}, 500).dump_fingerprint != w.dump_fingerprint);
-    // A value in the first 4 KiB changed: another dump. Past the first 4 KiB (the key file
-    // has 64 + 16000 bytes) a change of the same size goes unseen: the check is a cheap one.
+    // Any byte changed, anywhere in a file (here the last value of the key file, past the
+    // first 4 KiB): another dump. The same bytes again: the same dump.
     std::string values = floats(4000, 2.0f);
     values[values.size() - 1] = 7;
     write_npy(copy.vector_file(0, 0, 'k'), "<f4", 2000, 2, values);
-    CHECK(weigh_heads(copy.root.string(), heads, 500).dump_fingerprint == w.dump_fingerprint);
-    values[4] = 7;
-    write_npy(copy.vector_file(0, 0, 'k'), "<f4", 2000, 2, values);
     CHECK(weigh_heads(copy.root.string(), heads, 500).dump_fingerprint != w.dump_fingerprint);
-    // Another size (one row more) with the same first 4 KiB: another dump.
     write_npy(copy.vector_file(0, 0, 'k'), "<f4", 2000, 2, floats(4000, 2.0f));
     CHECK(weigh_heads(copy.root.string(), heads, 500).dump_fingerprint == w.dump_fingerprint);
+    // Another size (one row more) with the same first bytes: another dump.
     write_npy(copy.vector_file(0, 0, 'k'), "<f4", 2000, 2, floats(4002, 2.0f));
     CHECK(weigh_heads(copy.root.string(), heads, 500).dump_fingerprint != w.dump_fingerprint);
+    write_npy(copy.vector_file(0, 0, 'k'), "<f4", 2000, 2, floats(4000, 2.0f));
+    CHECK(weigh_heads(copy.root.string(), heads, 500).dump_fingerprint == w.dump_fingerprint);
+    // Every file of the folder counts, not only vector.npy (issue 19: two dumps that differed
+    // only in bucket.npy were merged).
+    {
+        std::ofstream extra(copy.root / "l00h01q" / "bucket.npy", std::ios::binary);
+        extra << "x";
+    }
+    const std::uint64_t with_bucket = weigh_heads(copy.root.string(), heads, 500).dump_fingerprint;
+    CHECK(with_bucket != w.dump_fingerprint);
+    {
+        std::ofstream extra(copy.root / "l00h01q" / "bucket.npy", std::ios::binary);
+        extra << "y";
+    }
+    CHECK(weigh_heads(copy.root.string(), heads, 500).dump_fingerprint != with_bucket);
+    // A FIFO in place of a file is named, never opened for reading: no wait (issue 19).
+    std::filesystem::remove(copy.root / "l00h01q" / "vector.npy");
+    REQUIRE(::mkfifo((copy.root / "l00h01q" / "vector.npy").c_str(), 0644) == 0);
+    const head_weights fifo = weigh_heads(copy.root.string(), heads, 500);
+    CHECK(fifo.tokens[1] == 500);  // the FIFO weighs 0, its key folder 500
+    CHECK(fifo.dump_fingerprint != with_bucket);
 }
 
 TEST_CASE("weigh_heads, select_shard: a front end's folder probe", "[shard]")
@@ -178,7 +197,6 @@ TEST_CASE("weigh_heads, select_shard: a front end's folder probe", "[shard]")
         const auto layer = static_cast<std::uint64_t>(std::stoi(name.substr(1, 2)));
         const auto head = static_cast<std::uint64_t>(std::stoi(name.substr(4, 2)));
         p.rows = 100 * (layer + 1) + 10 * head;
-        p.fingerprint = fnv1a64(name);
         return p;
     };
     // 2 layers x 4 query heads on 2 key heads (GQA groups of 2)
@@ -197,7 +215,7 @@ TEST_CASE("weigh_heads, select_shard: a front end's folder probe", "[shard]")
     CHECK(calls.size() == 12);  // 8 query folders, 4 key folders, each probed once
     CHECK(std::all_of(calls.begin(), calls.end(), [](const auto& c) { return c.second == 1; }));
     CHECK(calls.count("l01h01k") == 1);
-    CHECK(w.dump_fingerprint != weigh_heads("/nowhere", heads, 215).dump_fingerprint);  // the NPY probe: unreadable
+    CHECK(w.dump_fingerprint == weigh_heads("/nowhere", heads, 215).dump_fingerprint);  // the folders' bytes, not the probe
     // LPT over these weights, worked by hand for N = 3: 425 (1,2) -> 0, 425 (1,3) -> 1, 410 (1,1) -> 2,
     // 400 (1,0) -> 2 (810), 240 (0,3) -> 0 (665), 230 (0,2) -> 1 (655), 210 (0,1) -> 1 (865), 200 (0,0) -> 0 (865).
     const shard_selection s0 = select_shard("/nowhere", heads, 215, parse_shard_spec("--shard", "0/3"), probe);

@@ -15,14 +15,17 @@ cut to different lengths, so that the heads weigh different token counts. Checke
   - a head that fails in its shard (a truncated vector.npy): the shard exits 1, the merge
     reports it and exits 1, and its CSVs equal the unsharded run's (which leaves it out as
     well), also when the failed head is the only head of its shard (N = 12);
-  - files the merge does not know by name: a fifth CSV and a new column added consistently
-    to every shard are merged like the others, rows in (layer, q_head) order;
+  - a new column added consistently to every shard is merged like the others, rows in
+    (layer, q_head) order; a manifest listing a file that is not a table of docs/method.md §3
+    (notes.txt: the user's file of that name in the output folder is never replaced) or none
+    is refused;
   - refused, exit 2, with a message naming the folder and the problem, and nothing written
     (an earlier merged set stays as it was): a missing shard, a duplicated one, a shard of
-    another N, of other options, of another dump (a changed value, a head less), a shard whose
-    run did not finish or is still running, the output of a run without --shard, a folder
+    another N, of other options, of another dump (a changed value, a changed bucket.npy, a
+    head less), a shard whose run did not finish or is still running, a shard whose lock is
+    or links to a FIFO (never waited on), the output of a run without --shard, a folder
     that does not exist, an unknown, missing or differently headed CSV, rows that do not match
-    the manifest, a corrupt manifest, the output folder being a shard folder;
+    the manifest, a corrupt manifest, the output folder being a shard folder or inside one;
   - bad --shard values and ap_merge usage errors (exit 2).
 """
 
@@ -116,7 +119,7 @@ def main():
         return folders
 
     def merged(folders, out, expect, needles=()):
-        code, _, err = u.run([merge, "--output-dir", out] + folders, quiet=True)
+        code, _, err = u.run([merge, "--output-dir", out] + folders, quiet=True, timeout=300)
         ck.check(code == expect, "merge into %s: exit %d, expected %d:\n%s" % (out, code, expect, err))
         for needle in needles:
             ck.check(needle in err, "merge into %s: stderr lacks %r:\n%s" % (out, needle, err))
@@ -191,35 +194,22 @@ def main():
         merged(folders, out, 1, ["error: layer 1 q_head 2: " + bad + ": truncated", "11 analyzed, 1 failed"])
         ck.check(u.read_set(out) == broken_ref, "broken dump, N = %d: merged CSVs differ from the unsharded run's" % n)
 
-    # Files and columns the merge does not know by name.
+    # A column the merge does not know by name, added consistently to every shard: merged
+    # with its rows (the merge moves rows as bytes).
     extended = []
     for i, folder in enumerate(shards_of[3]):
         copy = os.path.join(work, "extended", "shard-%d" % i)
         u.copy_tree(folder, copy)
         where = set_folder(copy)
-        m = manifest(where)
-        rows = "".join("%d,%d,%d,%d\n%d,%d,%d,%d\n" % (h["layer"], h["q_head"], h["k_head"], 7 * h["layer"] + h["q_head"],
-                                                   h["layer"], h["q_head"], h["k_head"], -1) for h in m["heads"])
-        with open(os.path.join(where, "head_extra.csv"), "w") as f:
-            f.write("layer,q_head,k_head,x\n" + rows)
         path = os.path.join(where, "head_metrics.csv")
         lines = open(path).read().splitlines()
         with open(path, "w") as f:
             f.write("".join(line + (",new_column\n" if j == 0 else ",%d\n" % j) for j, line in enumerate(lines)))
-        m["files"].append("head_extra.csv")
-        for h in m["heads"]:
-            h["rows"].append(2)
-        with open(os.path.join(where, "shard.json"), "w") as f:
-            json.dump(m, f)
         extended.append(copy)
     out = os.path.join(work, "extended_merged")
-    code, _, err = u.run([merge, "--output-dir", out] + extended, quiet=True)
+    code, _, err = u.run([merge, "--output-dir", out] + extended, quiet=True, timeout=300)
     ck.check(code == 0, "extended shards: exit %d:\n%s" % (code, err))
     if code == 0:
-        heads = sorted((layer, h) for layer in range(LAYERS) for h in range(Q))
-        want = "layer,q_head,k_head,x\n" + "".join("%d,%d,%d,%d\n%d,%d,%d,%d\n" % (
-            layer, h, h // 2, 7 * layer + h, layer, h, h // 2, -1) for layer, h in heads)
-        ck.check(open(os.path.join(out, "head_extra.csv")).read() == want, "the fifth CSV is not merged in order")
         got = open(os.path.join(out, "head_metrics.csv")).read().splitlines()
         ref = reference["head_metrics.csv"].decode().splitlines()
         ck.check(len(got) == len(ref) and got[0] == ref[0] + ",new_column"
@@ -284,8 +274,59 @@ def main():
         fcntl.flock(lock, fcntl.LOCK_EX)
         lock.write("pid 4242 on node07\n")
         lock.flush()
-        refused("running", [s0, running, s2], ["shard folder '%s': an ap_analyze run is writing into it (pid 4242 on "
-                                               "node07)" % running])
+        # The lock's owner line names no process that holds it: the holder is named instead.
+        refused("running", [s0, running, s2], ["shard folder '%s': an ap_analyze run is writing into it (pid %d ("
+                                               % (running, os.getpid()), "holds its lock"])
+    # A lock that is, or links to, a FIFO: refused at once, never waited on (issue 19).
+    for label, make in (("lock_fifo", lambda lock: os.mkfifo(lock)),
+                        ("lock_link_fifo", lambda lock: (os.mkfifo(lock + ".fifo"), os.symlink("lock.fifo", lock)))):
+        variant_folder, _ = variant(label)
+        lock = os.path.join(variant_folder, u.STATE, "lock")
+        os.remove(lock)
+        make(lock)
+        refused(label, [s0, variant_folder, s2], ["shard folder '%s': %s: is a" % (variant_folder, lock)])
+    # Another dump that differs only in a file other than vector.npy, past its first bytes.
+    bucket_dump = os.path.join(work, "bucket_dump")
+    u.copy_tree(dump, bucket_dump)
+    path = os.path.join(u.folder(bucket_dump, 2, 3, "q"), "bucket.npy")
+    values = np.load(path)
+    values[-1] = values[-2]
+    np.save(path, values)
+    other = run_shards(bucket_dump, 3, "bucket_changed")[1]
+    refused("other_bucket", [s0, other, s2], ["'%s' analyzed another dump than '%s'" % (other, s0)])
+    # A manifest listing a file the merge does not know (it would replace the user's file of
+    # that name in the output folder) or none (the output's result links would dangle).
+    notes_out = os.path.join(work, "notes_out")
+    os.makedirs(notes_out)
+    with open(os.path.join(notes_out, "notes.txt"), "w") as f:
+        f.write("my notes\n")
+    for label, files in (("unknown_file", ["notes.txt"]), ("no_files", None)):
+        folders = []
+        for i, folder in enumerate((s0, s1, s2)):
+            copy = os.path.join(work, "variants", "%s-%d" % (label, i))
+            u.copy_tree(folder, copy)
+            where = set_folder(copy)
+            m = manifest(where)
+            if files is None:
+                for name in m["files"]:
+                    os.remove(os.path.join(where, name))
+                m["files"] = []
+                for h in m["heads"]:
+                    h["rows"] = [] if h["analyzed"] else h["rows"]
+            else:
+                for name in files:
+                    with open(os.path.join(where, name), "w") as f:
+                        f.write("replaced\n")
+                m["files"] += files
+                for h in m["heads"]:
+                    if h["analyzed"]:
+                        h["rows"] += [0] * len(files)
+            json.dump(m, open(os.path.join(where, "shard.json"), "w"))
+            folders.append(copy)
+        refused(label, folders, ["shard.json lists the files", "but a shard's set holds exactly"])
+        merged(folders, notes_out, 2)
+        ck.check(open(os.path.join(notes_out, "notes.txt")).read() == "my notes\n",
+                 "%s: the user's notes.txt in the output folder was changed" % label)
     refused("unsharded", [s0, whole, s2], ["shard folder '%s': shard.json: file not found (its results come from a "
                                            "run without --shard" % whole])
     refused("not_found", [s0, os.path.join(work, "nowhere"), s2], ["shard folder '%s': folder not found"
@@ -331,6 +372,9 @@ def main():
     refused("edited", [s0, edited, s2], ["'options_fingerprint' does not match 'options'"])
     merged([s0, s1, s2], s1, 2, ["--output-dir '%s' is the shard folder '%s'" % (s1, s1)])
     ck.check(manifest(s1)["shard"] == 1, "a merge refused into a shard folder changed it")
+    inner = os.path.join(s0, u.STATE, "current")
+    merged([s0, s1, s2], inner, 2, ["--output-dir '%s' is inside the shard folder '%s'" % (inner, s0)])
+    merged([s0, s1, s2], keep, 0)  # shard 0 is still mergeable
 
     # Bad values and usage.
     for value, needle in (("3/3", "--shard: shard 3 of 3 does not exist (shards are numbered 0-2)"),

@@ -1,5 +1,5 @@
 # The tests of the Python package (tests/python/test_bindings_*.py, test_inmemory_profile.py,
-# test_capture_*.py, test_train_decoder.py),
+# test_capture_*.py, test_train_decoder.py, test_results_api.py),
 # with pytest, in the project's venv (tests/ap_python.cmake: AP_TEST_PYTHON_FULL).
 #
 # python_package_install (a fixture every one of them requires) installs the package built from
@@ -26,7 +26,7 @@ list(APPEND _ap_binding_tests train_decoder)
 set(_ap_binding_env "")
 if(AP_BUILD_EXAMPLES)
   # The comparisons with the C++ programs (same rows, same CSV bytes, same shards).
-  list(APPEND _ap_binding_tests bindings_head bindings_dump bindings_shards)
+  list(APPEND _ap_binding_tests bindings_head bindings_dump bindings_shards results_api)
   set(_ap_binding_env AP_ANALYZE=$<TARGET_FILE:ap_analyze> AP_SYNTH=$<TARGET_FILE:ap_synth>
                       AP_MERGE=$<TARGET_FILE:ap_merge>)
 endif()

@@ -60,3 +60,16 @@ def result_files(folder):
             with open(os.path.join(folder, name), "rb") as f:
                 out[name] = f.read()
     return out
+
+
+def read_table(path, name):
+    """A result CSV (table `name`, e.g. "head_metrics") read with pandas in the dtypes of the
+    package's DataFrames (attention_plasticity.result_schema(): read_csv alone would take a float
+    column of whole numbers for int64). pandas 3 parses the floats exactly."""
+    import pandas as pd
+    import attention_plasticity as ap
+    schema = dict(ap.result_schema()[name])
+    # A column of names (pca_class) keeps its text, "nan" included; numbers read "nan" as NaN.
+    numbers = {column: ["nan"] for column, dtype in schema.items() if dtype != "str"}
+    table = pd.read_csv(path, keep_default_na=False, na_values=numbers)
+    return table.astype(schema)

@@ -96,11 +96,14 @@ def test_the_readme_example_runs_as_written(tmp_path):
         readme = f.read()
     section = readme.split("\n## Python\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```python\n(.*?)```", section, re.S)
-    assert len(blocks) == 1
+    assert len(blocks) == 1 and len(re.findall(r"```python\n", readme)) == 1  # every Python example
     script = tmp_path / "readme_example.py"
     script.write_text(blocks[0])
-    proc = bu.check_run([sys.executable, script], cwd=bu.ROOT)
+    proc = bu.check_run([sys.executable, "-W", "error::UserWarning", script], cwd=bu.ROOT)
     assert proc.stdout.startswith("AP = 0.")
-    assert "ap_overall" in proc.stdout and "q_bucket" in proc.stdout
+    assert "HeadResult(layer=0, q_head=0, k_head=0: ap_overall=" in proc.stdout
+    assert "BucketProfile(" in proc.stdout and "at 0x" not in proc.stdout
+    assert "ap_overall" in proc.stdout and "q_bucket" in proc.stdout and "plasticity_corrected" in proc.stdout
+    assert "ap_overall_corrected" in proc.stdout
     install = re.findall(r"```bash\n(.*?)```", section, re.S)[0]
     assert install.split("#")[0].strip() == ".venv/bin/pip install ."

@@ -11,6 +11,7 @@ Run: AP_ANALYZE=build/examples/ap_analyze AP_SYNTH=build/examples/ap_synth \
 
 import os
 import shutil
+import subprocess
 import sys
 from fractions import Fraction
 
@@ -51,7 +52,7 @@ def assert_same_csvs(result, output_dir, want):
     assert bu.result_files(output_dir) == want
     for name, frame in result.tables.items():
         assert result.csv_text(name).encode() == want[name + ".csv"]
-        pd.testing.assert_frame_equal(frame, pd.read_csv(output_dir / (name + ".csv")))
+        pd.testing.assert_frame_equal(frame, bu.read_table(output_dir / (name + ".csv"), name), check_exact=True)
 
 
 @pytest.mark.parametrize("layout", ["npy", "parquet"])
@@ -148,14 +149,20 @@ def test_selection_metadata_and_config_file(dumps, tmp_path):
     shutil.copytree(dumps["parquet"], partial)
     for name in ("l00h01q", "l01h03q", "l01h02q"):
         shutil.rmtree(partial / name)
-    with pytest.raises(ap.UsageError, match="the head counts cannot be inferred from a partial head set"):
+    with pytest.raises(ap.UsageError, match="num_q_heads and num_k_heads are not known"):
         ap.analyze_dump(partial, progress=False)
+    # the model's own config.json (model_config=): the same heads, the same rows
+    model = tmp_path / "config.json"
+    model.write_text('{"num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2}')
+    from_model = ap.analyze_dump(partial, model_config=model, progress=False)
+    assert from_model.layout["origin"] == "layout from " + str(model)
     (partial / "metadata.json").write_text('{"num_layers": 2, "num_q_heads": 4, "num_k_heads": 2}')
     sampled = ap.analyze_dump(partial, progress=False)
     assert sampled.layout == {"num_layers": 2, "num_q_heads": 4, "num_k_heads": 2,
                               "origin": "layout from metadata.json"}
     kept = full[~full.apply(lambda r: (r.layer, r.q_head) in {(0, 1), (1, 3), (1, 2)}, axis=1)]
     pd.testing.assert_frame_equal(sampled.head_metrics, kept.reset_index(drop=True))
+    pd.testing.assert_frame_equal(from_model.head_metrics, kept.reset_index(drop=True))
     # options from a YAML file, keywords over it
     config = tmp_path / "run.yaml"
     config.write_text("num_q_heads: 4\nnum_k_heads: 2\nseed: 9\nlayers: [0]\n"
@@ -196,14 +203,14 @@ def test_failed_heads_are_reported_and_the_others_unchanged(dumps, tmp_path):
 
 
 def test_usage_and_output_errors_are_ap_analyzes(dumps, tmp_path):
-    with pytest.raises(ap.UsageError, match="unknown option 'num_pairs'"):
+    with pytest.raises(ap.UsageError, match="analyze_dump: unknown keyword 'num_pairs'"):
         ap.analyze_dump(dumps["npy"], num_pairs=5)
     proc = bu.run([bu.ap_analyze(), "--data-root", dumps["npy"], "--num-pairs-per-bucket", "0"] + LAYOUT)
     assert proc.returncode == 2
     with pytest.raises(ap.UsageError) as info:
         ap.analyze_dump(dumps["npy"], num_pairs_per_bucket=0, num_q_heads=4, num_k_heads=2)
-    assert str(info.value).replace("num_pairs_per_bucket", "--num-pairs-per-bucket") in proc.stderr
-    with pytest.raises(ap.UsageError, match="num_q_heads .4. must be a multiple of num_k_heads .3."):
+    assert str(info.value).replace("analyze_dump: num_pairs_per_bucket", "--num-pairs-per-bucket") in proc.stderr
+    with pytest.raises(ap.UsageError, match="num_q_heads .4, given. must be a multiple of num_k_heads .3, given."):
         ap.analyze_dump(dumps["npy"], num_q_heads=4, num_k_heads=3)
     with pytest.raises(ap.UsageError, match="p_alpha"):
         ap.analyze_dump(dumps["npy"], p_alpha=1.5)
@@ -255,7 +262,11 @@ def test_command_line_is_ap_analyzes(dumps, tmp_path):
     assert bu.result_files(tmp_path / "out") == dumps["csv"]
     assert "8 of the 8 query heads of the layout present: 8 analyzed, 0 failed" in proc.stderr
     helps = [bu.check_run(cli + ["--help"]).stdout, bu.check_run([bu.ap_analyze(), "--help"]).stdout]
-    assert helps[0] == helps[1].replace("ap_analyze", "python -m attention_plasticity", 1)
+    # the same text, but for the paragraph on the layouts read (the module reads Parquet too)
+    paragraphs = [h.split("\n\n") for h in helps]
+    assert [p for p in paragraphs[0] if "data.parquet" not in p] == \
+        [p.replace("ap_analyze", "python -m attention_plasticity", 1) for p in paragraphs[1] if "NPY files" not in p]
+    assert "data.parquet" in helps[0] and "data.parquet" not in helps[1]
     bad = bu.run(cli + ["--data-root", dumps["npy"], "--seed", "x"])
     want = bu.run([bu.ap_analyze(), "--data-root", dumps["npy"], "--seed", "x"])
     assert (bad.returncode, want.returncode) == (2, 2)
@@ -269,3 +280,60 @@ def test_command_line_is_ap_analyzes(dumps, tmp_path):
     failed = bu.run(cli + ["--data-root", broken, "--output-dir", tmp_path / "out2"] + LAYOUT)
     assert failed.returncode == 1
     assert "error: layer 1 q_head 0: " in failed.stderr and "position.npy" in failed.stderr
+
+
+def test_hostile_paths_and_files(dumps, tmp_path):
+    """Issue 19: a NUL inside a path is refused (no stray folder), a dangling data.parquet link
+    is named as such, and a FIFO in place of data.parquet makes no shard plan wait."""
+    with pytest.raises(ap.UsageError, match=r"output_dir: .*holds a NUL character"):
+        ap.analyze_dump(dumps["npy"], str(tmp_path / "out\0stray"), progress=False)
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ap.UsageError, match=r"data_root: .*holds a NUL character"):
+        ap.analyze_dump(str(dumps["npy"]) + "\0x", progress=False)
+    root = tmp_path / "dump"
+    shutil.copytree(dumps["parquet"], root)
+    (root / "metadata.json").write_text('{"num_layers": 2, "num_q_heads": 4, "num_k_heads": 2}')
+    os.remove(root / "l00h01q" / "data.parquet")
+    os.symlink(tmp_path / "gone.parquet", root / "l00h01q" / "data.parquet")
+    os.remove(root / "l01h02q" / "data.parquet")
+    os.mkfifo(root / "l01h02q" / "data.parquet")
+    # In a child process with a timeout: a wait would hang the test run otherwise.
+    code = ("import warnings, attention_plasticity as ap\n"
+            "warnings.simplefilter('ignore')\n"
+            "r = ap.analyze_dump(%r, shard='0/1', progress=False)\n"
+            "print('\\n'.join(str(e) for e in r.errors))\n" % str(root))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 2, proc.stdout
+    assert "dangling symbolic link (to '%s', which does not exist)" % (tmp_path / "gone.parquet") in lines[0]
+    assert "l01h02q/data.parquet: not a regular file" in lines[1]
+
+
+def test_help_says_parquet_is_read(capsys):
+    from attention_plasticity.__main__ import main
+    assert main(["--help"]) == 0
+    text = capsys.readouterr().out
+    assert "data.parquet" in text and "--model-config" in text
+    assert "*.npy" not in text
+
+
+def test_runs_of_one_process_into_one_folder(dumps, tmp_path):
+    """Several analyze_dump calls of one process into one folder: each makes its own set (they
+    shared one name, and the second failed with "Directory not empty"); the set before stays
+    readable as `previous` (the consistent read of examples/README.md)."""
+    out = tmp_path / "out"
+    state = out / ".ap_results"
+    seen = []
+    for seed in (1, 2, 3):
+        resolved = state / os.readlink(state / "current") if seen else None
+        before = (resolved / "head_metrics.csv").read_bytes() if resolved else None
+        result = ap.analyze_dump(dumps["npy"], out, seed=seed, num_q_heads=4, num_k_heads=2, progress=False)
+        assert result.output_dir == str(out)
+        assert (out / "head_metrics.csv").read_text() == result.csv_text("head_metrics")
+        if resolved:
+            assert os.readlink(state / "previous") == resolved.name
+            assert (resolved / "head_metrics.csv").read_bytes() == before
+        seen.append(os.readlink(state / "current"))
+    assert len(set(seen)) == 3
+    assert sorted(e for e in os.listdir(state) if e.startswith("set-")) == sorted(seen[1:])

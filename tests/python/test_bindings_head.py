@@ -94,7 +94,7 @@ def test_analyze_head_writes_the_rows_of_ap_analyze(tmp_path, dtype, window):
         assert text.encode() == written[name + ".csv"], name
     tables = result.tables()
     for name, frame in tables.items():
-        pd.testing.assert_frame_equal(frame, pd.read_csv(tmp_path / "out" / (name + ".csv")))
+        pd.testing.assert_frame_equal(frame, bu.read_table(tmp_path / "out" / (name + ".csv"), name), check_exact=True)
     assert list(tables["head_metrics"].columns) == written["head_metrics.csv"].decode().split("\n")[0].split(",")
     m = result.metrics
     assert tables["head_metrics"]["ap_overall"][0] == m.ap_overall
@@ -163,7 +163,8 @@ def test_analyze_head_errors():
     with pytest.raises(ap.InvalidArgumentError, match="analyze_head: needs at least 2 queries, got 1"):
         ap.analyze_head(ap.Tokens(q[:1], position[:1], bucket[:1]), keys)
     with pytest.raises(ap.InvalidArgumentError,
-                       match="analyze_head: queries columns disagree: 400 vectors, 399 positions"):
+                       match=r"analyze_head: queries columns disagree: vectors is \[400, 4\] \(expected \[n, d\], "
+                             r"one row per token\) but there are 399 positions and 400 buckets$"):
         ap.analyze_head(ap.Tokens(q, position[:-1], bucket), keys)
     with pytest.raises(ap.InvalidArgumentError, match="queries.vectors has d = 3 columns but keys.vectors has d = 4"):
         ap.analyze_head(ap.Tokens(np.ascontiguousarray(q[:, :3]), position, bucket), keys)
@@ -176,9 +177,13 @@ def test_analyze_head_errors():
     negative[5] = -1
     with pytest.raises(ap.DomainError, match=r"analyze_head: keys.position\[5\] = -1 is negative"):
         ap.analyze_head(ap.Tokens(q, position, bucket), ap.Tokens(k, negative, bucket, example_id))
-    with pytest.raises(ap.InvalidArgumentError, match="options.p_alpha must be in"):
+    with pytest.raises(ap.InvalidArgumentError, match=r"HeadOptions: p_alpha: 2.0 must be in \[0, 1\]"):
         ap.analyze_head(ap.Tokens(q, position, bucket), keys, options=ap.HeadOptions(p_alpha=2.0))
-    with pytest.raises(ap.InvalidArgumentError, match="keys columns disagree"):
+    with pytest.raises(ap.InvalidArgumentError, match="analyze_head: keys need an example_id column"):
         ap.analyze_head(ap.Tokens(q, position, bucket), ap.Tokens(k, position, bucket))  # keys need example_id
+    with pytest.raises(ap.InvalidArgumentError, match=r"vectors is \[4, 400\].*look transposed: pass them as \[n, d\]"):
+        ap.analyze_head(ap.Tokens(np.ascontiguousarray(q.T), position, bucket), keys)
+    with pytest.raises(TypeError, match=r"vectors must be an array of numbers, got ndarray of dtype <U1"):
+        ap.Tokens(np.array([["a", "b"], ["c", "d"]]), position[:2], bucket[:2])
     with pytest.raises(TypeError):
         ap.analyze_head(q, keys)

@@ -116,3 +116,41 @@ def test_the_module_uses_debians_openblas_whatever_else_is_loaded():
     assert len(set(outputs)) == 1
     import numpy  # noqa: F401
     assert "site-packages" not in ap._core._blas_library()
+
+
+TORCH_SET_DURING_CALL = r"""
+import sys, threading, time
+import numpy as np, torch
+import attention_plasticity as ap
+rng = np.random.default_rng(5)
+n, d = 400_000, 48
+w = torch.from_numpy(rng.standard_normal((n, d)))
+mu = rng.standard_normal(d) * 0.1
+a = rng.standard_normal((d, d)) * 0.1
+sigma = a @ a.T + np.eye(d)
+want = ap.pair_plasticity(w.numpy().copy(), mu, sigma)
+started = threading.Event()
+def free_the_storage():
+    started.wait()
+    time.sleep(0.02)
+    w.set_(torch.empty(0, dtype=torch.float64))   # the tensor lets go of its storage
+    big = [np.full(n * d, 7.0) for _ in range(4)]  # and the memory is reused
+thread = threading.Thread(target=free_the_storage)
+thread.start()
+started.set()
+got = ap.pair_plasticity(w, mu, sigma)
+thread.join()
+assert w.numel() == 0, "set_() did not run"
+np.testing.assert_array_equal(got, want)
+print("ok")
+"""
+
+
+def test_torch_storage_released_by_another_thread_during_a_call():
+    # Issue 19: t.set_() in another thread during pair_plasticity freed the storage the call
+    # was reading (SIGSEGV). The module holds the storage for the call, as NumPy's arrays are
+    # held: the call reads the values it was given. In a child process, so that a crash is a
+    # failure of this test, not of the test run.
+    proc = subprocess.run([sys.executable, "-c", TORCH_SET_DURING_CALL], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", (proc.returncode, proc.stderr[-2000:])

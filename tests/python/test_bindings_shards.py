@@ -206,7 +206,7 @@ def test_bad_shards_are_ap_analyzes_usage_errors(dumps, tmp_path):
         assert proc.returncode == 2
         with pytest.raises(ap.UsageError) as info:
             ap.analyze_dump(dumps["npy"], tmp_path / "y", shard=value, progress=False, **OPTIONS)
-        assert str(info.value).replace("shard", "--shard", 1) in proc.stderr
+        assert str(info.value).replace("analyze_dump: shard", "--shard", 1) in proc.stderr
     with pytest.raises(ap.UsageError, match="expected a single value"):
         ap.analyze_dump(dumps["npy"], shard=(1, 3), **OPTIONS)
     assert not os.path.exists(tmp_path / "y") or set_files(tmp_path / "y") == []

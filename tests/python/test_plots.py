@@ -137,6 +137,23 @@ class TestEachPlot(PlotTestCase):
         self.assertEqual(printed, [png])
         self.assert_png(png)
 
+    def test_profile_marks_small_buckets(self):
+        """Buckets flagged small_bucket (docs/method.md §2.14) are marked and left out of the mean."""
+        import pandas as pd
+        import plot_profile
+        df = pd.read_csv(self.csv["profile"])
+        df["small_bucket"] = (df["q_bucket"] == df["q_bucket"].max()).astype(int)
+        path = os.path.join(self.tmp, "profile_small.csv")
+        df.to_csv(path, index=False)
+        marked = (df["small_bucket"] == 1) & np.isfinite(df["plasticity"])
+        self.assertEqual(len(plot_profile.small_buckets(df)), int(marked.sum()))
+        self.assertNotIn(df["q_bucket"].max(), set(plot_profile.mean_profile(df)["q_bucket"]))
+        self.assertIn(df["q_bucket"].max(), set(plot_profile.mean_profile(df.drop(columns="small_bucket"))["q_bucket"]))
+        for extra in ([], ["--facet-by-layer"]):
+            png = self.out(f"profile_small{len(extra)}.png")
+            self.run_ok("plot_profile.py", path, "-o", png, *extra, *SIZE_ARGS)
+            self.assert_png(png)
+
     def test_profile_facet_by_layer(self):
         png = self.out("profile_facets.png")
         self.run_ok("plot_profile.py", self.csv["profile"], "--facet-by-layer", "-o", png,

@@ -42,6 +42,7 @@ class Options:
     max_rel_dist: float = 0.05
     covariance_epsilon: float = 1e-12
     sliding_window: int = 0
+    min_bucket_queries: int = 16
 
 
 def subsample(n, max_rows, rng):
@@ -212,10 +213,10 @@ def analyze_head(queries, keys, layer=0, q_head=0, options=None):
             pp_sum += pp.sum()
             pp_count += pp.size
         profile.append((int(j), float(tau), int(rows.size), pp_sum / pp_count if pp_count else float("nan"), pp_count))
-    # §2.14
+    # §2.14: D holds the buckets with a defined AP_j and at least min_bucket_queries queries
     tau = np.array([p[1] for p in profile])
     nj = np.array([p[2] for p in profile], dtype=np.float64)
-    ap = np.array([p[3] for p in profile])
+    ap = np.array([p[3] if p[2] >= o.min_bucket_queries else float("nan") for p in profile])
     context = tq.max() + 1.0
     out["ap_overall"] = weighted(tau, nj, ap, np.ones(tau.size, dtype=bool))
     out["ap_first20"] = weighted(tau, nj, ap, tau < 0.2 * context)

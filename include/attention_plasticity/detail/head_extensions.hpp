@@ -121,7 +121,8 @@ namespace detail
             if (m_options.confidence_intervals)
             {
                 bucket_estimate estimate;
-                estimate.plasticity = bucket.plasticity;
+                // A small bucket (§2.14) is not in D: no interval of its own, no weight in ap_overall's.
+                estimate.plasticity = row.small_bucket ? std::numeric_limits<double>::quiet_NaN() : bucket.plasticity;
                 estimate.sensitivity =
                     sensitivity_raw(matrix_of(w), bucket.moments.mean.data(), bucket.moments.variance.data(), model);
                 estimate.pair_variance = bucket.n_pairs > 0 ? pair_sampling_variance(bucket.pair_plasticity, cells)
@@ -146,11 +147,16 @@ namespace detail
                 {
                     tau.push_back(row.tau);
                     n_queries.push_back(static_cast<double>(row.n_queries));
-                    empirical.push_back(row.plasticity_empirical);
+                    empirical.push_back(row.small_bucket ? std::numeric_limits<double>::quiet_NaN()
+                                                         : row.plasticity_empirical);
                     if (m_options.confidence_intervals && !is_nan(row.plasticity_empirical))
                     {
-                        variance += n_queries.back() * n_queries.back() * m_empirical_variance[next++];
-                        total += n_queries.back();
+                        const double bucket_variance = m_empirical_variance[next++];
+                        if (!row.small_bucket)
+                        {
+                            variance += n_queries.back() * n_queries.back() * bucket_variance;
+                            total += n_queries.back();
+                        }
                     }
                 }
                 m.ap_empirical_overall = weighted_plasticity(tau.data(), n_queries.data(), empirical.data(),
@@ -175,12 +181,14 @@ namespace detail
                     const interval ci = plasticity_interval(row.plasticity, row.plasticity_bias, row.plasticity_se, level);
                     row.plasticity_ci_low = ci.low;
                     row.plasticity_ci_high = ci.high;
+                    row.plasticity_corrected = ci.centre;
                 }
                 m.ap_overall_se = u.standard_error;
                 m.ap_overall_bias = u.bias;
                 const interval ci = plasticity_interval(m.ap_overall, m.ap_overall_bias, m.ap_overall_se, level);
                 m.ap_overall_ci_low = ci.low;
                 m.ap_overall_ci_high = ci.high;
+                m.ap_overall_corrected = ci.centre;
             }
             if (m_options.distance_map)
             {

@@ -1,0 +1,303 @@
+// The tables of docs/method.md §3 as columns of NumPy arrays, for attention_plasticity.tables()
+// and DumpResult: the values are those csv_rows.hpp's emit_head gives the CSV writer (the one
+// definition of every column, its name from the table's header and its type from what is
+// emitted), collected as float64 / int64 arrays (a column of names, e.g. pca_class, as a list of
+// str) instead of text. No column is listed here.
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common.hpp"
+#include "csv_rows.hpp"
+#include "head_bindings.hpp"
+
+namespace ap_python
+{
+namespace
+{
+    namespace ex = ap_examples;
+
+    enum class column_type
+    {
+        real,
+        integer,
+        text
+    };
+
+    struct column
+    {
+        std::string name;
+        column_type type = column_type::real;
+        std::vector<std::int64_t> integers;
+        std::vector<double> reals;
+        std::vector<std::string> texts;
+    };
+
+    struct table_columns
+    {
+        std::string name;  // "head_metrics"
+        std::vector<column> columns;
+    };
+
+    std::vector<std::string> split_header(const std::string& header)
+    {
+        std::vector<std::string> names;
+        std::size_t start = 0;
+        for (;;)
+        {
+            const std::size_t comma = header.find(',', start);
+            names.push_back(header.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+            if (comma == std::string::npos)
+            {
+                return names;
+            }
+            start = comma + 1;
+        }
+    }
+
+    /// Collects emit_head's values into columns; with `learn_types`, the type of each column is
+    /// taken from the values (the schema), otherwise checked against it.
+    class column_sink
+    {
+    public:
+        column_sink(std::vector<table_columns> tables, bool learn_types)
+            : m_tables(std::move(tables)), m_learn(learn_types)
+        {
+        }
+
+        void row(ex::table_index table)
+        {
+            m_table = &m_tables[table];
+            m_next = 0;
+        }
+        void integer(std::int64_t i) { next(column_type::integer).integers.push_back(i); }
+        void real(double x) { next(column_type::real).reals.push_back(x); }
+        void text(std::string_view name) { next(column_type::text).texts.emplace_back(name); }
+        void end()
+        {
+            if (m_next != m_table->columns.size())
+            {
+                throw std::logic_error("csv_rows.hpp: " + m_table->name + " has " + std::to_string(m_next)
+                                       + " values in a row but " + std::to_string(m_table->columns.size())
+                                       + " columns in its header");
+            }
+        }
+
+        std::vector<table_columns>& tables() { return m_tables; }
+
+    private:
+        column& next(column_type type)
+        {
+            if (m_next >= m_table->columns.size())
+            {
+                throw std::logic_error("csv_rows.hpp: " + m_table->name + " has more values in a row than the "
+                                       + std::to_string(m_table->columns.size()) + " columns of its header");
+            }
+            column& c = m_table->columns[m_next++];
+            if (m_learn)
+            {
+                c.type = type;
+            }
+            else if (c.type != type)
+            {
+                throw std::logic_error("csv_rows.hpp: column " + c.name + " of " + m_table->name
+                                       + " changes type between rows");
+            }
+            return c;
+        }
+
+        std::vector<table_columns> m_tables;
+        bool m_learn;
+        table_columns* m_table = nullptr;
+        std::size_t m_next = 0;
+    };
+
+    /// The tables with their column names (from the headers) and no type yet.
+    std::vector<table_columns> named_tables()
+    {
+        std::vector<table_columns> tables;
+        for (const auto& table : ex::result_tables())
+        {
+            table_columns t;
+            t.name = table_name(table.file);
+            for (const std::string& name : split_header(table.header))
+            {
+                t.columns.push_back(column{name, column_type::real, {}, {}, {}});
+            }
+            tables.push_back(std::move(t));
+        }
+        return tables;
+    }
+
+    /// The columns' names and types, learnt once from a head with one row in every table.
+    const std::vector<table_columns>& schema()
+    {
+        static const std::vector<table_columns> tables = [] {
+            ap::head_result sample;
+            sample.cells.resize(1);
+            sample.profile.resize(1);
+            sample.distance_map.resize(1);
+            sample.component_r2 = xt::zeros<double>({std::size_t{1}});
+            sample.component_weight = xt::zeros<double>({std::size_t{1}});
+            column_sink sink(named_tables(), true);
+            ex::emit_head(sample, sink);
+            std::vector<table_columns> out = std::move(sink.tables());
+            for (auto& t : out)
+            {
+                for (auto& c : t.columns)
+                {
+                    c.integers.clear();
+                    c.reals.clear();
+                    c.texts.clear();
+                }
+            }
+            return out;
+        }();
+        return tables;
+    }
+}  // namespace
+
+nb::dict result_columns(const std::vector<const ap::head_result*>& results)
+{
+    std::vector<table_columns> tables = without_gil([&] {
+        column_sink sink(schema(), false);
+        for (const ap::head_result* r : results)
+        {
+            ex::emit_head(*r, sink);
+        }
+        return std::move(sink.tables());
+    });
+    nb::dict out;
+    for (auto& t : tables)
+    {
+        nb::dict columns;
+        for (auto& c : t.columns)
+        {
+            if (c.type == column_type::integer)
+            {
+                columns[c.name.c_str()] = vector_to_numpy(std::move(c.integers));
+            }
+            else if (c.type == column_type::real)
+            {
+                columns[c.name.c_str()] = vector_to_numpy(std::move(c.reals));
+            }
+            else
+            {
+                nb::list names;
+                for (const std::string& name : c.texts)
+                {
+                    names.append(nb::str(name.data(), name.size()));
+                }
+                columns[c.name.c_str()] = names;
+            }
+        }
+        out[t.name.c_str()] = columns;
+    }
+    return out;
+}
+
+namespace
+{
+    /// The function `name` of attention_plasticity.results (imported when first called: the
+    /// package imports this module first).
+    nb::object results_function(const char* name)
+    {
+        return nb::module_::import_("attention_plasticity.results").attr(name);
+    }
+
+    bool has_own(nb::handle type, const char* name)
+    {
+        return nb::cast<bool>(type.attr("__dict__").attr("__contains__")(name));
+    }
+}  // namespace
+
+void install_result_methods(nb::module_& m)
+{
+    // Every class with fields (read-only or read-write properties) that has no repr of its own
+    // gets one listing its fields, and to_dict(): attention_plasticity.results._repr / _to_dict,
+    // so that a struct bound later is readable without more code.
+    const nb::dict attributes = nb::borrow<nb::dict>(PyModule_GetDict(m.ptr()));
+    for (const auto& [name, value] : attributes)
+    {
+        if (!nb::type_check(value))
+        {
+            continue;
+        }
+        bool has_fields = false;
+        for (nb::handle attribute : value.attr("__dict__").attr("values")())
+        {
+            has_fields = has_fields || PyObject_TypeCheck(attribute.ptr(), &PyProperty_Type);
+        }
+        if (!has_fields)
+        {
+            continue;
+        }
+        if (!has_own(value, "__repr__"))
+        {
+            nb::setattr(value, "__repr__",
+                        nb::cpp_function(
+                            [](nb::handle self) { return nb::cast<std::string>(results_function("_repr")(self)); },
+                            nb::scope(value), nb::name("__repr__"), nb::is_method()));
+        }
+        if (!has_own(value, "to_dict"))
+        {
+            nb::setattr(value, "to_dict",
+                        nb::cpp_function(
+                            [](nb::handle self) { return nb::cast<nb::dict>(results_function("_to_dict")(self)); },
+                            nb::scope(value), nb::name("to_dict"), nb::is_method(),
+                            "The fields by name (numbers as numbers, arrays as arrays, nested results as they are)."));
+        }
+    }
+}
+
+void bind_tables(nb::module_& m)
+{
+    m.def(
+        "result_schema",
+        [] {
+            nb::dict out;
+            for (const auto& t : schema())
+            {
+                nb::list columns;
+                for (const auto& c : t.columns)
+                {
+                    columns.append(nb::make_tuple(c.name, c.type == column_type::integer ? "int64"
+                                                          : c.type == column_type::real  ? "float64"
+                                                                                         : "str"));
+                }
+                out[t.name.c_str()] = columns;
+            }
+            return out;
+        },
+        "The columns of each table of docs/method.md §3 as ap_analyze writes them: {table name: [(column,\n"
+        "'int64', 'float64' or 'str')]}, from the C++ CSV writer's own definition (examples/csv_rows.hpp).");
+    m.def(
+        "result_columns",
+        [](nb::iterable results) {
+            std::vector<const ap::head_result*> heads;
+            std::size_t index = 0;
+            for (nb::handle item : results)
+            {
+                py_head_result* r = nullptr;
+                if (!nb::try_cast(item, r, false) || r == nullptr)
+                {
+                    const nb::handle type(reinterpret_cast<PyObject*>(Py_TYPE(item.ptr())));
+                    throw nb::type_error(("tables: item " + std::to_string(index) + " is a "
+                                          + nb::cast<std::string>(type.attr("__name__")) + ", not a HeadResult")
+                                             .c_str());
+                }
+                heads.push_back(&r->result);
+                ++index;
+            }
+            return result_columns(heads);
+        },
+        "results"_a,
+        "The rows of the head results `results` (HeadResult, in the order given) in every table of\n"
+        "docs/method.md §3, as columns: {table name: {column: NumPy array}} (float64 or int64, the very\n"
+        "numbers the CSV writer formats). attention_plasticity.tables() makes DataFrames of them.");
+}
+}  // namespace ap_python
