@@ -55,7 +55,7 @@ def check_python_front_end(c, fixture, out, work):
     code, _stdout, stderr = u.run(
         [sys.executable, "-m", "attention_plasticity", "--data-root", fixture, "--output-dir",
          py_out, "--num-layers", LAYOUT[0], "--num-q-heads", LAYOUT[1], "--num-k-heads",
-         LAYOUT[2], "--normality-max-dims", 64, "--max-tokens-per-head", 50000, "--threads", 2])
+         LAYOUT[2], *real.ANALYZE_OPTIONS])
     c.check(code == 0, "python -m attention_plasticity exited %d:\n%s" % (code, stderr))
     if code != 0:
         return

@@ -42,6 +42,10 @@ RENDER_ALL = os.path.join(ROOT, "examples", "plots", "render_all.py")
 NUM_LAYERS, NUM_Q_HEADS, NUM_K_HEADS = 6, 12, 12
 HEAD_FOLDER_RE = re.compile(r"^l(\d{2,})h(\d{2,})([qk])$")
 ERROR_RE = re.compile(r"^error: layer (\d+) q_head (\d+): (.+)$")
+# ap_analyze's options beyond the layout (test_real_decoder.py gives python -m
+# attention_plasticity the same ones).
+ANALYZE_OPTIONS = ["--normality-max-dims", 64, "--max-tokens-per-head", 50000, "--threads", 2,
+                   "--pca-roles", "on"]
 
 
 def captured_query_heads(fixture):
@@ -103,7 +107,7 @@ def check_fixture(c, analyze, fixture, reference, work, layout, expected_heads):
     code, _stdout, stderr = u.run(
         [analyze, "--data-root", npy, "--output-dir", out, "--num-layers", num_layers,
          "--num-q-heads", num_q_heads, "--num-k-heads", num_k_heads,
-         "--normality-max-dims", 64, "--max-tokens-per-head", 50000, "--threads", 2, "--pca-roles", "on"])
+         *ANALYZE_OPTIONS])
     c.check(code == 0, "ap_analyze exited %d:\n%s" % (code, stderr))
     check_errors(c, stderr, captured)
 
