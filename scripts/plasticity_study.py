@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""The plasticity study in miniature (issue 18, item 4): the ordered checkpoints of the decoder
+that scripts/train_decoder.py trains here (pre-training at context 512, RoPE base 10,000, then
+the context extension to 1024 with the base raised to 100,000) captured, analyzed, compared in
+order and plotted, as the reference study traces SmolLM3-3B over its checkpoints.
+
+usage:
+  plasticity_study.py OUT [--run RUN]            capture every checkpoint of RUN, then analyze,
+                                                 compare and plot
+  plasticity_study.py OUT --from-dumps DUMPS     analyze, compare and plot dumps captured before
+                                                 (DUMPS/study.json names them in order; the CI
+                                                 fixture tests/data/plasticity_study is one)
+
+Steps (each one the project's own tool, nothing re-implemented here):
+  1. capture (examples/capture_qk.py, attention_plasticity.capture_sniffer): each checkpoint
+     folder of RUN/schedule.json, in its order, with the same texts and the same sampling
+     (--max-examples, --max-seq-len, --sampling-rate, --bucket-size, --heads, --seed, bf16):
+     the sampling draws depend on the seed and the example only, so every checkpoint keeps the
+     same tokens; into OUT/dumps/<set>/, with OUT/dumps/study.json (the sets, in order, with
+     their phase, step, context, RoPE base and held-out loss, and the capture's command);
+  2. analyze (attention_plasticity.analyze_dump, ap_analyze's CSVs) each dump into
+     OUT/results/<set>/;
+  3. compare (attention_plasticity.compare_runs, ap_compare's CSVs, docs/method.md §8.6) the
+     result sets in order into OUT/compare/ (compare_trajectory.csv: each set's means over
+     heads with their intervals, all layers and by layer);
+  4. plot (examples/plots/plot_trajectory.py): OUT/figures/trajectory.png (AP_first20 and
+     AP_last20 with the gap shaded, bias_strength below), trajectory_layers_<group>.png for
+     the layer groups of the decoder (RoPE full attention, NoPE, sliding window) and the
+     per-head change of AP_last20 at the extension's onset (trajectory_changes.png).
+OUT/study_summary.csv gathers, per set in order, the means over all heads of ap_first20,
+ap_last20, ap_drop and bias_strength (read from compare_trajectory.csv) and the held-out loss.
+
+Every step is deterministic (seeded capture on one torch thread, analyze_dump's results are
+independent of threads). Exit status: 0 done; 1 a step failed (its message says which);
+2 bad arguments.
+"""
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CAPTURE_QK = os.path.join(REPO, "examples", "capture_qk.py")
+PLOT_TRAJECTORY = os.path.join(REPO, "examples", "plots", "plot_trajectory.py")
+DEFAULT_RUN = "/work/artifacts/decoder/run"
+STUDY_JSON = "study.json"
+# The quantities of the summary, as compare_trajectory.csv names them (docs/method.md §8.6).
+SUMMARY_QUANTITIES = ("ap_overall", "ap_first20", "ap_last20", "ap_drop", "bias_strength")
+
+
+class StudyError(Exception):
+    """A step failed; the message names it."""
+
+
+class UsageError(StudyError):
+    """Bad arguments (exit status 2)."""
+
+
+def set_name(checkpoint):
+    """'pre-200', 'ext-1033': short names for the figures' axis, in schedule order."""
+    prefix = {"pretrain": "pre", "extend": "ext"}.get(checkpoint["phase"], checkpoint["phase"])
+    return f"{prefix}-{int(checkpoint['step'])}"
+
+
+def read_schedule(run):
+    path = os.path.join(run, "schedule.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            schedule = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--run {run}: cannot read schedule.json ({exc}); train with "
+                         "scripts/train_decoder.py RUN --checkpoints N --extend") from None
+    checkpoints = schedule.get("checkpoints") or []
+    if len(checkpoints) < 2:
+        raise UsageError(f"--run {run}: schedule.json lists {len(checkpoints)} checkpoint(s); the "
+                         "study needs at least 2 (train_decoder.py --checkpoints N --extend)")
+    sets = []
+    for cp in checkpoints:
+        folder = os.path.join(run, cp["folder"])
+        if not os.path.isfile(os.path.join(folder, "config.json")):
+            raise UsageError(f"--run {run}: checkpoint folder {cp['folder']} has no config.json")
+        sets.append({"name": set_name(cp), "phase": cp["phase"], "step": int(cp["step"]),
+                     "seq_len": int(cp["seq_len"]), "rope_theta": float(cp["rope_theta"]),
+                     "val_loss": cp.get("val_loss"), "folder": cp["folder"]})
+    names = [s["name"] for s in sets]
+    if len(set(names)) != len(names):
+        raise UsageError(f"--run {run}: checkpoint names repeat: {names}")
+    return schedule, sets
+
+
+def model_layout(model_folder):
+    with open(os.path.join(model_folder, "config.json"), encoding="utf-8") as f:
+        cfg = json.load(f)
+    layout = {"num_layers": int(cfg["num_hidden_layers"]), "num_q_heads": int(cfg["num_attention_heads"]),
+              "num_k_heads": int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])}
+    # The layer groups of the figures: positions (RoPE / NoPE) and attention (sliding / full).
+    nope = [i for i, r in enumerate(cfg.get("no_rope_layers") or []) if int(r) == 0]
+    sliding = [i for i, t in enumerate(cfg.get("layer_types") or []) if t == "sliding_attention"]
+    groups = {}
+    rope_full = [i for i in range(layout["num_layers"]) if i not in nope and i not in sliding]
+    for key, layers in (("rope_full", rope_full), ("nope", nope), ("sliding", sliding)):
+        if layers:
+            groups[key] = layers
+    return layout, groups
+
+
+def run_step(what, cmd, log):
+    """Runs one tool; its output goes to the log; a failure raises StudyError naming the step."""
+    t0 = time.monotonic()
+    with open(log, "a", encoding="utf-8") as f:
+        f.write("$ " + " ".join(str(c) for c in cmd) + "\n")
+        f.flush()
+        proc = subprocess.run([str(c) for c in cmd], stdout=f, stderr=subprocess.STDOUT, cwd=REPO)
+    if proc.returncode != 0:
+        raise StudyError(f"{what}: exit status {proc.returncode} (see {log})")
+    return time.monotonic() - t0
+
+
+def capture(args, out, log):
+    schedule, sets = read_schedule(args.run)
+    dumps = os.path.join(out, "dumps")
+    os.makedirs(dumps, exist_ok=True)
+    layout, groups = model_layout(os.path.join(args.run, sets[0]["folder"]))
+    options = ["--max-examples", args.max_examples, "--max-seq-len", args.max_seq_len,
+               "--sampling-rate", args.sampling_rate, "--bucket-size", args.bucket_size,
+               "--seed", args.seed, "--bf16", "--no-token-strings", "--threads", 1]
+    if args.heads:
+        options += ["--heads", args.heads]
+    for s in sets:
+        dt = run_step(f"capture of {s['name']} ({s['folder']})",
+                      [sys.executable, CAPTURE_QK, "--model", os.path.join(args.run, s["folder"]),
+                       "--out", os.path.join(dumps, s["name"]), "--force"] + options, log)
+        print(f"plasticity_study: captured {s['name']} in {dt:.1f} s", flush=True)
+    study = {"sets": sets, "layout": layout, "layer_groups": groups,
+             "capture": "examples/capture_qk.py --model RUN/<folder> --out DUMPS/<name> --force "
+                        + " ".join(str(o) for o in options),
+             "run": {"command": schedule.get("command"), "seed": schedule.get("seed"),
+                     "pretrain": schedule.get("pretrain"), "extend": schedule.get("extend")}}
+    with open(os.path.join(dumps, STUDY_JSON), "w", encoding="utf-8") as f:
+        json.dump(study, f, indent=1)
+        f.write("\n")
+    return dumps
+
+
+def read_study(dumps):
+    path = os.path.join(dumps, STUDY_JSON)
+    try:
+        with open(path, encoding="utf-8") as f:
+            study = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--from-dumps {dumps}: cannot read {STUDY_JSON} ({exc})") from None
+    for s in study.get("sets", []):
+        if not os.path.isdir(os.path.join(dumps, s["name"])):
+            raise UsageError(f"--from-dumps {dumps}: {STUDY_JSON} names set '{s['name']}' but the "
+                             "folder is missing")
+    if len(study.get("sets", [])) < 2:
+        raise UsageError(f"--from-dumps {dumps}: {STUDY_JSON} lists fewer than 2 sets")
+    return study
+
+
+def analyze(study, dumps, out, threads):
+    import warnings
+
+    import attention_plasticity as ap
+
+    results = os.path.join(out, "results")
+    os.makedirs(results, exist_ok=True)
+    folders = []
+    for s in study["sets"]:
+        target = os.path.join(results, s["name"])
+        if os.path.isdir(target):
+            shutil.rmtree(target)  # a rerun replaces the set (analyze_dump wants a new folder)
+        t0 = time.monotonic()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = ap.analyze_dump(os.path.join(dumps, s["name"]), target, progress=False,
+                                  threads=threads, **study["layout"])
+        failed = len(res.errors) if res.errors is not None else 0
+        print(f"plasticity_study: analyzed {s['name']} in {time.monotonic() - t0:.1f} s"
+              + (f" ({failed} head(s) failed, see {target})" if failed else ""), flush=True)
+        del caught
+        folders.append(target)
+    return folders
+
+
+def compare(study, folders, out):
+    import attention_plasticity as ap
+
+    target = os.path.join(out, "compare")
+    if os.path.isdir(target):
+        shutil.rmtree(target)
+    names = [s["name"] for s in study["sets"]]
+    result = ap.compare_runs(folders, target, names=names)
+    print(f"plasticity_study: compared {len(names)} sets, {result.compared_heads} heads, "
+          f"{result.changed_heads} significant head changes", flush=True)
+    return target, result
+
+
+def plot_step(what, argv):
+    """examples/plots/plot_trajectory.py's main in this process (one matplotlib import for every
+    figure); its errors raise StudyError naming the step."""
+    sys.path.insert(0, os.path.dirname(PLOT_TRAJECTORY))
+    try:
+        import plot_trajectory
+    finally:
+        sys.path.pop(0)
+    try:
+        code = plot_trajectory.main([str(a) for a in argv])
+    except Exception as exc:  # the plot script's InputError / UsageError and matplotlib's own
+        raise StudyError(f"{what}: {type(exc).__name__}: {exc}") from None
+    if code:
+        raise StudyError(f"{what}: exit status {code}")
+
+
+def plot(study, compare_dir, out):
+    figures = os.path.join(out, "figures")
+    os.makedirs(figures, exist_ok=True)
+    csv_path = os.path.join(compare_dir, "compare_trajectory.csv")
+    sets = study["sets"]
+    onset = next((i for i, s in enumerate(sets) if s["phase"] != sets[0]["phase"]), None)
+    argv = [csv_path, "-o", os.path.join(figures, "trajectory.png"),
+            "--title", "Decoder checkpoints, mean over heads: "
+                       "pre-training (pre-*), then context extension (ext-*)"]
+    if onset is not None:
+        # The per-head change at the extension's onset: the last pre-training checkpoint to the
+        # first extension checkpoint.
+        argv += ["--changes", "--quantity", "ap_last20", "--pair",
+                 f"{sets[onset - 1]['name']},{sets[onset]['name']}"]
+    plot_step("plot_trajectory.py", argv)
+    labels = {"rope_full": "RoPE full-attention layers", "nope": "NoPE layers",
+              "sliding": "sliding-window RoPE layers"}
+    for key, layers in study.get("layer_groups", {}).items():
+        plot_step(f"plot_trajectory.py --layers ({key})",
+                  [csv_path, "-o", os.path.join(figures, f"trajectory_layers_{key}.png"),
+                   "--layers", ",".join(str(i) for i in layers),
+                   "--title", f"{labels.get(key, key)} ({', '.join(str(i) for i in layers)}), one line per layer"])
+    return figures
+
+
+def summary(study, compare_dir, out):
+    """OUT/study_summary.csv: per set in order, the means over all heads (compare_trajectory.csv's
+    rows of layer 'all') and the checkpoint's held-out loss."""
+    rows = {}
+    with open(os.path.join(compare_dir, "compare_trajectory.csv"), newline="", encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            if r["layer"] == "all" and r["quantity"] in SUMMARY_QUANTITIES:
+                rows[(r["set"], r["quantity"])] = r
+    path = os.path.join(out, "study_summary.csv")
+    tmp = path + ".tmp"
+    with open(tmp, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["order", "set", "phase", "step", "seq_len", "rope_theta", "val_loss", "n_heads"]
+                   + [f"{q}{suffix}" for q in SUMMARY_QUANTITIES for suffix in ("", "_se")])
+        for i, s in enumerate(study["sets"]):
+            missing = [q for q in SUMMARY_QUANTITIES if (s["name"], q) not in rows]
+            if missing:
+                raise StudyError(f"compare_trajectory.csv: no row of {', '.join(missing)} for set {s['name']}")
+            n = rows[(s["name"], "ap_overall")]["n_heads"]
+            w.writerow([i, s["name"], s["phase"], s["step"], s["seq_len"], s["rope_theta"], s.get("val_loss"), n]
+                       + [rows[(s["name"], q)][c] for q in SUMMARY_QUANTITIES for c in ("mean", "se")])
+    os.replace(tmp, path)
+    return path
+
+
+def build_parser():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                epilog="\n\n".join(__doc__.split("\n\n")[1:]),
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("out", metavar="OUT", help="the study's folder (created; a rerun replaces its files)")
+    p.add_argument("--run", default=DEFAULT_RUN,
+                   help="train_decoder.py's run folder with schedule.json and checkpoints/ (default: %(default)s)")
+    p.add_argument("--from-dumps", metavar="DUMPS",
+                   help="skip the capture: the dumps of DUMPS/study.json (e.g. tests/data/plasticity_study)")
+    p.add_argument("--max-examples", type=int, default=64, help="examples captured (default: %(default)s)")
+    p.add_argument("--max-seq-len", type=int, default=512,
+                   help="tokens per example (default: %(default)s, the pre-training context: capture_qk.py refuses more than a checkpoint's max_position_embeddings)")
+    p.add_argument("--sampling-rate", type=float, default=0.125,
+                   help="probability of keeping a token (default: %(default)s)")
+    p.add_argument("--bucket-size", type=int, default=32, help="positions per bucket (default: %(default)s)")
+    p.add_argument("--heads", help="query heads per layer to capture, e.g. 0 or 0-1 (default: all)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the capture's draws (default: %(default)s)")
+    p.add_argument("--threads", type=int, default=2, help="analysis threads (default: %(default)s)")
+    p.add_argument("--capture-only", action="store_true",
+                   help="stop after the capture (then --from-dumps OUT/dumps goes on)")
+    p.add_argument("--no-plots", action="store_true", help="stop after the comparison")
+    return p
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    out = os.path.abspath(args.out)
+    os.makedirs(out, exist_ok=True)
+    log = os.path.join(out, "study.log")
+    open(log, "w").close()
+    t0 = time.monotonic()
+    try:
+        if args.from_dumps:
+            if args.capture_only:
+                raise UsageError("--capture-only and --from-dumps exclude each other")
+            dumps = os.path.abspath(args.from_dumps)
+        else:
+            dumps = capture(args, out, log)
+        study = read_study(dumps)
+        if args.capture_only:
+            print(f"plasticity_study: dumps in {dumps}")
+            return 0
+        folders = analyze(study, dumps, out, args.threads)
+        compare_dir, _ = compare(study, folders, out)
+        path = summary(study, compare_dir, out)
+        if not args.no_plots:
+            plot(study, compare_dir, out)
+    except UsageError as exc:
+        print(f"plasticity_study.py: {exc}", file=sys.stderr)
+        return 2
+    except StudyError as exc:
+        print(f"plasticity_study.py: {exc}", file=sys.stderr)
+        return 1
+    with open(path, encoding="utf-8") as f:
+        sys.stdout.write(f.read())
+    print(f"plasticity_study: done in {time.monotonic() - t0:.1f} s; {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
