@@ -149,6 +149,11 @@ class KeyPairs:
 
     def __repr__(self) -> str: ...
 
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
+
 def pair_window(length: int, max_rel_dist: float) -> int:
     """
     The sampler's window half-width Delta = max(1, floor(max_rel_dist * length)) (docs/method.md §5.1),
@@ -203,6 +208,13 @@ class PairMoments:
 
     def __len__(self) -> int:
         """N, the number of pairs."""
+
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
 
 def pair_plasticity(differences: numpy.typing.ArrayLike, mean: numpy.typing.ArrayLike, covariance: numpy.typing.ArrayLike, dtype: object = None, result_dtype: object = None) -> numpy.typing.NDArray[numpy.floating]:
     """
@@ -331,6 +343,13 @@ class LinearFit:
     def regressor_varies(self) -> bool:
         """Whether t has any variance."""
 
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
+
 def fit_linear(t: numpy.typing.ArrayLike, X: numpy.typing.ArrayLike) -> LinearFit:
     """
     The position regression of docs/method.md §2.3: OLS of each column of X (n x d) on t (n),
@@ -360,6 +379,13 @@ class ScalarPredictability:
     @property
     def mae_ratio(self) -> float:
         """mae_projection / mae_baseline (q_mae_ratio); 1 when the baseline is 0."""
+
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
 
 def scalar_position_predictability(t: numpy.typing.ArrayLike, X: numpy.typing.ArrayLike, beta: numpy.typing.ArrayLike) -> ScalarPredictability:
     """
@@ -396,6 +422,13 @@ class PositionComponentFit:
     @property
     def residual(self) -> Annotated[NDArray[numpy.float64], dict(writable=False)]:
         """x_rot[:, 0] - (alpha + beta t), float64 [n] (read by §2.7)."""
+
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
 
 def fit_position_component(t: numpy.typing.ArrayLike, X_rot: numpy.typing.ArrayLike) -> PositionComponentFit:
     """
@@ -447,6 +480,13 @@ class Householder:
         Arrays are read in place when C-contiguous float32/float64 (positions: int64 or float64; integer columns: int64), on the CPU; other layouts or dtypes are converted once (see the module docstring).
         """
 
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
+
 def householder_to_e1(beta: numpy.typing.ArrayLike) -> Householder:
     """
     H with H beta_hat = e1 (docs/method.md §2.5): v = (beta_hat - e1) / ||beta_hat - e1||, the identity
@@ -479,6 +519,13 @@ class MomentsResult:
     @property
     def zero_variance(self) -> bool:
         """SciPy's 'all values equal' rule, m2 <= (1e-15 mean)^2 (§7.3)."""
+
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
 
 def sample_moments(x: numpy.typing.ArrayLike) -> MomentsResult:
     """
@@ -534,6 +581,13 @@ class KsResult:
     def p_value(self) -> float:
         """P(D_n >= statistic) under H0."""
 
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
+
 def ks_test_normal(x: numpy.typing.ArrayLike) -> KsResult:
     """
     scipy.stats.kstest(x, 'norm') (method 'exact': kstwo.sf(D, n)) for the 1-D sample x
@@ -556,6 +610,13 @@ class ResidualNormality:
     @property
     def ks_p_value(self) -> float:
         """q_resid0_ks_p."""
+
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
 
 def standardized_normality(x: numpy.typing.ArrayLike) -> ResidualNormality:
     """
@@ -593,6 +654,13 @@ class NoiseNormality:
     def n_ks_tested(self) -> int:
         """K = min(max_ks_dims, m)."""
 
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
+
 def noise_normality(X: numpy.typing.ArrayLike, max_ks_dims: int, p_alpha: float, seed: int) -> NoiseNormality:
     """
     docs/method.md §2.8 on X (n x m, each column a component, e.g. columns 1..d-1 of the rotated
@@ -618,6 +686,13 @@ class Gaussian:
     @property
     def covariance(self) -> Annotated[NDArray[numpy.float64], dict(writable=False)]:
         """float64 [d, d]."""
+
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
 
 def fit_gaussian(samples: numpy.typing.ArrayLike, epsilon: float = 1e-12) -> Gaussian:
     """
@@ -661,6 +736,13 @@ class BucketOptions:
     @epsilon.setter
     def epsilon(self, arg: float, /) -> None: ...
 
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
+
 class BucketStatistics:
     """Statistics of one query bucket (docs/method.md §2.10)."""
 
@@ -679,6 +761,13 @@ class BucketStatistics:
     @property
     def semantic(self) -> Gaussian:
         """mu_j and Sigma_j of the components kept."""
+
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
 
 def compute_bucket_statistics(positions: numpy.typing.ArrayLike, buckets: numpy.typing.ArrayLike, X: numpy.typing.ArrayLike, options: BucketOptions = ...) -> list[BucketStatistics]:
     """
@@ -703,6 +792,13 @@ class QueryBucket:
     @property
     def tau(self) -> float:
         """tau_j, the mean position of its queries (tokens)."""
+
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
 
 def query_buckets(positions: numpy.typing.ArrayLike, buckets: numpy.typing.ArrayLike) -> list[QueryBucket]:
     """
@@ -748,6 +844,13 @@ class BucketQueryModel:
     def semantic(self) -> Gaussian:
         """mu_j, Sigma_j of components 1..d-1."""
 
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
+
 def bucket_query_models(positions: numpy.typing.ArrayLike, buckets: numpy.typing.ArrayLike, X_rot: numpy.typing.ArrayLike, component0: PositionComponentFit, covariance_epsilon: float = 1e-12) -> list[BucketQueryModel]:
     """
     The query models of a head (docs/method.md §2.10), one per query bucket j > 0 with at least 2
@@ -790,6 +893,13 @@ class ExampleGroups:
     def can_form_pair(self) -> bool:
         """Whether some example has 2 keys."""
 
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
+
 class KeyBucket:
     """The keys of one key bucket (docs/method.md §2.11-2.12)."""
 
@@ -804,6 +914,13 @@ class KeyBucket:
     @property
     def examples(self) -> ExampleGroups:
         """Its keys by example."""
+
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
 
 class KeyBucketList:
     """The key buckets of a head, in increasing id (group_key_buckets)."""
@@ -901,6 +1018,13 @@ class CellPairs:
     def pairs(self) -> KeyPairs:
         """KeyPairs; first/second are rows of the key table."""
 
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
+
 def cell_key_pairs(keys: KeyBucket, q_bucket: int, num_pairs: int, max_rel_dist: float, pair_sampler_seed: int) -> CellPairs:
     """
     The key pairs of cell (q_bucket, keys.bucket) (docs/method.md §2.12): num_pairs pairs of the sampler
@@ -933,6 +1057,13 @@ class CellPlasticity:
         The empirical P_jc (docs/method.md §8.2) when computed (analyze_head with empirical_ap), else NaN.
         """
 
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
+
 class BucketPlasticityResult:
     """The cells of one query bucket and AP_j (docs/method.md §2.14)."""
 
@@ -959,6 +1090,13 @@ class BucketPlasticityResult:
         """
         The pairs' PairMoments (m, v) as the kernel returned them (docs/method.md §4, §4.6); empty for
         query_bucket_empirical_plasticity.
+        """
+
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
         """
 
 def query_bucket_plasticity(keys_rot: numpy.typing.ArrayLike, cells: Sequence[CellPairs], model: BucketQueryModel, dtype: object | None = None) -> BucketPlasticityResult:
@@ -990,6 +1128,13 @@ class PlasticityAggregates:
     @property
     def ap_drop(self) -> float:
         """ap_first20 - ap_last20."""
+
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
 
 def plasticity_aggregates(tau: numpy.typing.ArrayLike, n_queries: numpy.typing.ArrayLike, plasticity: numpy.typing.ArrayLike, context_length: float) -> PlasticityAggregates:
     """
@@ -1033,6 +1178,11 @@ class HeadId:
 
     def __repr__(self) -> str: ...
 
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
+
 class HeadSeeds:
     """The seeds of one head (docs/method.md §2.15, §6.4)."""
 
@@ -1051,6 +1201,13 @@ class HeadSeeds:
     @property
     def pair_sampler(self) -> int:
         """§2.12: pair_sampler_seed(seed, head)."""
+
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
 
 def pair_sampler_seed(seed: int, head: HeadId) -> int:
     """
@@ -1083,6 +1240,11 @@ class DistanceBinEdges:
 
     def __repr__(self) -> str: ...
 
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
+
 def log_distance_bin(distance: float, bins_per_octave: int = 1) -> int:
     """
     The bin of a distance (tokens) on the log-spaced axis of docs/method.md §8.1, b = bins_per_octave
@@ -1106,6 +1268,13 @@ class PairDistances:
     @property
     def query_distance(self) -> Annotated[NDArray[numpy.float64], dict(writable=False)]:
         """tau_j - (pos(k1) + pos(k2)) / 2 per pair, float64 [P] (tokens)."""
+
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
 
 def cell_pair_distances(key_positions: numpy.typing.ArrayLike, cells: Sequence[CellPairs], tau: float) -> PairDistances:
     """
@@ -1147,6 +1316,13 @@ class DistancePlasticityBin:
     @property
     def n_pairs(self) -> int:
         """Pairs in the bin, >= 1."""
+
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
 
 def distance_plasticity_map(key_distance: numpy.typing.ArrayLike, query_distance: numpy.typing.ArrayLike, plasticity: numpy.typing.ArrayLike, bins_per_octave: int = 1) -> list[DistancePlasticityBin]:
     """
@@ -1213,6 +1389,13 @@ class EmpiricalPreferences:
     @property
     def n_queries(self) -> int:
         """n, the queries of the sample."""
+
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
 
 def pair_preferences(queries: numpy.typing.ArrayLike, differences: numpy.typing.ArrayLike, dtype: object | None = None) -> EmpiricalPreferences:
     """
@@ -1309,6 +1492,13 @@ class BucketSensitivity:
     def bias_semantic(self) -> float:
         """Bias from mu_hat and Sigma_hat of the bucket's n_j queries."""
 
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
+
 def bucket_plasticity_sensitivity(differences: numpy.typing.ArrayLike, moments: PairMoments, model: BucketQueryModel) -> BucketSensitivity:
     """
     The sensitivity of AP_j, the mean PP of the pairs whose key differences are the rows of
@@ -1355,6 +1545,13 @@ class BucketEstimate:
     def pair_variance(self) -> float:
         """pair_sampling_variance of the bucket."""
 
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
+
 class PlasticityUncertainty:
     """
     Standard errors and second-order biases of every AP_j and of ap_overall (docs/method.md §8.3).
@@ -1375,6 +1572,13 @@ class PlasticityUncertainty:
     @property
     def bias(self) -> float:
         """E[ap_overall] - ap_overall, estimated."""
+
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
 
 def plasticity_standard_errors(t: numpy.typing.ArrayLike, buckets: numpy.typing.ArrayLike, x_rot: numpy.typing.ArrayLike, component0: PositionComponentFit, slope_norm: float, models: Sequence[BucketQueryModel], estimates: Sequence[BucketEstimate]) -> PlasticityUncertainty:
     """
@@ -1400,7 +1604,16 @@ class Interval:
     def high(self) -> float:
         """Upper end; NaN when undefined."""
 
+    @property
+    def centre(self) -> float:
+        """estimate - bias, the centre (not clipped); NaN when undefined."""
+
     def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
 
 def plasticity_interval(estimate: float, bias: float, standard_error: float, level: float = 0.95) -> Interval:
     """
@@ -1449,82 +1662,103 @@ class Tokens:
 
     def __repr__(self) -> str: ...
 
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
+
 class HeadOptions:
     """
     The parameters of docs/method.md §2 (defaults as there), the head's sliding window and the
     extensions of §8 (defaults: the library's, where confidence_intervals is off; ap_analyze and
-    analyze_dump turn it on: analyze_default_options()).
+    analyze_dump turn it on: analyze_default_options()). Given by keyword, and checked (also when
+    an attribute is set) by the same code and with the same messages as analyze_dump's keywords and
+    ap_analyze's flags and --config keys (examples/analyze_config.hpp): UsageError for an unknown
+    keyword (with the closest name) or a value outside the option's domain.
     """
 
-    def __init__(self, max_tokens_per_head: int = 50000, normality_max_dims: int = 64, p_alpha: float = 0.01, seed: int = 0, num_pairs_per_bucket: int = 256, max_rel_dist: float = 0.05, covariance_epsilon: float = 1e-12, sliding_window: int = 0, threads: int = 1, distance_map: bool = True, distance_map_extra_pairs: int = 0, distance_bins_per_octave: int = 1, empirical_ap: bool = False, empirical_max_queries: int = 0, confidence_intervals: bool = False, confidence_level: float = 0.95) -> None:
-        """The options, by keyword; defaults as docs/method.md §2 and §8."""
+    def __init__(self, *, max_tokens_per_head: int = 50000, normality_max_dims: int = 64, p_alpha: float = 0.01, seed: int = 0, num_pairs_per_bucket: int = 256, max_rel_dist: float = 0.05, min_bucket_queries: int = 16, distance_map: bool = True, distance_map_extra_pairs: int = 0, distance_bins_per_octave: int = 1, empirical_ap: bool = False, empirical_max_queries: int = 0, confidence_intervals: bool = False, planar_rotation: bool = True, pca_roles: bool = False, confidence_level: float = 0.95, covariance_epsilon: float = 1e-12, sliding_window: int = 0, threads: int = 1) -> None:
+        """
+        The options, by keyword (None: the default); defaults as docs/method.md §2 and §8. Each value
+        is checked as ap_analyze checks its flag (UsageError naming the keyword).
+        """
 
     @property
     def max_tokens_per_head(self) -> int:
         """Cap on queries and on keys per head (§2.2), >= 2."""
 
     @max_tokens_per_head.setter
-    def max_tokens_per_head(self, arg: int, /) -> None: ...
+    def max_tokens_per_head(self, arg: object, /) -> None: ...
 
     @property
     def normality_max_dims(self) -> int:
-        """Noise components with a KS test (§2.8)."""
+        """Noise components with a KS test (§2.8), >= 1."""
 
     @normality_max_dims.setter
-    def normality_max_dims(self, arg: int, /) -> None: ...
+    def normality_max_dims(self, arg: object, /) -> None: ...
 
     @property
     def p_alpha(self) -> float:
         """Significance level (§2.8), in [0, 1]."""
 
     @p_alpha.setter
-    def p_alpha(self, arg: float, /) -> None: ...
+    def p_alpha(self, arg: object, /) -> None: ...
 
     @property
     def seed(self) -> int:
         """Seed of every random choice (§2.15)."""
 
     @seed.setter
-    def seed(self, arg: int, /) -> None: ...
+    def seed(self, arg: object, /) -> None: ...
 
     @property
     def num_pairs_per_bucket(self) -> int:
-        """Key pairs per cell (§2.12)."""
+        """Key pairs per cell (§2.12), >= 1."""
 
     @num_pairs_per_bucket.setter
-    def num_pairs_per_bucket(self, arg: int, /) -> None: ...
+    def num_pairs_per_bucket(self, arg: object, /) -> None: ...
 
     @property
     def max_rel_dist(self) -> float:
-        """Pair window as a fraction of the example length (§5), >= 0."""
+        """Pair window as a fraction of the example length (§5), in [0, 1]."""
 
     @max_rel_dist.setter
-    def max_rel_dist(self, arg: float, /) -> None: ...
+    def max_rel_dist(self, arg: object, /) -> None: ...
+
+    @property
+    def min_bucket_queries(self) -> int:
+        """
+        Query buckets with fewer queries keep their profile row, flagged small_bucket, but are left
+        out of ap_overall, ap_first20, ap_last20 and have no interval (§2.14, §8.3), >= 2.
+        """
+
+    @min_bucket_queries.setter
+    def min_bucket_queries(self, arg: object, /) -> None: ...
 
     @property
     def covariance_epsilon(self) -> float:
-        """Ridge on Sigma_j (§2.10)."""
+        """Ridge on Sigma_j (§2.10), finite, >= 0."""
 
     @covariance_epsilon.setter
-    def covariance_epsilon(self, arg: float, /) -> None: ...
+    def covariance_epsilon(self, arg: object, /) -> None: ...
 
     @property
     def sliding_window(self) -> int:
         """The head's sliding window in tokens (§2.11); <= 0: none."""
 
     @sliding_window.setter
-    def sliding_window(self, arg: int, /) -> None: ...
+    def sliding_window(self, arg: object, /) -> None: ...
 
     @property
     def threads(self) -> int:
         """
         Threads analyze_head may use for this one head, the calling thread included (0 or 1: the
-        calling thread only); the results are identical for any number. analyze_dump sets it when
-        there are fewer heads than threads.
+        calling thread only; at most 4096); the results are identical for any number. analyze_dump
+        sets it when there are fewer heads than threads.
         """
 
     @threads.setter
-    def threads(self, arg: int, /) -> None: ...
+    def threads(self, arg: object, /) -> None: ...
 
     @property
     def distance_map(self) -> bool:
@@ -1533,25 +1767,7 @@ class HeadOptions:
         """
 
     @distance_map.setter
-    def distance_map(self, arg: bool, /) -> None: ...
-
-    @property
-    def planar_rotation(self) -> bool:
-        """
-        The planar rotation model of §8.5 (bias_strength, drift_slope_k, drift_query_mean); on by default.
-        """
-
-    @planar_rotation.setter
-    def planar_rotation(self, arg: bool, /) -> None: ...
-
-    @property
-    def pca_roles(self) -> bool:
-        """
-        The PCA roles of §8.5 (pc0_r_q, pc0_r_k, pca_class): a SYRK of the vectors; off by default.
-        """
-
-    @pca_roles.setter
-    def pca_roles(self, arg: bool, /) -> None: ...
+    def distance_map(self, arg: object, /) -> None: ...
 
     @property
     def distance_map_extra_pairs(self) -> int:
@@ -1560,7 +1776,7 @@ class HeadOptions:
         """
 
     @distance_map_extra_pairs.setter
-    def distance_map_extra_pairs(self, arg: int, /) -> None: ...
+    def distance_map_extra_pairs(self, arg: object, /) -> None: ...
 
     @property
     def distance_bins_per_octave(self) -> int:
@@ -1569,7 +1785,7 @@ class HeadOptions:
         """
 
     @distance_bins_per_octave.setter
-    def distance_bins_per_octave(self, arg: int, /) -> None: ...
+    def distance_bins_per_octave(self, arg: object, /) -> None: ...
 
     @property
     def empirical_ap(self) -> bool:
@@ -1578,7 +1794,7 @@ class HeadOptions:
         """
 
     @empirical_ap.setter
-    def empirical_ap(self, arg: bool, /) -> None: ...
+    def empirical_ap(self, arg: object, /) -> None: ...
 
     @property
     def empirical_max_queries(self) -> int:
@@ -1587,28 +1803,53 @@ class HeadOptions:
         """
 
     @empirical_max_queries.setter
-    def empirical_max_queries(self, arg: int, /) -> None: ...
+    def empirical_max_queries(self, arg: object, /) -> None: ...
 
     @property
     def confidence_intervals(self) -> bool:
         """Standard errors, biases and intervals of AP_j and ap_overall (§8.3)."""
 
     @confidence_intervals.setter
-    def confidence_intervals(self, arg: bool, /) -> None: ...
+    def confidence_intervals(self, arg: object, /) -> None: ...
+
+    @property
+    def planar_rotation(self) -> bool:
+        """
+        The planar rotation model of §8.5 (bias_strength, drift_slope_k, drift_query_mean); on by
+        default.
+        """
+
+    @planar_rotation.setter
+    def planar_rotation(self, arg: object, /) -> None: ...
+
+    @property
+    def pca_roles(self) -> bool:
+        """
+        The PCA roles of §8.5 (pc0_r_q, pc0_r_k, pca_class): a SYRK of the vectors; off by default.
+        """
+
+    @pca_roles.setter
+    def pca_roles(self, arg: object, /) -> None: ...
 
     @property
     def confidence_level(self) -> float:
         """Level of the intervals (§8.3), in (0, 1)."""
 
     @confidence_level.setter
-    def confidence_level(self, arg: float, /) -> None: ...
+    def confidence_level(self, arg: object, /) -> None: ...
 
     def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
 
 class HeadMetrics:
     """
     A row of head_metrics.csv (docs/method.md §3.2; units and ranges there). For every column
-    of the CSV, including any added later, use HeadResult.tables()['head_metrics'].
+    of the CSV, including any added later: HeadResult.to_dict(), or attention_plasticity.tables(results)
+    ['head_metrics'] for many heads.
     """
 
     @property
@@ -1677,19 +1918,28 @@ class HeadMetrics:
 
     @property
     def ap_overall(self) -> float:
-        """Head-level attention plasticity (§2.14), in [0, 1] or NaN."""
+        """
+        Head-level attention plasticity (§2.14), in [0, 1]; NaN when no query bucket of at least
+        min_bucket_queries queries has a key pair.
+        """
 
     @property
     def ap_first20(self) -> float:
-        """§2.14."""
+        """
+        The same over the buckets with tau_j < 0.2 C, C = largest query position + 1 (§2.14); NaN when
+        there is none (short contexts: the first bucket already starts past 0.2 C).
+        """
 
     @property
     def ap_last20(self) -> float:
-        """§2.14."""
+        """
+        The same over the buckets with tau_j >= 0.8 C (§2.14); NaN when there is none (usual with
+        logarithmic buckets).
+        """
 
     @property
     def ap_drop(self) -> float:
-        """ap_first20 - ap_last20 (§2.14)."""
+        """ap_first20 - ap_last20 (§2.14); NaN when either is."""
 
     @property
     def ap_empirical_overall(self) -> float:
@@ -1720,6 +1970,12 @@ class HeadMetrics:
         """Upper end of the interval of ap_overall at confidence_level (§8.3)."""
 
     @property
+    def ap_overall_corrected(self) -> float:
+        """
+        ap_overall - ap_overall_bias: the bias-corrected estimate the interval is centred on (§8.3).
+        """
+
+    @property
     def bias_strength(self) -> float:
         """mu_Q^a alpha_K of the planar rotation model (§8.5)."""
 
@@ -1743,6 +1999,13 @@ class HeadMetrics:
     def pca_class(self) -> str:
         """
         The PCA class (§8.5): 'position_dominated', 'q_positional', 'content_focused', 'mixed' or 'nan'.
+        """
+
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
         """
 
 class BucketProfile:
@@ -1792,6 +2055,25 @@ class BucketProfile:
     def plasticity_ci_high(self) -> float:
         """Upper end of its interval (§8.3)."""
 
+    @property
+    def plasticity_corrected(self) -> float:
+        """
+        plasticity - plasticity_bias: the bias-corrected AP_j its interval is centred on (§8.3).
+        """
+
+    @property
+    def small_bucket(self) -> bool:
+        """
+        n_queries < min_bucket_queries: left out of the aggregates, no interval (§2.14).
+        """
+
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
+
 class StageTimings:
     """Wall time of each stage of analyze_head, in seconds."""
 
@@ -1830,6 +2112,13 @@ class StageTimings:
     @property
     def total(self) -> float:
         """The whole of analyze_head (s)."""
+
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
 
 class HeadResult:
     """Everything analyze_head computes for one head (docs/method.md §3)."""
@@ -1871,17 +2160,25 @@ class HeadResult:
     def timings(self) -> StageTimings | None:
         """StageTimings when asked for (timings=True), else None."""
 
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The head and its metrics: {layer, q_head, k_head and every column of head_metrics.csv}.
+        """
+
+    def tables(self) -> dict:
+        """
+        The head's rows as pandas DataFrames with the columns and dtypes of the CSVs (docs/method.md §3),
+        by table name: head_metrics, head_bucket_plasticity, head_profile, head_component_weights,
+        head_distance_plasticity (and any table ap_analyze writes); attention_plasticity.tables([self]).
+        Made from the numbers, not from CSV text.
+        """
+
     def csv_rows(self) -> dict:
         """
         The head's rows of each CSV of docs/method.md §3, formatted as ap_analyze writes them, with the
         header: {table name: text}.
-        """
-
-    def tables(self) -> object:
-        """
-        The head's rows as pandas DataFrames with the columns of the CSVs (docs/method.md §3), by table
-        name: head_metrics, head_bucket_plasticity, head_profile, head_component_weights,
-        head_distance_plasticity (and any table ap_analyze writes). The numbers are the CSV's (17 significant digits), parsed exactly.
         """
 
 def analyze_head(queries: Tokens, keys: Tokens, head: HeadId = ..., options: HeadOptions = ..., timings: bool = False) -> HeadResult:
@@ -2012,6 +2309,12 @@ class DumpRun:
         The failed heads: (index, layer, q_head, k_head, file, reason, line), in (layer, q_head) order.
         """
 
+    def columns(self) -> dict:
+        """
+        {table name: {column: NumPy array}} of the analyzed heads (a run made by from_options), the
+        numbers the CSVs are written from, in their columns' order and types.
+        """
+
     def tables_text(self) -> dict:
         """
         {table name: the bytes of its CSV (header and rows)}, as ap_analyze writes them.
@@ -2044,6 +2347,13 @@ class DumpRun:
 
     def counts_text(self) -> str:
         """'P of the L query heads of the layout present: ...'."""
+
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
 
 def set_blas_threads(n: int) -> None:
     """
@@ -2117,6 +2427,13 @@ class PlanarRotation:
     def bias_strength(self) -> float:
         """mu_Q^a alpha_K (head_metrics.csv bias_strength)."""
 
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
+
 def planar_rotation(queries: numpy.typing.ArrayLike, query_positions: numpy.typing.ArrayLike, keys: numpy.typing.ArrayLike, key_positions: numpy.typing.ArrayLike) -> PlanarRotation:
     """
     The planar rotation model of docs/method.md §8.5: the drift direction a, the separation
@@ -2153,6 +2470,13 @@ class PcaRoles:
         'position_dominated', 'q_positional', 'content_focused', 'mixed', or 'nan' (head_metrics.csv pca_class).
         """
 
+    def __repr__(self) -> str: ...
+
+    def to_dict(self) -> dict:
+        """
+        The fields by name (numbers as numbers, arrays as arrays, nested results as they are).
+        """
+
 def pca_roles(queries: numpy.typing.ArrayLike, query_positions: numpy.typing.ArrayLike, keys: numpy.typing.ArrayLike, key_positions: numpy.typing.ArrayLike) -> PcaRoles:
     """
     The PCA roles of docs/method.md §8.5: PC0 of the pooled queries and keys, the correlations
@@ -2160,4 +2484,17 @@ def pca_roles(queries: numpy.typing.ArrayLike, query_positions: numpy.typing.Arr
     class by the thresholds 0.7 and 0.3. Returns PcaRoles.
 
     queries (n_q x d) and keys (n_k x d): float32/float64, read in place when C-contiguous; query_positions (n_q) and key_positions (n_k): any real or integer array (converted to float64).
+    """
+
+def result_schema() -> dict:
+    """
+    The columns of each table of docs/method.md §3 as ap_analyze writes them: {table name: [(column,
+    'int64', 'float64' or 'str')]}, from the C++ CSV writer's own definition (examples/csv_rows.hpp).
+    """
+
+def result_columns(results: Iterable) -> dict:
+    """
+    The rows of the head results `results` (HeadResult, in the order given) in every table of
+    docs/method.md §3, as columns: {table name: {column: NumPy array}} (float64 or int64, the very
+    numbers the CSV writer formats). attention_plasticity.tables() makes DataFrames of them.
     """
