@@ -169,7 +169,7 @@ def _head_result_repr(self):
 def _head_result_to_dict(self):
     """The head and its metrics: {layer, q_head, k_head, and every column of head_metrics.csv}."""
     row = frames(_core.result_columns([self]))["head_metrics"].iloc[0]
-    return {name: row[name].item() for name in row.index}
+    return {name: (row[name].item() if hasattr(row[name], "item") else row[name]) for name in row.index}
 
 
 __all__ = ["tables", "frames", "nan_reasons", "warn_nan_columns", "NaNColumnWarning"]

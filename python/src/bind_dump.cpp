@@ -511,14 +511,22 @@ namespace
             replace_all(message, ex::flag_of(key), key);
         }
         // The layout's counts: keywords here (writing a metadata.json into someone's dump is not the hint).
-        const std::string counts = "give num_q_heads and num_k_heads (or";
-        const std::size_t at = message.find(counts);
-        const std::size_t close = at == std::string::npos ? at : message.find(')', at);
-        if (close != std::string::npos)
+        const std::string sources = "(from the flags, the config file, model_config or ";
+        const std::size_t from = message.find(sources);
+        const std::size_t from_end = from == std::string::npos ? from : message.find(") and cannot be read", from);
+        if (from_end != std::string::npos)
         {
-            message.replace(at, close + 1 - at,
+            message.replace(from, from_end + 1 - from,
+                            "(from the keywords, the config file, model_config or the dump's own metadata)");
+        }
+        const std::string counts = "give num_q_heads and num_k_heads";
+        const std::size_t at = message.find(counts);
+        if (at != std::string::npos)
+        {
+            message.replace(at, std::string::npos,
                             "give the keywords num_q_heads and num_k_heads (e.g. analyze_dump(path, num_q_heads=12, "
-                            "num_k_heads=12)), or set them in the config file");
+                            "num_k_heads=12)), or model_config with the model's config.json (num_attention_heads, "
+                            "num_key_value_heads), or set them in the config file");
         }
         return prefix + message;
     }

@@ -158,7 +158,7 @@ def main():
     # aggregates and without an interval
     small_out = os.path.join(work, "rules_small_out")
     u.run([analyze, "--data-root", root, "--output-dir", small_out, "--num-pairs-per-bucket", PAIRS,
-           "--min-bucket-queries", 4], expect=0)
+           "--min-bucket-queries", 4, "--num-q-heads", 2, "--num-k-heads", 2], expect=0)
     _, small_profile = u.read_csv(os.path.join(small_out, "head_profile.csv"))
     _, small_metrics = u.read_csv(os.path.join(small_out, "head_metrics.csv"))
     for before, after in zip(profile, small_profile):
