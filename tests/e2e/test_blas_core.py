@@ -15,8 +15,8 @@ interpreter, with the package installed):
 - a user's OPENBLAS_CORETYPE is kept (reported as such, with the fix when generic), and both
   front ends give the same bytes with it;
 - threads honoured: on a head large enough for the BLAS calls to matter, `--threads 1` uses at
-  most 1.1 CPUs (task clock / wall time, from the child's rusage) and `--threads 2` at most 2.1:
-  no OpenBLAS pool thread spins beside the workers.
+  most 1.1 CPUs (task clock / wall time, from the child's rusage; the lowest of three runs) and
+  `--threads 2` at most 2.1: no OpenBLAS pool thread spins beside the workers.
 Skipped (77) on a CPU without AVX2 and FMA, where the policy selects nothing.
 """
 
@@ -125,9 +125,13 @@ def main():
     big = os.path.join(work, "big_dump")
     u.run([synth, "--out", big, "--num-layers", 1, "--num-q-heads", 1, "--num-k-heads", 1, "--dim", 128,
            "--tokens", 40000, "--examples", 8, "--buckets", 16, "--seed", 5], expect=0)
+    # The lowest of three runs: a spinning pool adds its CPU time to every run, while a passing
+    # event of the machine (another process's burst, a cold page cache) does not repeat.
     for front in fronts:
         for threads in (1, 2):
-            code, ratio = cpu_ratio(front, "%s_threads%d" % (front, threads), big, threads)
+            runs = [cpu_ratio(front, "%s_threads%d_%d" % (front, threads, i), big, threads) for i in range(3)]
+            code = max(code for code, _ in runs)
+            ratio = min(ratio for _, ratio in runs)
             c.check(code == 0, "%s --threads %d exited %d" % (front, threads, code))
             c.check(ratio <= threads + 0.1, "%s --threads %d used %.2f CPUs (at most %.1f)"
                     % (front, threads, ratio, threads + 0.1))
