@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include "cli_util.hpp"
@@ -172,23 +173,56 @@ inline std::string read_config_file(const std::string& path, const std::string& 
 /// The one YAML document of `text` (a null node for an empty text); usage_error naming
 /// `source` when it is not valid YAML or holds a second document ("---"), which would
 /// otherwise be ignored without a word.
+namespace detail
+{
+    /// Counts nothing but documents: what load_one_yaml_document needs to see a second one.
+    struct yaml_document_counter : YAML::EventHandler
+    {
+        void OnDocumentStart(const YAML::Mark&) override {}
+        void OnDocumentEnd() override {}
+        void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+        void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+        void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+        void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override
+        {
+        }
+        void OnSequenceEnd() override {}
+        void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+        void OnMapEnd() override {}
+    };
+}  // namespace detail
+
 inline YAML::Node load_one_yaml_document(const std::string& text, const std::string& source, const char* format = "YAML")
 {
-    std::vector<YAML::Node> documents;
+    // A NUL is no text (and yaml-cpp 0.7's document loop can run forever on one).
+    if (text.find('\0') != std::string::npos)
+    {
+        throw usage_error(source + ": not valid " + format + ": it holds a NUL byte");
+    }
+    YAML::Node first;
+    std::size_t documents = 0;
     try
     {
-        documents = YAML::LoadAll(text);
+        first = YAML::Load(text);
+        // The documents counted, up to a bound: never a loop without end.
+        std::istringstream stream(text);
+        YAML::Parser parser(stream);
+        detail::yaml_document_counter counter;
+        while (documents < 1000 && parser.HandleNextDocument(counter))
+        {
+            ++documents;
+        }
     }
     catch (const YAML::Exception& e)
     {
         throw usage_error(source + ": not valid " + format + ": " + e.what());
     }
-    if (documents.size() > 1)
+    if (documents > 1)
     {
-        throw usage_error(source + ": holds " + std::to_string(documents.size())
+        throw usage_error(source + ": holds " + std::to_string(documents) + (documents == 1000 ? " or more" : "")
                           + " YAML documents (separated by '---'); give one");
     }
-    return documents.empty() ? YAML::Node() : documents.front();
+    return first;
 }
 
 /// Applies a YAML document (a mapping of keys to scalars) to `config`; `source` names it in

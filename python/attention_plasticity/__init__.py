@@ -32,6 +32,16 @@ taken, the errors and threads) and the dump analysis of ap_analyze:
   per-head queries and keys in memory; ``attention_plasticity.sniffed``: the Parquet reader.
 """
 
+import os as _os
+import sys as _sys
+
+# `python -m attention_plasticity` (sys.argv[0] is "-m" while Python imports the package to run
+# it): a run on N threads uses N CPUs, so NumPy's own OpenBLAS (another copy than the module's,
+# docs/method.md §7.7) gets no thread pool either, whose threads would spin beside the workers
+# after any NumPy BLAS call. Set before NumPy loads; a value of the user's is kept.
+if _sys.argv[:1] == ["-m"]:
+    _os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 from ._core import *  # noqa: F401,F403  (the compiled library; see _core.pyi)
 from ._core import (DomainError, InvalidArgumentError, OutputError,  # noqa: F401
                     UsageError)
