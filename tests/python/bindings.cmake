@@ -30,24 +30,21 @@ if(AP_BUILD_EXAMPLES)
   set(_ap_binding_env AP_ANALYZE=$<TARGET_FILE:ap_analyze> AP_SYNTH=$<TARGET_FILE:ap_synth>
                       AP_MERGE=$<TARGET_FILE:ap_merge>)
 endif()
+# The comparisons with the C++ programs run again as on a CPU where OpenBLAS falls back
+# (ap_add_frontend_test, tests/CMakeLists.txt).
+set(_ap_frontend_tests bindings_head bindings_dump bindings_shards bindings_extensions results_api)
 foreach(name IN LISTS _ap_binding_tests)
-  add_test(NAME python_${name}
-           COMMAND ${CMAKE_COMMAND} -E env ${_ap_binding_env}
-                   ${AP_TEST_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/python/test_${name}.py)
-  set_tests_properties(python_${name} PROPERTIES TIMEOUT 900 LABELS python FIXTURES_REQUIRED ap_python_package)
+  set(command ${CMAKE_COMMAND} -E env ${_ap_binding_env}
+              ${AP_TEST_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/python/test_${name}.py)
+  set(names python_${name})
+  if(AP_BUILD_EXAMPLES AND name IN_LIST _ap_frontend_tests)
+    ap_add_frontend_test(NAME python_${name} COMMAND ${command})
+    list(APPEND names python_${name}_blas_fallback)
+  else()
+    add_test(NAME python_${name} COMMAND ${command})
+  endif()
+  set_tests_properties(${names} PROPERTIES TIMEOUT 900 LABELS python FIXTURES_REQUIRED ap_python_package)
 endforeach()
-# The front-end comparisons again, as on a CPU where OpenBLAS itself falls back to its generic
-# kernels (tests/blas/openblas_fallback.c, preloaded; docs/method.md §7.7): the same bytes from
-# every front end there too.
-if(AP_BUILD_EXAMPLES)
-  foreach(name bindings_head bindings_dump bindings_shards)
-    add_test(NAME python_${name}_blas_fallback
-             COMMAND ${CMAKE_COMMAND} -E env ${_ap_binding_env} LD_PRELOAD=$<TARGET_FILE:ap_openblas_fallback>
-                     ${AP_TEST_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/python/test_${name}.py)
-    set_tests_properties(python_${name}_blas_fallback PROPERTIES TIMEOUT 900 LABELS python
-                         FIXTURES_REQUIRED ap_python_package)
-  endforeach()
-endif()
 # The scripts that import the installed package when there is one (capture_qk.py takes
 # attention_plasticity.capture from it) run after it is current.
 set_tests_properties(python_capture_qk python_convert_sniffed_qk PROPERTIES FIXTURES_REQUIRED ap_python_package)

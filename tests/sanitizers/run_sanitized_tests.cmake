@@ -5,7 +5,8 @@
 # exercising no code the other tests do not), the strace test (LeakSanitizer cannot run under
 # ptrace), the Slurm test (a second cluster; e2e_shards runs ap_analyze --shard and ap_merge here),
 # the BLAS kernel policy test (it preloads a library and times CPU use; the policy's code runs in
-# every other test here) and the plasticity study (Python front end and plots only).
+# every other test here), the plasticity study (Python front end and plots only) and the
+# front-end comparisons again on a simulated OpenBLAS fallback (the same code, a preload).
 # Sanitizer reports go to files under BUILD_DIR/sanitizer-reports: the test fails when any
 # appears, even if the program's exit status was what a test expected.
 set(reports ${BUILD_DIR}/sanitizer-reports)
@@ -25,7 +26,7 @@ foreach(finding ${known_findings})
   message(WARNING "NOT RUN under the sanitizers (a known finding in the library, see run_sanitized_tests.cmake): ${finding}")
 endforeach()
 string(REPLACE ";" "|" known "${known_findings}")
-set(excluded "^(python_|install_consumer$|e2e_synthetic_accuracy$|e2e_interval_calibration$|e2e_demo$|e2e_kill_random$|e2e_kill_every_step$|e2e_slurm$|e2e_blas_core$|e2e_plasticity_study$)")
+set(excluded "^(python_|install_consumer$|e2e_synthetic_accuracy$|e2e_interval_calibration$|e2e_demo$|e2e_kill_random$|e2e_kill_every_step$|e2e_slurm$|e2e_blas_core$|e2e_plasticity_study$|.*_blas_fallback$)")
 if(known)
   set(excluded "${excluded}|^(${known})$")
 endif()
