@@ -16,13 +16,13 @@
 #include <attention_plasticity/blas_policy.hpp>
 #include <attention_plasticity/pipeline.hpp>
 
-#include "dump_layout.hpp"
-#include "npy_dump.hpp"
+#include <attention_plasticity/run/dump_layout.hpp>
+#include <attention_plasticity/io/npy_dump.hpp>
 
 namespace
 {
 namespace ap = attention_plasticity;
-using namespace ap_examples;
+using namespace attention_plasticity::run;
 
 template <class F>
 auto with_view(const folder_data& folder, F&& f)

@@ -26,12 +26,12 @@
 
 #include <attention_plasticity/blas_policy.hpp>
 
-#include "analysis_run.hpp"
-#include "analyze_config.hpp"
-#include "head_runner.hpp"
-#include "progress.hpp"
+#include <attention_plasticity/run/analysis_run.hpp>
+#include <attention_plasticity/run/analyze_config.hpp>
+#include <attention_plasticity/run/head_runner.hpp>
+#include <attention_plasticity/run/progress.hpp>
 
-using namespace ap_examples;
+using namespace attention_plasticity::run;
 
 int main(int argc, char** argv)
 {

@@ -12,14 +12,14 @@
 #include <string>
 #include <vector>
 
-#include "cli_util.hpp"
-#include "compare_runs.hpp"
-#include "config.hpp"
-#include "result_set.hpp"
+#include <attention_plasticity/run/cli_util.hpp>
+#include <attention_plasticity/run/compare_runs.hpp>
+#include <attention_plasticity/run/config.hpp>
+#include <attention_plasticity/run/result_set.hpp>
 
 namespace
 {
-using namespace ap_examples;
+using namespace attention_plasticity::run;
 
 struct compare_config
 {

@@ -18,13 +18,13 @@
 #include <system_error>
 #include <vector>
 
-#include "config.hpp"
-#include "result_set.hpp"
-#include "shard_merge.hpp"
+#include <attention_plasticity/run/config.hpp>
+#include <attention_plasticity/run/result_set.hpp>
+#include <attention_plasticity/run/shard_merge.hpp>
 
 namespace
 {
-using namespace ap_examples;
+using namespace attention_plasticity::run;
 
 struct merge_config
 {

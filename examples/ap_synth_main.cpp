@@ -20,16 +20,17 @@
 
 #include <attention_plasticity/blas_policy.hpp>
 
-#include "cli_util.hpp"
-#include "config.hpp"
-#include "csv_rows.hpp"
-#include "dump_layout.hpp"
+#include <attention_plasticity/run/cli_util.hpp>
+#include <attention_plasticity/run/config.hpp>
+#include <attention_plasticity/io/csv_rows.hpp>
+#include <attention_plasticity/run/dump_layout.hpp>
 #include "synth_model.hpp"
 
 namespace
 {
 namespace fs = std::filesystem;
-using namespace ap_examples;
+using namespace ap_synth;
+using namespace attention_plasticity::run;
 
 struct synth_cli
 {

@@ -1,5 +1,5 @@
-#ifndef AP_EXAMPLES_SYNTH_MODEL_HPP
-#define AP_EXAMPLES_SYNTH_MODEL_HPP
+#ifndef AP_SYNTH_MODEL_HPP
+#define AP_SYNTH_MODEL_HPP
 
 // A synthetic qk dump whose query distribution is exactly the Gaussian model of
 // docs/method.md §2.10,
@@ -58,7 +58,7 @@
 #include <attention_plasticity/query_model.hpp>
 #include <attention_plasticity/sampler.hpp>
 
-namespace ap_examples
+namespace ap_synth
 {
 namespace ap = attention_plasticity;
 
@@ -567,6 +567,6 @@ inline true_ap_result true_ap(const synth_options& o, const query_params& qp, co
     out.ap_last20 = aggregates.ap_last20;
     return out;
 }
-}  // namespace ap_examples
+}  // namespace ap_synth
 
 #endif

@@ -1,7 +1,7 @@
-// libFuzzer target: the command line of ap_analyze (examples/analyze_config.hpp through the
-// table-driven parser of examples/config.hpp), also as a program with positional arguments
+// libFuzzer target: the command line of ap_analyze (include/attention_plasticity/run/analyze_config.hpp through the
+// table-driven parser of include/attention_plasticity/run/config.hpp), also as a program with positional arguments
 // (ap_merge's form), the index lists of --layers/--heads, the --shard I/N values
-// (examples/shard_plan.hpp) and the folder names of a dump (examples/dump_layout.hpp). The
+// (include/attention_plasticity/run/shard_plan.hpp) and the folder names of a dump (include/attention_plasticity/run/dump_layout.hpp). The
 // input is split at NUL bytes into arguments. Any exception other than usage_error, any
 // crash or sanitizer report is a finding. (A --config argument reads that file: only
 // regular files of at most 1 MiB.)
@@ -11,13 +11,13 @@
 #include <string>
 #include <vector>
 
-#include "analyze_config.hpp"
-#include "dump_layout.hpp"
-#include "shard_plan.hpp"
+#include <attention_plasticity/run/analyze_config.hpp>
+#include <attention_plasticity/run/dump_layout.hpp>
+#include <attention_plasticity/run/shard_plan.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
 {
-    using namespace ap_examples;
+    using namespace attention_plasticity::run;
     std::vector<std::string> args{"ap_analyze"};
     std::string current;
     for (std::size_t i = 0; i < size && args.size() < 64; ++i)

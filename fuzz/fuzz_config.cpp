@@ -1,6 +1,6 @@
-// libFuzzer target: the YAML configuration of ap_analyze (examples/config.hpp with the option
-// table of examples/analyze_config.hpp), the dump's metadata.json (examples/dump_layout.hpp)
-// and a shard's manifest shard.json (examples/shard_manifest.hpp) on arbitrary text. The
+// libFuzzer target: the YAML configuration of ap_analyze (include/attention_plasticity/run/config.hpp with the option
+// table of include/attention_plasticity/run/analyze_config.hpp), the dump's metadata.json (include/attention_plasticity/run/dump_layout.hpp)
+// and a shard's manifest shard.json (include/attention_plasticity/run/shard_manifest.hpp) on arbitrary text. The
 // first byte picks which (modulo 3: 0 configuration, 1 metadata, 2 manifest). Any exception
 // other than the parser's own (usage_error, merge_error), any crash or sanitizer report is a
 // finding; so is a manifest that, written back, does not read back the same.
@@ -9,13 +9,13 @@
 #include <cstdint>
 #include <string>
 
-#include "analyze_config.hpp"
-#include "dump_layout.hpp"
-#include "shard_manifest.hpp"
+#include <attention_plasticity/run/analyze_config.hpp>
+#include <attention_plasticity/run/dump_layout.hpp>
+#include <attention_plasticity/run/shard_manifest.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
 {
-    using namespace ap_examples;
+    using namespace attention_plasticity::run;
     if (size == 0)
     {
         return 0;

@@ -1,4 +1,4 @@
-// libFuzzer target: the NPY reader of the front ends (examples/npy_reader.hpp) on arbitrary
+// libFuzzer target: the NPY reader of the front ends (include/attention_plasticity/io/npy_reader.hpp) on arbitrary
 // bytes, as the whole file: header, shape and dtype checks, then the payload as vectors or
 // as an integer column. Any exception other than input_error, any crash or sanitizer
 // report, and any allocation beyond libFuzzer's -malloc_limit_mb is a finding.
@@ -8,11 +8,11 @@
 #include <sstream>
 #include <string>
 
-#include "npy_reader.hpp"
+#include <attention_plasticity/io/npy_reader.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
 {
-    using namespace ap_examples;
+    using namespace attention_plasticity::io;
     const std::string path = "fuzz.npy";
     std::istringstream in(std::string(reinterpret_cast<const char*>(data), size));
     try

@@ -16,7 +16,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# A shard manifest as ap_analyze --shard writes it (examples/shard_manifest.hpp).
+# A shard manifest as ap_analyze --shard writes it (include/attention_plasticity/run/shard_manifest.hpp).
 MANIFEST = """{
   "ap_shard_manifest": 1,
   "program": "ap_analyze 0.1.0",

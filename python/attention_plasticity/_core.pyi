@@ -1673,7 +1673,7 @@ class HeadOptions:
     extensions of §8 (defaults: the library's, where confidence_intervals is off; ap_analyze and
     analyze_dump turn it on: analyze_default_options()). Given by keyword, and checked (also when
     an attribute is set) by the same code and with the same messages as analyze_dump's keywords and
-    ap_analyze's flags and --config keys (examples/analyze_config.hpp): UsageError for an unknown
+    ap_analyze's flags and --config keys (include/attention_plasticity/run/analyze_config.hpp): UsageError for an unknown
     keyword (with the closest name) or a value outside the option's domain.
     """
 
@@ -2219,7 +2219,7 @@ def analyze_help(program: str) -> str:
 class DumpRun:
     """
     One run of the dump analysis (the engine of analyze_dump and of python -m attention_plasticity):
-    ap_analyze's own (examples/analysis_run.hpp). Made from options, it has checked them, read the
+    ap_analyze's own (include/attention_plasticity/run/analysis_run.hpp). Made from options, it has checked them, read the
     layout and planned the heads, those of its shard with `shard` (UsageError otherwise) and, when it
     writes, checked and locked the output folder (OutputError). parquet_rows(file) -> int: the rows a
     data.parquet announces, which the shard plan weighs (None: attention_plasticity.dump.parquet_rows).
@@ -2489,7 +2489,7 @@ def pca_roles(queries: numpy.typing.ArrayLike, query_positions: numpy.typing.Arr
 def result_schema() -> dict:
     """
     The columns of each table of docs/method.md §3 as ap_analyze writes them: {table name: [(column,
-    'int64', 'float64' or 'str')]}, from the C++ CSV writer's own definition (examples/csv_rows.hpp).
+    'int64', 'float64' or 'str')]}, from the C++ CSV writer's own definition (include/attention_plasticity/io/csv_rows.hpp).
     """
 
 def result_columns(results: Iterable) -> dict:

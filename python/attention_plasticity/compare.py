@@ -1,6 +1,6 @@
 """Comparing result sets head by head (docs/method.md §8.6): ``compare_runs``.
 
-The tables are made by the C++ of examples/compare_runs.hpp, the code behind ``ap_compare``,
+The tables are made by the C++ of include/attention_plasticity/run/compare_runs.hpp, the code behind ``ap_compare``,
 so the CSVs written here and by ap_compare are the same bytes.
 """
 

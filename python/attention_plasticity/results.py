@@ -4,7 +4,7 @@
 ``tables(results)`` turns a list of ``HeadResult`` (or one, or a ``DumpResult``) into the
 DataFrames of docs/method.md §3, one per CSV ap_analyze writes. They are built from arrays of
 the very numbers the CSV writer formats (``_core.result_columns``: the C++ definition of
-every column in examples/csv_rows.hpp, its name and its type, int64 or float64), never from
+every column in include/attention_plasticity/io/csv_rows.hpp, its name and its type, int64 or float64), never from
 CSV text, and no column is listed here: a column added to the CSVs appears in the DataFrames.
 
 The other result types (the structs of the steps, kernel and extensions, e.g. ``BucketQueryModel``,

@@ -1,5 +1,5 @@
 // The companion measures of docs/method.md §8.5 (planar_rotation, pca_roles) and the comparison
-// of result sets of §8.6 (compare_runs: the C++ of examples/compare_runs.hpp, as ap_compare).
+// of result sets of §8.6 (compare_runs: the C++ of include/attention_plasticity/run/compare_runs.hpp, as ap_compare).
 
 #include <optional>
 #include <string>
@@ -10,8 +10,8 @@
 #include <nanobind/stl/optional.h>
 
 #include "common.hpp"
-#include "compare_runs.hpp"
-#include "result_set.hpp"
+#include <attention_plasticity/run/compare_runs.hpp>
+#include <attention_plasticity/run/result_set.hpp>
 
 namespace ap_python
 {
@@ -111,24 +111,24 @@ namespace
             "_compare_result_sets",
             [](const std::vector<std::string>& folders, const std::vector<std::string>& names, double alpha,
                bool common_heads, bool same_dump, const std::optional<std::string>& output_dir) {
-                ap_examples::compare_options options;
+                attention_plasticity::run::compare_options options;
                 options.folders = folders;
                 options.names = names;
                 options.alpha = alpha;
                 options.common_heads = common_heads;
                 options.same_dump = same_dump;
                 std::vector<std::string> notes;
-                const ap_examples::compare_result result = without_gil([&] {
+                const attention_plasticity::run::compare_result result = without_gil([&] {
                     if (output_dir)
                     {
-                        ap_examples::check_output_folder(options, *output_dir);
+                        attention_plasticity::run::check_output_folder(options, *output_dir);
                     }
-                    ap_examples::compare_result r = ap_examples::compare_result_sets(options);
+                    attention_plasticity::run::compare_result r = attention_plasticity::run::compare_result_sets(options);
                     if (output_dir)
                     {
-                        ap_examples::result_set_writer writer(*output_dir, r.names);
+                        attention_plasticity::run::result_set_writer writer(*output_dir, r.names);
                         notes = writer.notes();
-                        writer.commit(ap_examples::compare_files(r));
+                        writer.commit(attention_plasticity::run::compare_files(r));
                     }
                     return r;
                 });
@@ -142,7 +142,7 @@ namespace
                 return nb::make_tuple(tables, notes, result.compared_heads, result.changed_heads);
             },
             "folders"_a, "names"_a, "alpha"_a, "common_heads"_a, "same_dump"_a, "output_dir"_a = nb::none(),
-            "The comparison of result sets of docs/method.md §8.6 (examples/compare_runs.hpp, as ap_compare):\n"
+            "The comparison of result sets of docs/method.md §8.6 (include/attention_plasticity/run/compare_runs.hpp, as ap_compare):\n"
             "({table name: CSV text}, notes, compared heads, head changes), the tables written into output_dir\n"
             "as one result set when given. Use attention_plasticity.compare_runs.");
     }

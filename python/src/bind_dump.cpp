@@ -33,24 +33,24 @@
 #include <attention_plasticity/blas_policy.hpp>
 #include <attention_plasticity/detail/blas.hpp>
 
-#include "analysis_run.hpp"
-#include "analyze_config.hpp"
+#include <attention_plasticity/run/analysis_run.hpp>
+#include <attention_plasticity/run/analyze_config.hpp>
 #include "common.hpp"
-#include "config.hpp"
-#include "csv_rows.hpp"
-#include "dump_layout.hpp"
-#include "fs_util.hpp"
+#include <attention_plasticity/run/config.hpp>
+#include <attention_plasticity/io/csv_rows.hpp>
+#include <attention_plasticity/run/dump_layout.hpp>
+#include <attention_plasticity/io/fs_util.hpp>
 #include "head_bindings.hpp"
-#include "head_runner.hpp"
-#include "result_set.hpp"
-#include "shard_plan.hpp"
+#include <attention_plasticity/run/head_runner.hpp>
+#include <attention_plasticity/run/result_set.hpp>
+#include <attention_plasticity/run/shard_plan.hpp>
 
 
 namespace ap_python
 {
 namespace
 {
-    namespace ex = ap_examples;
+    namespace ex = attention_plasticity::run;
     namespace fs = std::filesystem;
 
     constexpr const char* parquet_file = "data.parquet";
@@ -577,7 +577,7 @@ void bind_dump(nb::module_& m)
     nb::class_<dump_run>(
         m, "DumpRun",
         "One run of the dump analysis (the engine of analyze_dump and of python -m attention_plasticity):\n"
-        "ap_analyze's own (examples/analysis_run.hpp). Made from options, it has checked them, read the\n"
+        "ap_analyze's own (include/attention_plasticity/run/analysis_run.hpp). Made from options, it has checked them, read the\n"
         "layout and planned the heads, those of its shard with `shard` (UsageError otherwise) and, when it\n"
         "writes, checked and locked the output folder (OutputError). parquet_rows(file) -> int: the rows a\n"
         "data.parquet announces, which the shard plan weighs (None: attention_plasticity.dump.parquet_rows).")

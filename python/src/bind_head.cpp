@@ -14,13 +14,13 @@
 #include <attention_plasticity/pipeline.hpp>
 
 #include "common.hpp"
-#include "analyze_config.hpp"
-#include "csv_rows.hpp"
+#include <attention_plasticity/run/analyze_config.hpp>
+#include <attention_plasticity/io/csv_rows.hpp>
 #include "head_bindings.hpp"
 
 namespace ap_python
 {
-namespace ex = ap_examples;
+namespace ex = attention_plasticity::run;
 
 py_tokens::py_tokens(const array_like& vectors_, const array_like& position_, const array_like& bucket_,
                      nb::handle example_id_)
@@ -37,9 +37,9 @@ py_tokens::py_tokens(const array_like& vectors_, const array_like& position_, co
 
 nb::dict csv_rows_of(const ap::head_result& result)
 {
-    const ap_examples::head_rows rows = ap_examples::format_head(result);
+    const attention_plasticity::run::head_rows rows = attention_plasticity::run::format_head(result);
     nb::dict out;
-    for (const auto& table : ap_examples::result_tables())
+    for (const auto& table : attention_plasticity::run::result_tables())
     {
         out[table_name(table.file).c_str()] = std::string(table.header) + "\n" + rows.*(table.rows);
     }
@@ -233,7 +233,7 @@ namespace
             "extensions of §8 (defaults: the library's, where confidence_intervals is off; ap_analyze and\n"
             "analyze_dump turn it on: analyze_default_options()). Given by keyword, and checked (also when\n"
             "an attribute is set) by the same code and with the same messages as analyze_dump's keywords and\n"
-            "ap_analyze's flags and --config keys (examples/analyze_config.hpp): UsageError for an unknown\n"
+            "ap_analyze's flags and --config keys (include/attention_plasticity/run/analyze_config.hpp): UsageError for an unknown\n"
             "keyword (with the closest name) or a value outside the option's domain.");
         option_property(cls, "max_tokens_per_head", &ap::head_options::max_tokens_per_head,
                         "Cap on queries and on keys per head (§2.2), >= 2.");
@@ -510,7 +510,7 @@ void bind_head(nb::module_& m)
         "result_tables",
         [] {
             nb::list out;
-            for (const auto& table : ap_examples::result_tables())
+            for (const auto& table : attention_plasticity::run::result_tables())
             {
                 out.append(nb::make_tuple(table_name(table.file), table.file, table.header));
             }

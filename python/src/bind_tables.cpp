@@ -12,14 +12,14 @@
 #include <vector>
 
 #include "common.hpp"
-#include "csv_rows.hpp"
+#include <attention_plasticity/io/csv_rows.hpp>
 #include "head_bindings.hpp"
 
 namespace ap_python
 {
 namespace
 {
-    namespace ex = ap_examples;
+    namespace ex = attention_plasticity::run;
 
     enum class column_type
     {
@@ -274,7 +274,7 @@ void bind_tables(nb::module_& m)
             return out;
         },
         "The columns of each table of docs/method.md §3 as ap_analyze writes them: {table name: [(column,\n"
-        "'int64', 'float64' or 'str')]}, from the C++ CSV writer's own definition (examples/csv_rows.hpp).");
+        "'int64', 'float64' or 'str')]}, from the C++ CSV writer's own definition (include/attention_plasticity/io/csv_rows.hpp).");
     m.def(
         "result_columns",
         [](nb::iterable results) {

@@ -10,7 +10,7 @@
 #include <attention_plasticity/pipeline.hpp>
 
 #include "common.hpp"
-#include "config.hpp"
+#include <attention_plasticity/run/config.hpp>
 
 namespace ap_python
 {
@@ -46,10 +46,10 @@ nb::dict result_columns(const std::vector<const ap::head_result*>& results);
 std::string option_text(const std::string& key, nb::handle value, bool takes_list);
 
 /// Sets `option` of `config` from a Python value through the option table's setter (the one
-/// check of every front end: examples/analyze_config.hpp); on|off options take True / False
+/// check of every front end: include/attention_plasticity/run/analyze_config.hpp); on|off options take True / False
 /// too. Its usage_error is prefixed with `fn`, the function the user called.
 template <class Config>
-void set_option_value(const ap_examples::option_spec<Config>& option, Config& config, const std::string& key,
+void set_option_value(const attention_plasticity::run::option_spec<Config>& option, Config& config, const std::string& key,
                       nb::handle value, const char* fn)
 {
     try
@@ -63,9 +63,9 @@ void set_option_value(const ap_examples::option_spec<Config>& option, Config& co
             option.set(config, key, option_text(key, value, option.takes_list));
         }
     }
-    catch (const ap_examples::usage_error& e)
+    catch (const attention_plasticity::run::usage_error& e)
     {
-        throw ap_examples::usage_error(std::string(fn) + ": " + e.what());
+        throw attention_plasticity::run::usage_error(std::string(fn) + ": " + e.what());
     }
 }
 }  // namespace ap_python

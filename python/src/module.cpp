@@ -9,8 +9,8 @@
 
 #include "common.hpp"
 
-#include "../../examples/cli_util.hpp"
-#include "../../examples/result_set.hpp"
+#include <attention_plasticity/run/cli_util.hpp>
+#include <attention_plasticity/run/result_set.hpp>
 
 namespace ap_python
 {
@@ -362,11 +362,11 @@ void translate(const std::exception_ptr& p, void*)
     {
         std::rethrow_exception(p);
     }
-    catch (const ap_examples::usage_error& e)
+    catch (const attention_plasticity::run::usage_error& e)
     {
         PyErr_SetString(types.usage.ptr(), e.what());
     }
-    catch (const ap_examples::output_error& e)
+    catch (const attention_plasticity::run::output_error& e)
     {
         PyErr_SetString(types.output.ptr(), e.what());
     }

@@ -3,7 +3,7 @@ in one call from the numbers (not from CSV text), one validation of the options 
 end, input messages that say what was expected, no silent NaN, small buckets kept out of the
 aggregates, and intervals that say which estimate they are centred on.
 
-The reference of the tables is the C++ CSV writer's text (examples/csv_rows.hpp, through
+The reference of the tables is the C++ CSV writer's text (include/attention_plasticity/io/csv_rows.hpp, through
 HeadResult.csv_rows() and DumpResult.csv_text()), parsed here with Python's float(): the
 DataFrames must hold the very doubles it formats (%.17g round-trips a float64).
 """

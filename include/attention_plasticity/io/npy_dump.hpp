@@ -1,5 +1,5 @@
-#ifndef AP_EXAMPLES_NPY_DUMP_HPP
-#define AP_EXAMPLES_NPY_DUMP_HPP
+#ifndef ATTENTION_PLASTICITY_IO_NPY_DUMP_HPP
+#define ATTENTION_PLASTICITY_IO_NPY_DUMP_HPP
 
 // Loading one folder of a qk-sniffer dump in the NPY layout of docs/method.md §1:
 //
@@ -34,7 +34,7 @@
 #include "fs_util.hpp"
 #include "npy_reader.hpp"
 
-namespace ap_examples
+namespace attention_plasticity::io
 {
 namespace fs = std::filesystem;
 
@@ -179,6 +179,6 @@ inline folder_data load_folder(const std::string& folder, bool with_sliding_wind
     return out;
 }
 
-}  // namespace ap_examples
+}  // namespace attention_plasticity::io
 
 #endif

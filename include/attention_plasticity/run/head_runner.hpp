@@ -1,5 +1,5 @@
-#ifndef AP_EXAMPLES_HEAD_RUNNER_HPP
-#define AP_EXAMPLES_HEAD_RUNNER_HPP
+#ifndef ATTENTION_PLASTICITY_RUN_HEAD_RUNNER_HPP
+#define ATTENTION_PLASTICITY_RUN_HEAD_RUNNER_HPP
 
 // Running the heads of a plan (dump_layout.hpp) on worker threads: the one run loop of
 // ap_analyze and of the Python module's analyze_dump. A worker takes the next head, loads its
@@ -33,14 +33,16 @@
 
 #include <attention_plasticity/pipeline.hpp>
 
+#include "../io/csv_rows.hpp"
+#include "../io/npy_dump.hpp"
 #include "analyze_config.hpp"
-#include "csv_rows.hpp"
 #include "dump_layout.hpp"
-#include "npy_dump.hpp"
-#include "progress.hpp"
 
-namespace ap_examples
+namespace attention_plasticity::run
 {
+// The run layer reads and writes through the io layer (run -> io -> core, never back).
+using namespace attention_plasticity::io;
+
 /// One folder of a dump as views of its tokens (float or double vectors, int64 columns).
 struct loaded_folder
 {
@@ -349,6 +351,6 @@ inline std::vector<const head_rows*> analyzed_rows(const run_state& state)
     }
     return rows;
 }
-}  // namespace ap_examples
+}  // namespace attention_plasticity::run
 
 #endif

@@ -1,5 +1,5 @@
-#ifndef AP_EXAMPLES_DUMP_LAYOUT_HPP
-#define AP_EXAMPLES_DUMP_LAYOUT_HPP
+#ifndef ATTENTION_PLASTICITY_RUN_DUMP_LAYOUT_HPP
+#define ATTENTION_PLASTICITY_RUN_DUMP_LAYOUT_HPP
 
 // Which heads a dump holds and which of them to analyze (docs/method.md §1).
 //
@@ -34,12 +34,15 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "../io/fs_util.hpp"
 #include "cli_util.hpp"
 #include "config.hpp"
-#include "fs_util.hpp"
 
-namespace ap_examples
+namespace attention_plasticity::run
 {
+// The run layer reads and writes through the io layer (run -> io -> core, never back).
+using namespace attention_plasticity::io;
+
 /// Layers, query heads and key heads are each at most this many (indices below it).
 inline constexpr std::size_t max_layout_count = 10000;
 
@@ -542,6 +545,6 @@ inline head_plan plan_heads(const dump_scan& scan, const dump_layout& layout, co
     }
     return plan;
 }
-}  // namespace ap_examples
+}  // namespace attention_plasticity::run
 
 #endif

@@ -1,5 +1,5 @@
-#ifndef AP_EXAMPLES_SHARD_MANIFEST_HPP
-#define AP_EXAMPLES_SHARD_MANIFEST_HPP
+#ifndef ATTENTION_PLASTICITY_RUN_SHARD_MANIFEST_HPP
+#define ATTENTION_PLASTICITY_RUN_SHARD_MANIFEST_HPP
 
 // The manifest of a shard, shard.json (docs/method.md §8.4): written by `ap_analyze --shard
 // I/N` into its result set, beside its part of the CSVs (so both appear together or not at
@@ -27,10 +27,11 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "../io/csv_rows.hpp"
 #include "analyze_config.hpp"
 #include "cli_util.hpp"
-#include "csv_rows.hpp"
 #include "dump_layout.hpp"
+#include "errors.hpp"
 #include "result_set.hpp"
 #include "shard_plan.hpp"
 
@@ -39,14 +40,10 @@
 #define AP_VERSION "unversioned"
 #endif
 
-namespace ap_examples
+namespace attention_plasticity::run
 {
-/// Shards that cannot be merged, or a manifest that cannot be read: exit status 2 of ap_merge.
-class merge_error : public std::runtime_error
-{
-public:
-    using std::runtime_error::runtime_error;
-};
+// The run layer reads and writes through the io layer (run -> io -> core, never back).
+using namespace attention_plasticity::io;
 
 inline constexpr const char* shard_manifest_file = "shard.json";
 
@@ -484,6 +481,6 @@ inline shard_manifest parse_manifest(const std::string& text, const std::string&
     }
     return m;
 }
-}  // namespace ap_examples
+}  // namespace attention_plasticity::run
 
 #endif

@@ -1,5 +1,5 @@
-#ifndef AP_EXAMPLES_CONFIG_HPP
-#define AP_EXAMPLES_CONFIG_HPP
+#ifndef ATTENTION_PLASTICITY_RUN_CONFIG_HPP
+#define ATTENTION_PLASTICITY_RUN_CONFIG_HPP
 
 // The table-driven option parser of every front end: a program describes its options once
 // (key, value name, help, setter) and gets from that table its command line (--name VALUE
@@ -25,11 +25,14 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include "../io/fs_util.hpp"
 #include "cli_util.hpp"
-#include "fs_util.hpp"
 
-namespace ap_examples
+namespace attention_plasticity::run
 {
+// The run layer reads and writes through the io layer (run -> io -> core, never back).
+using namespace attention_plasticity::io;
+
 /// One option: key `name` in a --config file, flag --name-with-dashes on the command line.
 template <class Config>
 struct option_spec
@@ -437,6 +440,6 @@ namespace set_option
         };
     }
 }  // namespace set_option
-}  // namespace ap_examples
+}  // namespace attention_plasticity::run
 
 #endif

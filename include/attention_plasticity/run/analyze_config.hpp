@@ -1,5 +1,5 @@
-#ifndef AP_EXAMPLES_ANALYZE_CONFIG_HPP
-#define AP_EXAMPLES_ANALYZE_CONFIG_HPP
+#ifndef ATTENTION_PLASTICITY_RUN_ANALYZE_CONFIG_HPP
+#define ATTENTION_PLASTICITY_RUN_ANALYZE_CONFIG_HPP
 
 // The options of ap_analyze (and of the Python module's analyze_dump): one table, read from
 // the command line and a YAML --config file by config.hpp. Defaults as docs/method.md §2.
@@ -19,14 +19,17 @@
 
 #include <attention_plasticity/pipeline.hpp>
 
+#include "../io/csv_rows.hpp"
 #include "cli_util.hpp"
 #include "config.hpp"
-#include "csv_rows.hpp"
 #include "dump_layout.hpp"
 #include "shard_plan.hpp"
 
-namespace ap_examples
+namespace attention_plasticity::run
 {
+// The run layer reads and writes through the io layer (run -> io -> core, never back).
+using namespace attention_plasticity::io;
+
 /// ap_analyze's defaults: the library's (docs/method.md §2), with the confidence intervals of
 /// §8.3 on (they cost about one more kernel per head; the empirical AP of §8.2 stays opt-in).
 inline attention_plasticity::head_options analyze_default_options()
@@ -369,6 +372,6 @@ inline std::optional<analyze_config> parse_analyze_command_line(int argc, const 
     check_analyze_config(config);
     return config;
 }
-}  // namespace ap_examples
+}  // namespace attention_plasticity::run
 
 #endif

@@ -1,5 +1,5 @@
-#ifndef AP_EXAMPLES_SHARD_MERGE_HPP
-#define AP_EXAMPLES_SHARD_MERGE_HPP
+#ifndef ATTENTION_PLASTICITY_RUN_SHARD_MERGE_HPP
+#define ATTENTION_PLASTICITY_RUN_SHARD_MERGE_HPP
 
 // Merging the output folders of `ap_analyze --shard I/N` (docs/method.md §8.4) into the
 // files an unsharded run of the same options writes, byte for byte: each file's header line,
@@ -41,14 +41,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../io/csv_rows.hpp"
+#include "../io/fs_util.hpp"
 #include "cli_util.hpp"
-#include "csv_rows.hpp"
-#include "fs_util.hpp"
 #include "result_set.hpp"
 #include "shard_manifest.hpp"
 
-namespace ap_examples
+namespace attention_plasticity::run
 {
+// The run layer reads and writes through the io layer (run -> io -> core, never back).
+using namespace attention_plasticity::io;
+
 /// A head that failed in its shard: reported by the merge like by an unsharded run.
 struct failed_shard_head
 {
@@ -214,7 +217,7 @@ private:
         }
         if (!S_ISREG(st.st_mode))
         {
-            problem = "is " + detail::kind_of(st.st_mode) + ", not a file";
+            problem = "is " + io::detail::kind_of(st.st_mode) + ", not a file";
             return false;
         }
         const auto size = static_cast<std::uintmax_t>(st.st_size);
@@ -687,6 +690,6 @@ private:
     std::vector<head_rows_view> m_heads;
     std::vector<failed_shard_head> m_failed;
 };
-}  // namespace ap_examples
+}  // namespace attention_plasticity::run
 
 #endif

@@ -1,5 +1,5 @@
-#ifndef AP_EXAMPLES_ANALYSIS_RUN_HPP
-#define AP_EXAMPLES_ANALYSIS_RUN_HPP
+#ifndef ATTENTION_PLASTICITY_RUN_ANALYSIS_RUN_HPP
+#define ATTENTION_PLASTICITY_RUN_ANALYSIS_RUN_HPP
 
 // One run of the dump analysis, from its configuration to its result set: what ap_analyze and
 // the Python module (analyze_dump, `python -m attention_plasticity`) share, so that for the
@@ -25,16 +25,19 @@
 #include <utility>
 #include <vector>
 
+#include "../io/csv_rows.hpp"
 #include "analyze_config.hpp"
-#include "csv_rows.hpp"
 #include "dump_layout.hpp"
 #include "head_runner.hpp"
 #include "result_set.hpp"
 #include "shard_manifest.hpp"
 #include "shard_plan.hpp"
 
-namespace ap_examples
+namespace attention_plasticity::run
 {
+// The run layer reads and writes through the io layer (run -> io -> core, never back).
+using namespace attention_plasticity::io;
+
 /// The program a shard's manifest names: ap_analyze's analysis at this version, whichever
 /// front end ran it (shards of ap_analyze and of the Python module merge together).
 inline std::string analysis_program()
@@ -284,6 +287,6 @@ private:
     bool m_has_run = false;
     double m_seconds = 0.0;
 };
-}  // namespace ap_examples
+}  // namespace attention_plasticity::run
 
 #endif

@@ -18,12 +18,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analyze_config.hpp"
-#include "config.hpp"
-#include "shard_manifest.hpp"
-#include "shard_plan.hpp"
+#include <attention_plasticity/run/analyze_config.hpp>
+#include <attention_plasticity/run/config.hpp>
+#include <attention_plasticity/run/shard_manifest.hpp>
+#include <attention_plasticity/run/shard_plan.hpp>
 
-using namespace ap_examples;
+using namespace attention_plasticity::run;
 using Catch::Matchers::Contains;
 
 TEST_CASE("parse_shard_spec: I/N, bounded, errors name the option", "[shard]")

@@ -1,5 +1,5 @@
-#ifndef AP_EXAMPLES_FS_UTIL_HPP
-#define AP_EXAMPLES_FS_UTIL_HPP
+#ifndef ATTENTION_PLASTICITY_IO_FS_UTIL_HPP
+#define ATTENTION_PLASTICITY_IO_FS_UTIL_HPP
 
 // What is wrong with a path read from outside, in words: not found, a dangling symbolic
 // link, a symbolic link loop, permission denied, a FIFO where a file was expected. Every
@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace ap_examples
+namespace attention_plasticity::io
 {
 /// The outcome of stat() on a path, following symbolic links.
 struct path_info
@@ -128,6 +128,6 @@ inline std::string folder_access_problem(const std::string& folder)
     }
     return "";
 }
-}  // namespace ap_examples
+}  // namespace attention_plasticity::io
 
 #endif

@@ -1,5 +1,5 @@
-#ifndef AP_EXAMPLES_CSV_ROWS_HPP
-#define AP_EXAMPLES_CSV_ROWS_HPP
+#ifndef ATTENTION_PLASTICITY_IO_CSV_ROWS_HPP
+#define ATTENTION_PLASTICITY_IO_CSV_ROWS_HPP
 
 // The CSVs of docs/method.md §3 (and §8.1): their names and headers, and the rows of one head.
 // Rows of a head are formatted as soon as the head is done (in the worker); the files are
@@ -19,9 +19,9 @@
 
 #include <attention_plasticity/pipeline.hpp>
 
-#include "result_set.hpp"
+#include "result_file.hpp"
 
-namespace ap_examples
+namespace attention_plasticity::io
 {
 inline const char* const metrics_header =
     "layer,q_head,k_head,n_q_tokens,n_k_tokens,d_model,q_R2_pos,q_beta_norm,q_R2_scalar,q_mae_baseline,"
@@ -283,6 +283,6 @@ inline std::vector<result_file> result_files(const std::vector<const head_rows*>
     }
     return files;
 }
-}  // namespace ap_examples
+}  // namespace attention_plasticity::io
 
 #endif

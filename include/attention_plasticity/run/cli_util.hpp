@@ -1,5 +1,5 @@
-#ifndef AP_EXAMPLES_CLI_UTIL_HPP
-#define AP_EXAMPLES_CLI_UTIL_HPP
+#ifndef ATTENTION_PLASTICITY_RUN_CLI_UTIL_HPP
+#define ATTENTION_PLASTICITY_RUN_CLI_UTIL_HPP
 
 // Strict parsing of option values shared by ap_analyze and ap_synth: the whole text must be
 // the number (or the list of numbers and ranges), in range; otherwise usage_error naming the
@@ -16,16 +16,10 @@
 #include <string>
 #include <utility>
 #include <vector>
+#include "errors.hpp"
 
-namespace ap_examples
+namespace attention_plasticity::run
 {
-/// A bad command line or configuration: exit status 2.
-class usage_error : public std::runtime_error
-{
-public:
-    using std::runtime_error::runtime_error;
-};
-
 inline std::string trim(const std::string& s)
 {
     const auto first = s.find_first_not_of(" \t\r\n");
@@ -238,6 +232,6 @@ inline index_set parse_index_set(const std::string& name, const std::string& raw
     }
     return index_set(std::move(ranges));
 }
-}  // namespace ap_examples
+}  // namespace attention_plasticity::run
 
 #endif

@@ -1,5 +1,5 @@
-#ifndef AP_EXAMPLES_PROGRESS_HPP
-#define AP_EXAMPLES_PROGRESS_HPP
+#ifndef ATTENTION_PLASTICITY_RUN_PROGRESS_HPP
+#define ATTENTION_PLASTICITY_RUN_PROGRESS_HPP
 
 // Progress of a run on stderr: heads done / total, elapsed time and ETA. On a terminal one
 // line redrawn with a carriage return (at most ten times a second); otherwise plain lines,
@@ -13,7 +13,7 @@
 
 #include <unistd.h>
 
-namespace ap_examples
+namespace attention_plasticity::run
 {
 inline std::string format_seconds(double s)
 {
@@ -144,6 +144,6 @@ private:
     clock::time_point m_start;
     clock::time_point m_last_line;
 };
-}  // namespace ap_examples
+}  // namespace attention_plasticity::run
 
 #endif

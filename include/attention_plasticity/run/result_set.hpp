@@ -1,5 +1,5 @@
-#ifndef AP_EXAMPLES_RESULT_SET_HPP
-#define AP_EXAMPLES_RESULT_SET_HPP
+#ifndef ATTENTION_PLASTICITY_RUN_RESULT_SET_HPP
+#define ATTENTION_PLASTICITY_RUN_RESULT_SET_HPP
 
 // Writing the files of a run as one set: a reader of the output folder sees either the whole
 // earlier set or the whole new one, never a mix, whatever happens to the run (a full disk,
@@ -58,23 +58,14 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "fs_util.hpp"
+#include "../io/fs_util.hpp"
+#include "../io/result_file.hpp"
+#include "errors.hpp"
 
-namespace ap_examples
+namespace attention_plasticity::run
 {
-/// The output folder cannot be used (before any work) or a set cannot be written.
-class output_error : public std::runtime_error
-{
-public:
-    using std::runtime_error::runtime_error;
-};
-
-/// One file of a set: its name in the output folder and its bytes, in pieces.
-struct result_file
-{
-    std::string name;
-    std::vector<std::string_view> pieces;
-};
+// The run layer reads and writes through the io layer (run -> io -> core, never back).
+using namespace attention_plasticity::io;
 
 /// Who wrote a leftover: enough to tell whether that process still runs.
 struct process_identity
@@ -362,7 +353,7 @@ inline int open_lock_file(const std::string& path, const std::string& out, int f
         struct stat link;
         if (err == ELOOP && ::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode))
         {
-            throw output_error(path + ": is a symbolic link (to '" + detail::link_target(path)
+            throw output_error(path + ": is a symbolic link (to '" + io::detail::link_target(path)
                                + "'), not this program's lock file; it is not followed (move it away)");
         }
         throw output_error("output_dir '" + out + "': "
@@ -377,7 +368,7 @@ inline int open_lock_file(const std::string& path, const std::string& out, int f
     }
     else if (!S_ISREG(st.st_mode))
     {
-        problem = "is " + detail::kind_of(st.st_mode) + ", not this program's lock file (move it away)";
+        problem = "is " + io::detail::kind_of(st.st_mode) + ", not this program's lock file (move it away)";
     }
     else if (st.st_nlink != 1)
     {
@@ -758,7 +749,7 @@ private:
             }
             throw output_error(path + ": exists and is not a result file of this program ("
                                + (S_ISLNK(st.st_mode) ? "a symbolic link to '" + detail::link_text(path) + "'"
-                                                      : detail::kind_of(st.st_mode))
+                                                      : io::detail::kind_of(st.st_mode))
                                + "); move it away or choose another --output-dir");
         }
         const std::string current = in_state("current");
@@ -894,6 +885,6 @@ private:
     bool m_have_temp = false;
     int m_lock_fd = -1;
 };
-}  // namespace ap_examples
+}  // namespace attention_plasticity::run
 
 #endif

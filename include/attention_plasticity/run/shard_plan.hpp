@@ -1,5 +1,5 @@
-#ifndef AP_EXAMPLES_SHARD_PLAN_HPP
-#define AP_EXAMPLES_SHARD_PLAN_HPP
+#ifndef ATTENTION_PLASTICITY_RUN_SHARD_PLAN_HPP
+#define ATTENTION_PLASTICITY_RUN_SHARD_PLAN_HPP
 
 // Splitting a run's heads into shards (docs/method.md §8.4): `ap_analyze --shard I/N`
 // analyzes the heads of shard I, which depend only on the dump, the options that select the
@@ -43,13 +43,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../io/fs_util.hpp"
+#include "../io/npy_reader.hpp"
 #include "cli_util.hpp"
 #include "dump_layout.hpp"
-#include "fs_util.hpp"
-#include "npy_reader.hpp"
 
-namespace ap_examples
+namespace attention_plasticity::run
 {
+// The run layer reads and writes through the io layer (run -> io -> core, never back).
+using namespace attention_plasticity::io;
+
 /// Shard `index` of `count` (0 <= index < count).
 struct shard_spec
 {
@@ -205,7 +208,7 @@ inline std::uint64_t folder_fingerprint(const std::string& folder)
         }
         else if (!S_ISREG(st.st_mode))
         {
-            line += " " + detail::kind_of(st.st_mode);
+            line += " " + io::detail::kind_of(st.st_mode);
         }
         else
         {
@@ -353,6 +356,6 @@ inline shard_selection select_shard(const std::string& data_root, const std::vec
     }
     return out;
 }
-}  // namespace ap_examples
+}  // namespace attention_plasticity::run
 
 #endif

@@ -1,5 +1,5 @@
-#ifndef AP_EXAMPLES_NPY_READER_HPP
-#define AP_EXAMPLES_NPY_READER_HPP
+#ifndef ATTENTION_PLASTICITY_IO_NPY_READER_HPP
+#define ATTENTION_PLASTICITY_IO_NPY_READER_HPP
 
 // Reading NPY files (NumPy's format, versions 1.0, 2.0 and 3.0): the header is parsed here
 // (magic, version, the dict with descr, fortran_order and shape) so that every problem is
@@ -32,27 +32,11 @@
 
 #include <xtensor/xtensor.hpp>
 
+#include "errors.hpp"
 #include "fs_util.hpp"
 
-namespace ap_examples
+namespace attention_plasticity::io
 {
-/// A problem with one input file (or folder): `file` names it, `reason` says what is wrong.
-class input_error : public std::runtime_error
-{
-public:
-    input_error(std::string file, std::string reason)
-        : std::runtime_error(file + ": " + reason), m_file(std::move(file)), m_reason(std::move(reason))
-    {
-    }
-
-    const std::string& file() const noexcept { return m_file; }
-    const std::string& reason() const noexcept { return m_reason; }
-
-private:
-    std::string m_file;
-    std::string m_reason;
-};
-
 enum class npy_dtype
 {
     float32,
@@ -619,6 +603,6 @@ xt::xtensor<T, 2> read_vectors_as(std::istream& in, const npy_header& h, const s
     }
     return out;
 }
-}  // namespace ap_examples
+}  // namespace attention_plasticity::io
 
 #endif

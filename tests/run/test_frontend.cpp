@@ -2,7 +2,6 @@
 // folder names, the layout rules, head selection, option tables, and the run identity of
 // result sets. (What the programs do with them is tested end to end by tests/e2e/*.py.)
 
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -12,13 +11,13 @@
 
 #include <unistd.h>
 
-#include "analyze_config.hpp"
-#include "cli_util.hpp"
-#include "config.hpp"
-#include "dump_layout.hpp"
-#include "result_set.hpp"
+#include <attention_plasticity/run/analyze_config.hpp>
+#include <attention_plasticity/run/cli_util.hpp>
+#include <attention_plasticity/run/config.hpp>
+#include <attention_plasticity/run/dump_layout.hpp>
+#include <attention_plasticity/run/result_set.hpp>
 
-using namespace ap_examples;
+using namespace attention_plasticity::run;
 using Catch::Matchers::Contains;
 
 TEST_CASE("parse_index_set: numbers and ranges, merged and canonical", "[frontend]")

@@ -1,5 +1,5 @@
-#ifndef AP_EXAMPLES_COMPARE_RUNS_HPP
-#define AP_EXAMPLES_COMPARE_RUNS_HPP
+#ifndef ATTENTION_PLASTICITY_RUN_COMPARE_RUNS_HPP
+#define ATTENTION_PLASTICITY_RUN_COMPARE_RUNS_HPP
 
 // Comparing result sets head by head (docs/method.md §8.6): two or more result folders of
 // ap_analyze (or ap_merge, or the Python package), named and ordered (checkpoints, variants),
@@ -33,20 +33,16 @@
 
 #include <attention_plasticity/intervals.hpp>
 
+#include "../io/csv_rows.hpp"
+#include "../io/fs_util.hpp"
 #include "cli_util.hpp"
-#include "csv_rows.hpp"
-#include "fs_util.hpp"
+#include "errors.hpp"
 #include "result_set.hpp"
 
-namespace ap_examples
+namespace attention_plasticity::run
 {
-/// Result sets that cannot be compared (nothing is written): a usage error of the front ends
-/// (ap_compare's exit status 2, Python's UsageError).
-class compare_error : public usage_error
-{
-public:
-    using usage_error::usage_error;
-};
+// The run layer reads and writes through the io layer (run -> io -> core, never back).
+using namespace attention_plasticity::io;
 
 /// What to compare and how.
 struct compare_options
@@ -770,6 +766,6 @@ inline std::vector<result_file> compare_files(const compare_result& r)
     }
     return files;
 }
-}  // namespace ap_examples
+}  // namespace attention_plasticity::run
 
-#endif  // AP_EXAMPLES_COMPARE_RUNS_HPP
+#endif  // ATTENTION_PLASTICITY_RUN_COMPARE_RUNS_HPP
