@@ -70,8 +70,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import numpy as np  # noqa: E402, F401
-
 import package_module  # noqa: E402  (beside this script)
 
 # The capture, its options and the Parquet writer: attention_plasticity.capture_sniffer (and
@@ -84,7 +82,6 @@ make_examples = capture_module.make_examples
 select_examples = capture_module.select_examples
 select_heads = sniffer_module.select_heads
 token_masks = sniffer_module.token_masks
-FolderWriter = sniffer_module.FolderWriter
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -348,7 +345,7 @@ def capture(args, log):
     config = model.config
     tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
     num_q, num_k, head_dim = head_counts(config)
-    text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    text_config = capture_module._text_config(model)
     num_layers = text_config.num_hidden_layers
     max_positions = getattr(text_config, "max_position_embeddings", opts["max_seq_len"])
     if not 2 <= opts["max_seq_len"] <= max_positions:

@@ -339,6 +339,42 @@ def colour_range(values, args):
     return finite, vmin, vmax
 
 
+def head_grid(df, column, layers=None):
+    """layers, heads, values [n_layers, n_heads] with NaN where there is no value.
+
+    Rows are ``layers`` (default: every layer from the first to the last in ``df``);
+    columns every query head from the first to the last.
+    """
+    if layers is None:
+        layers = np.arange(df["layer"].min(), df["layer"].max() + 1)
+    layers = np.asarray(sorted(layers))
+    heads = np.arange(df["q_head"].min(), df["q_head"].max() + 1)
+    values = np.full((layers.size, heads.size), np.nan)
+    g = df.groupby(["layer", "q_head"])[column].mean()
+    row = {int(layer): i for i, layer in enumerate(layers)}
+    for (layer, q_head), v in g.items():
+        if int(layer) in row:
+            values[row[int(layer)], int(q_head) - heads[0]] = v
+    return layers, heads, values
+
+
+def head_ticks(ax, layers, heads):
+    """The layer and query head labels of a head_grid heatmap (at most 40 and 32 of them)."""
+    sx, sy = tick_step(len(heads), 32), tick_step(len(layers), 40)
+    ax.set_xticks(np.arange(0, len(heads), sx))
+    ax.set_xticklabels([str(h) for h in heads[::sx]])
+    ax.set_yticks(np.arange(0, len(layers), sy))
+    ax.set_yticklabels([str(layer) for layer in layers[::sy]])
+
+
+def symmetric_limit(values):
+    """The largest |value| of the finite cells (1 when there is none or it is 0): the colour
+    range -m..m of a diverging map."""
+    finite = values[np.isfinite(values)]
+    m = float(np.abs(finite).max()) if finite.size else 1.0
+    return m if m > 0 else 1.0
+
+
 def cell_grid(ax, rows, columns):
     """White lines between the cells of a rows x columns heatmap."""
     ax.set_xticks(np.arange(columns + 1) - 0.5, minor=True)

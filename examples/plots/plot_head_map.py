@@ -53,32 +53,12 @@ def build_parser():
     return parser
 
 
-def head_grid(df, column, layers=None):
-    """layers, heads, values [n_layers, n_heads] with NaN where there is no value.
-
-    Rows are ``layers`` (default: every layer from the first to the last in ``df``);
-    columns every query head from the first to the last.
-    """
-    if layers is None:
-        layers = np.arange(df["layer"].min(), df["layer"].max() + 1)
-    layers = np.asarray(sorted(layers))
-    heads = np.arange(df["q_head"].min(), df["q_head"].max() + 1)
-    values = np.full((layers.size, heads.size), np.nan)
-    g = df.groupby(["layer", "q_head"])[column].mean()
-    row = {int(layer): i for i, layer in enumerate(layers)}
-    for (layer, q_head), v in g.items():
-        if int(layer) in row:
-            values[row[int(layer)], int(q_head) - heads[0]] = v
-    return layers, heads, values
-
-
 def draw_panel(fig, ax, df, column, annotate_mode, layers=None):
     spec = PANELS[column]
-    layers, heads, values = head_grid(df, column, layers)
+    layers, heads, values = C.head_grid(df, column, layers)
     finite = values[np.isfinite(values)]
     if spec["diverging"]:
-        m = float(np.abs(finite).max()) if finite.size else 1.0
-        m = m if m > 0 else 1.0
+        m = C.symmetric_limit(values)
         vmin, vmax = -m, m
     else:
         vmin = float(finite.min()) if finite.size else 0.0
@@ -89,11 +69,7 @@ def draw_panel(fig, ax, df, column, annotate_mode, layers=None):
     im = ax.imshow(np.ma.masked_invalid(values), cmap=C.colourmap_with_missing(spec["cmap"]),
                    vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest")
     nl, nh = values.shape
-    sx, sy = C.tick_step(nh, 32), C.tick_step(nl, 40)
-    ax.set_xticks(np.arange(0, nh, sx))
-    ax.set_xticklabels([str(h) for h in heads[::sx]])
-    ax.set_yticks(np.arange(0, nl, sy))
-    ax.set_yticklabels([str(layer) for layer in layers[::sy]])
+    C.head_ticks(ax, layers, heads)
     ax.set_xticks(np.arange(nh + 1) - 0.5, minor=True)
     ax.set_yticks(np.arange(nl + 1) - 0.5, minor=True)
     if nh <= 48 and nl <= 48:

@@ -93,27 +93,16 @@ def draw_changes(heads, quantity, pair, figsize):
     rows = heads[(heads["quantity"] == quantity) & (heads["set_a"] == pair[0]) & (heads["set_b"] == pair[1])]
     if rows.empty:
         raise C.InputError(f"{HEADS_CSV}: no rows of {quantity} for the pair {pair[0]} -> {pair[1]}")
-    layers = np.arange(rows["layer"].min(), rows["layer"].max() + 1)
-    heads_axis = np.arange(rows["q_head"].min(), rows["q_head"].max() + 1)
-    values = np.full((layers.size, heads_axis.size), np.nan)
-    significant = np.zeros(values.shape, dtype=bool)
-    for _, r in rows.iterrows():
-        i, j = int(r["layer"]) - layers[0], int(r["q_head"]) - heads_axis[0]
-        values[i, j] = r["difference"]
-        significant[i, j] = int(r["significant"]) == 1
+    layers, heads_axis, values = C.head_grid(rows, "difference")
+    significant = C.head_grid(rows, "significant")[2] == 1  # no row: NaN, not significant
     fig, ax = plt.subplots(figsize=figsize or (7.5, 6.0), layout="constrained")
-    finite = values[np.isfinite(values)]
-    m = float(np.abs(finite).max()) if finite.size else 1.0
-    m = m if m > 0 else 1.0
+    m = C.symmetric_limit(values)
     C.hatch_missing(ax)
     im = ax.imshow(np.ma.masked_invalid(values), cmap=C.colourmap_with_missing("RdBu_r"), vmin=-m, vmax=m,
                    aspect="auto", interpolation="nearest")
     for i, j in zip(*np.nonzero(significant)):
         ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=1.4))
-    ax.set_xticks(np.arange(0, heads_axis.size, C.tick_step(heads_axis.size, 32)))
-    ax.set_xticklabels([str(h) for h in heads_axis[::C.tick_step(heads_axis.size, 32)]])
-    ax.set_yticks(np.arange(0, layers.size, C.tick_step(layers.size, 40)))
-    ax.set_yticklabels([str(layer) for layer in layers[::C.tick_step(layers.size, 40)]])
+    C.head_ticks(ax, layers, heads_axis)
     ax.set_xlabel("query head")
     ax.set_ylabel("layer")
     ax.set_title(f"change of {quantity}: {pair[0]} -> {pair[1]} (bias-corrected)\n"

@@ -509,11 +509,7 @@ def analyze_in_memory(sink, plan, num_q_heads, num_k_heads, head_options=None):
                     options.sliding_window = saved
             except Exception as exc:  # a failed head does not stop the others
                 errors.append((layer, q_head, str(exc)))
-    texts = {}
-    for name, _file, header in ap.result_tables():
-        texts[name] = header + "\n" + "".join(r.csv_rows()[name].split("\n", 1)[1]
-                                              for r in results)
-    return results, errors, texts
+    return results, errors, ap._core._tables_text(results)  # the CSVs' text, as ap_analyze's
 
 
 def profile_model(model, tokenizer, texts, *, max_seq_len=512, max_examples=None,

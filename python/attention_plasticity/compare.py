@@ -8,14 +8,13 @@ import io
 import os
 from typing import NamedTuple
 
-import pandas as pd
-
 from . import _core
 
 
 def frame(text):
     """One CSV's text as a DataFrame: numbers parsed exactly (pandas 3), ``nan`` as NaN, names
     (set names, quantities) as written."""
+    import pandas as pd  # when used: `import attention_plasticity` does not load pandas
     return pd.read_csv(io.StringIO(text), keep_default_na=False, na_values=["nan"])
 
 
@@ -27,10 +26,10 @@ class CompareResult(NamedTuple):
     ``notes`` (heads left out, what the intervals mean for one dump), the number of
     heads compared and of head changes."""
 
-    heads: pd.DataFrame
-    changed: pd.DataFrame
-    summary: pd.DataFrame
-    trajectory: pd.DataFrame
+    heads: "pandas.DataFrame"
+    changed: "pandas.DataFrame"
+    summary: "pandas.DataFrame"
+    trajectory: "pandas.DataFrame"
     notes: list
     compared_heads: int
     changed_heads: int

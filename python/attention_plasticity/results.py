@@ -168,8 +168,10 @@ def _head_result_repr(self):
 
 def _head_result_to_dict(self):
     """The head and its metrics: {layer, q_head, k_head, and every column of head_metrics.csv}."""
-    row = frames(_core.result_columns([self]))["head_metrics"].iloc[0]
-    return {name: (row[name].item() if hasattr(row[name], "item") else row[name]) for name in row.index}
+    # The one row of head_metrics, straight from the columns (no DataFrame of every table).
+    columns = _core.result_columns([self])["head_metrics"]
+    return {name: (column[0].item() if hasattr(column[0], "item") else column[0])
+            for name, column in columns.items()}
 
 
 __all__ = ["tables", "frames", "nan_reasons", "warn_nan_columns", "NaNColumnWarning"]

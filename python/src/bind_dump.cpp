@@ -378,21 +378,7 @@ namespace
 
         /// {table name: header + rows of the analyzed heads in (layer, q_head) order}: the bytes
         /// of each CSV as it is written.
-        nb::dict tables_text() const
-        {
-            nb::dict out;
-            const std::vector<const ex::head_rows*> rows = ex::analyzed_rows(m_run.state());
-            for (const ex::result_file& file : ex::result_files(rows))
-            {
-                std::string text;
-                for (const auto& piece : file.pieces)
-                {
-                    text.append(piece.data(), piece.size());
-                }
-                out[table_name(file.name).c_str()] = text;
-            }
-            return out;
-        }
+        nb::dict tables_text() const { return ap_python::tables_text(ex::analyzed_rows(m_run.state())); }
 
         /// {table name: {column: array}} of the analyzed heads in (layer, q_head) order: the numbers
         /// the CSVs are written from (the run keeps each head's result, analyze_config::keep_results).

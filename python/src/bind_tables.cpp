@@ -161,6 +161,21 @@ namespace
     }
 }  // namespace
 
+nb::dict tables_text(const std::vector<const ex::head_rows*>& heads)
+{
+    nb::dict out;
+    for (const ex::result_file& file : ex::result_files(heads))
+    {
+        std::string text;
+        for (const auto& piece : file.pieces)
+        {
+            text.append(piece.data(), piece.size());
+        }
+        out[table_name(file.name).c_str()] = text;
+    }
+    return out;
+}
+
 nb::dict result_columns(const std::vector<const ap::head_result*>& results)
 {
     std::vector<table_columns> tables = without_gil([&] {
@@ -212,6 +227,27 @@ namespace
     bool has_own(nb::handle type, const char* name)
     {
         return nb::cast<bool>(type.attr("__dict__").attr("__contains__")(name));
+    }
+
+    /// The head results of `results` (HeadResult items; `fn` names the function in the error).
+    std::vector<const ap::head_result*> head_results(nb::iterable results, const char* fn)
+    {
+        std::vector<const ap::head_result*> heads;
+        std::size_t index = 0;
+        for (nb::handle item : results)
+        {
+            py_head_result* r = nullptr;
+            if (!nb::try_cast(item, r, false) || r == nullptr)
+            {
+                const nb::handle type(reinterpret_cast<PyObject*>(Py_TYPE(item.ptr())));
+                throw nb::type_error((std::string(fn) + ": item " + std::to_string(index) + " is a "
+                                      + nb::cast<std::string>(type.attr("__name__")) + ", not a HeadResult")
+                                         .c_str());
+            }
+            heads.push_back(&r->result);
+            ++index;
+        }
+        return heads;
     }
 }  // namespace
 
@@ -277,27 +313,33 @@ void bind_tables(nb::module_& m)
         "'int64', 'float64' or 'str')]}, from the C++ CSV writer's own definition (include/attention_plasticity/io/csv_rows.hpp).");
     m.def(
         "result_columns",
-        [](nb::iterable results) {
-            std::vector<const ap::head_result*> heads;
-            std::size_t index = 0;
-            for (nb::handle item : results)
-            {
-                py_head_result* r = nullptr;
-                if (!nb::try_cast(item, r, false) || r == nullptr)
-                {
-                    const nb::handle type(reinterpret_cast<PyObject*>(Py_TYPE(item.ptr())));
-                    throw nb::type_error(("tables: item " + std::to_string(index) + " is a "
-                                          + nb::cast<std::string>(type.attr("__name__")) + ", not a HeadResult")
-                                             .c_str());
-                }
-                heads.push_back(&r->result);
-                ++index;
-            }
-            return result_columns(heads);
-        },
+        [](nb::iterable results) { return result_columns(head_results(results, "tables")); },
         "results"_a,
         "The rows of the head results `results` (HeadResult, in the order given) in every table of\n"
         "docs/method.md §3, as columns: {table name: {column: NumPy array}} (float64 or int64, the very\n"
         "numbers the CSV writer formats). attention_plasticity.tables() makes DataFrames of them.");
+    m.def(
+        "_tables_text",
+        [](nb::iterable results) {
+            const std::vector<const ap::head_result*> heads = head_results(results, "_tables_text");
+            const std::vector<ex::head_rows> rows = without_gil([&] {
+                std::vector<ex::head_rows> formatted;
+                formatted.reserve(heads.size());
+                for (const ap::head_result* r : heads)
+                {
+                    formatted.push_back(ex::format_head(*r));
+                }
+                return formatted;
+            });
+            std::vector<const ex::head_rows*> pointers;
+            for (const ex::head_rows& r : rows)
+            {
+                pointers.push_back(&r);
+            }
+            return tables_text(pointers);
+        },
+        "results"_a,
+        "{table name: the CSV's text} of the head results `results` (HeadResult, in the order given), as\n"
+        "ap_analyze writes the files (attention_plasticity.capture_sniffer's in-memory profile).");
 }
 }  // namespace ap_python

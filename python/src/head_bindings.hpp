@@ -12,6 +12,11 @@
 #include "common.hpp"
 #include <attention_plasticity/run/config.hpp>
 
+namespace ap_examples
+{
+struct head_rows;
+}
+
 namespace ap_python
 {
 /// Tokens: the arrays of one kind of one head, held (read in place or converted once).
@@ -41,6 +46,9 @@ nb::dict csv_rows_of(const ap::head_result& result);
 /// {table name: {column: NumPy array}}: the rows of `results` in every table of §3, as columns
 /// (bind_tables.cpp, from csv_rows.hpp's emit_head).
 nb::dict result_columns(const std::vector<const ap::head_result*>& results);
+/// {table name: the CSV's text}: the header and the rows of `heads` in the order given, composed by
+/// csv_rows.hpp's result_files as ap_analyze writes its files (bind_tables.cpp).
+nb::dict tables_text(const std::vector<const ap_examples::head_rows*>& heads);
 /// The text an option's value is read from (the option tables' setters parse text, as for the
 /// command line and the --config file): numbers, paths, and for list options a list of them.
 std::string option_text(const std::string& key, nb::handle value, bool takes_list);

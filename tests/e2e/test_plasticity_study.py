@@ -23,7 +23,6 @@ Checks:
     with nothing analyzed.
 """
 
-import csv
 import json
 import math
 import os
@@ -45,12 +44,7 @@ COMPARE_CSVS = ("compare_heads.csv", "compare_changed.csv", "compare_summary.csv
 
 
 def read_rows(path):
-    with open(path, newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
-
-
-def num(text):
-    return float("nan") if text in ("", "nan", "NaN") else float(text)
+    return u.read_csv(path)[1]
 
 
 def head_means(head_metrics):
@@ -58,11 +52,11 @@ def head_means(head_metrics):
     the mean over heads of the value, the standard error sqrt(sum se_i^2) / n."""
     out = {}
     for q in QUANTITIES:
-        values = [num(r[q]) for r in head_metrics]
+        values = [u.num(r[q]) for r in head_metrics]
         mean = math.fsum(values) / len(values)
         se = float("nan")
         if q + "_se" in head_metrics[0]:
-            se = math.sqrt(math.fsum(num(r[q + "_se"]) ** 2 for r in head_metrics)) / len(values)
+            se = math.sqrt(math.fsum(u.num(r[q + "_se"]) ** 2 for r in head_metrics)) / len(values)
         out[q] = (mean, se)
     return out
 
@@ -117,12 +111,12 @@ def main():
             r = rows[0]
             c.check(int(r["n_heads"]) == len(per_set[name]),
                     f"{name} {q}: n_heads {r['n_heads']}, head_metrics.csv has {len(per_set[name])}")
-            c.check(u.close(num(r["mean"]), want[q][0], rel=1e-12, abs_tol=1e-15),
+            c.check(u.close(u.num(r["mean"]), want[q][0], rel=1e-12, abs_tol=1e-15),
                     f"{name} {q}: mean {r['mean']}, recomputed {want[q][0]!r}")
             if not math.isnan(want[q][1]):  # head_metrics.csv has ap_overall_se only
-                c.check(u.close(num(r["se"]), want[q][1], rel=1e-12, abs_tol=1e-15),
+                c.check(u.close(u.num(r["se"]), want[q][1], rel=1e-12, abs_tol=1e-15),
                         f"{name} {q}: se {r['se']}, recomputed {want[q][1]!r}")
-            c.check(0.0 <= num(r["mean"]) <= 1.0 or q in ("ap_drop", "bias_strength"),
+            c.check(0.0 <= u.num(r["mean"]) <= 1.0 or q in ("ap_drop", "bias_strength"),
                     f"{name} {q}: mean {r['mean']} outside [0, 1]")
 
     summary = read_rows(os.path.join(out, "study_summary.csv"))

@@ -45,8 +45,9 @@ def analyze(seed=0, options=None, **head):
 
 
 def parse_csv_text(text):
-    """The CSV text as {column: list of values}: integers where the schema says int64, floats by
-    Python's float() (exact for %.17g; 'nan' is NaN, 'inf' infinity)."""
+    """The CSV text as (header, rows of text fields); assert_frame_is_csv reads the fields as the
+    schema says: integers by int(), floats by Python's float() (exact for %.17g; 'nan' is NaN,
+    'inf' infinity)."""
     lines = text.rstrip("\n").split("\n")
     header = lines[0].split(",")
     rows = [line.split(",") for line in lines[1:]]
