@@ -14,10 +14,9 @@
 #include <vector>
 
 #include <attention_plasticity/blas_policy.hpp>
-#include <attention_plasticity/pipeline.hpp>
-
-#include <attention_plasticity/run/dump_layout.hpp>
 #include <attention_plasticity/io/npy_dump.hpp>
+#include <attention_plasticity/pipeline.hpp>
+#include <attention_plasticity/run/dump_layout.hpp>
 
 namespace
 {

@@ -25,7 +25,6 @@
 #include <string>
 
 #include <attention_plasticity/blas_policy.hpp>
-
 #include <attention_plasticity/run/analysis_run.hpp>
 #include <attention_plasticity/run/analyze_config.hpp>
 #include <attention_plasticity/run/head_runner.hpp>

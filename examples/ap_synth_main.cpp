@@ -19,11 +19,11 @@
 #include <xtensor/xtensor.hpp>
 
 #include <attention_plasticity/blas_policy.hpp>
-
+#include <attention_plasticity/io/csv_rows.hpp>
 #include <attention_plasticity/run/cli_util.hpp>
 #include <attention_plasticity/run/config.hpp>
-#include <attention_plasticity/io/csv_rows.hpp>
 #include <attention_plasticity/run/dump_layout.hpp>
+
 #include "synth_model.hpp"
 
 namespace

@@ -9,9 +9,10 @@
 #include <attention_plasticity/planar_rotation.hpp>
 #include <nanobind/stl/optional.h>
 
-#include "common.hpp"
 #include <attention_plasticity/run/compare_runs.hpp>
 #include <attention_plasticity/run/result_set.hpp>
+
+#include "common.hpp"
 
 namespace ap_python
 {

@@ -32,18 +32,18 @@
 
 #include <attention_plasticity/blas_policy.hpp>
 #include <attention_plasticity/detail/blas.hpp>
-
+#include <attention_plasticity/io/csv_rows.hpp>
+#include <attention_plasticity/io/fs_util.hpp>
 #include <attention_plasticity/run/analysis_run.hpp>
 #include <attention_plasticity/run/analyze_config.hpp>
-#include "common.hpp"
 #include <attention_plasticity/run/config.hpp>
-#include <attention_plasticity/io/csv_rows.hpp>
 #include <attention_plasticity/run/dump_layout.hpp>
-#include <attention_plasticity/io/fs_util.hpp>
-#include "head_bindings.hpp"
 #include <attention_plasticity/run/head_runner.hpp>
 #include <attention_plasticity/run/result_set.hpp>
 #include <attention_plasticity/run/shard_plan.hpp>
+
+#include "common.hpp"
+#include "head_bindings.hpp"
 
 
 namespace ap_python
@@ -459,6 +459,7 @@ namespace
             ex::find_option(table, "output_dir")
                 ->set(config, "output_dir", option_text("output_dir", output_dir, false));
         }
+        config.words.flags = false;  // messages name the keywords (option_words)
         config.keep_results = true;  // DumpResult's DataFrames are made from the numbers (DumpRun.columns)
         const bool write = !config.output_dir.empty();
         if (!write)
@@ -466,55 +467,6 @@ namespace
             config.output_dir = ".";
         }
         return {std::move(config), write};
-    }
-
-    void replace_all(std::string& text, const std::string& from, const std::string& to)
-    {
-        for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
-        {
-            text.replace(at, from.size(), to);
-        }
-    }
-
-    /// A message of ap_analyze's run (which names its flags) as analyze_dump's user reads it: the
-    /// keywords they gave, prefixed with the function.
-    std::string python_spoken(std::string message)
-    {
-        const std::string prefix = "analyze_dump: ";
-        if (message.compare(0, prefix.size(), prefix) == 0)
-        {
-            return message;
-        }
-        replace_all(message, "the --config file", "the config file");
-        std::vector<std::string> keys;
-        for (const auto& option : ex::analyze_options())
-        {
-            keys.emplace_back(option.name);
-        }
-        std::sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) { return a.size() > b.size(); });
-        for (const std::string& key : keys)
-        {
-            replace_all(message, ex::flag_of(key), key);
-        }
-        // The layout's counts: keywords here (writing a metadata.json into someone's dump is not the hint).
-        const std::string sources = "(from the flags, the config file, model_config or ";
-        const std::size_t from = message.find(sources);
-        const std::size_t from_end = from == std::string::npos ? from : message.find(") and cannot be read", from);
-        if (from_end != std::string::npos)
-        {
-            message.replace(from, from_end + 1 - from,
-                            "(from the keywords, the config file, model_config or the dump's own metadata)");
-        }
-        const std::string counts = "give num_q_heads and num_k_heads";
-        const std::size_t at = message.find(counts);
-        if (at != std::string::npos)
-        {
-            message.replace(at, std::string::npos,
-                            "give the keywords num_q_heads and num_k_heads (e.g. analyze_dump(path, num_q_heads=12, "
-                            "num_k_heads=12)), or model_config with the model's config.json (num_attention_heads, "
-                            "num_key_value_heads), or set them in the config file");
-        }
-        return prefix + message;
     }
 
     nb::dict layout_dict(const ex::dump_layout& layout)
@@ -578,7 +530,9 @@ void bind_dump(nb::module_& m)
                 }
                 catch (const ex::usage_error& e)
                 {
-                    throw ex::usage_error(python_spoken(e.what()));
+                    // The run layer named the options as keywords (config.words); the function is named here.
+                    const std::string message = e.what();
+                    throw ex::usage_error(message.rfind("analyze_dump: ", 0) == 0 ? message : "analyze_dump: " + message);
                 }
             },
             "data_root"_a, "output_dir"_a = nb::none(), "config"_a = nb::none(), "options"_a = nb::dict(),

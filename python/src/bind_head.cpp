@@ -11,11 +11,11 @@
 
 #include <nanobind/stl/optional.h>
 
+#include <attention_plasticity/io/csv_rows.hpp>
 #include <attention_plasticity/pipeline.hpp>
+#include <attention_plasticity/run/analyze_config.hpp>
 
 #include "common.hpp"
-#include <attention_plasticity/run/analyze_config.hpp>
-#include <attention_plasticity/io/csv_rows.hpp>
 #include "head_bindings.hpp"
 
 namespace ap_python

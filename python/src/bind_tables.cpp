@@ -11,8 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "common.hpp"
 #include <attention_plasticity/io/csv_rows.hpp>
+
+#include "common.hpp"
 #include "head_bindings.hpp"
 
 namespace ap_python

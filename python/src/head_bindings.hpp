@@ -7,15 +7,11 @@
 #include <string>
 #include <vector>
 
+#include <attention_plasticity/io/csv_rows.hpp>
 #include <attention_plasticity/pipeline.hpp>
-
-#include "common.hpp"
 #include <attention_plasticity/run/config.hpp>
 
-namespace ap_examples
-{
-struct head_rows;
-}
+#include "common.hpp"
 
 namespace ap_python
 {
@@ -48,7 +44,7 @@ nb::dict csv_rows_of(const ap::head_result& result);
 nb::dict result_columns(const std::vector<const ap::head_result*>& results);
 /// {table name: the CSV's text}: the header and the rows of `heads` in the order given, composed by
 /// csv_rows.hpp's result_files as ap_analyze writes its files (bind_tables.cpp).
-nb::dict tables_text(const std::vector<const ap_examples::head_rows*>& heads);
+nb::dict tables_text(const std::vector<const attention_plasticity::io::head_rows*>& heads);
 /// The text an option's value is read from (the option tables' setters parse text, as for the
 /// command line and the --config file): numbers, paths, and for list options a list of them.
 std::string option_text(const std::string& key, nb::handle value, bool takes_list);

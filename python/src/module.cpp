@@ -6,11 +6,10 @@
 #include <string>
 
 #include <attention_plasticity/blas_policy.hpp>
-
-#include "common.hpp"
-
 #include <attention_plasticity/run/cli_util.hpp>
 #include <attention_plasticity/run/result_set.hpp>
+
+#include "common.hpp"
 
 namespace ap_python
 {

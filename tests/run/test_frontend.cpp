@@ -141,6 +141,15 @@ TEST_CASE("resolve_layout: head counts never guessed from the folder names", "[f
     sampled.query = {{0, 3}, {0, 27}};
     sampled.key = {{0, 0}, {0, 6}};
     CHECK_THROWS_WITH(resolve_layout(sampled, {}, {}), Contains("give --num-q-heads and --num-k-heads"));
+    // A front end of keywords (analyze_dump) reads its own words: no flag, no file to write.
+    const option_words keywords{false};
+    CHECK_THROWS_WITH(resolve_layout(sampled, {}, {}, {}, "", keywords),
+                      Contains("give the keywords num_q_heads and num_k_heads") && !Contains("--")
+                          && !Contains("metadata.json"));
+    CHECK_THROWS_WITH(resolve_layout(sampled, counts(std::nullopt, 6, std::nullopt), {}, counts(std::nullopt, 8, 2),
+                                     "M/config.json", keywords),
+                      Contains("num_q_heads: num_q_heads (or the config file) says 6 but model_config M/config.json "
+                               "says 8"));
     const dump_layout given = resolve_layout(sampled, counts(std::nullopt, 32, 8), {});
     CHECK(given.k_head_of(27) == 6);
     CHECK(given.num_layers == 1);

@@ -62,7 +62,8 @@ public:
         check_analyze_config(m_config);
         m_scan = scan_dump(m_config.data_root);
         const dump_layout layout = resolve_layout(m_scan, m_config.layout, read_dump_metadata(m_config.data_root),
-                                                  read_model_config(m_config.model_config), m_config.model_config);
+                                                  read_model_config(m_config.model_config), m_config.model_config,
+                                                  m_config.words);
         m_plan = plan_heads(m_scan, layout, m_config.selection);
         if (m_config.shard)
         {

@@ -52,6 +52,8 @@ struct analyze_config
     /// The text each option was last set from (key -> text), as the option table's setters
     /// record it: what a shard's manifest says of an option it has no canonical form for.
     std::map<std::string, std::string> given;
+    /// How the front end names the options in the messages built for it (flags, or keywords).
+    option_words words;
     /// Keep each analyzed head's result beside its rows (head_rows::result): the Python package's
     /// DataFrames are made from the numbers, not from the CSV text.
     bool keep_results = false;

@@ -60,6 +60,17 @@ inline std::string flag_of(const std::string& key)
     return flag;
 }
 
+/// How a front end names the options in the messages the run layer builds for it: ap_analyze's
+/// command line says "--num-q-heads" and "the --config file"; analyze_dump says "num_q_heads" and
+/// "the config file" (its keywords).
+struct option_words
+{
+    bool flags = true;  // command-line flags; else keywords
+
+    std::string option(const std::string& key) const { return flags ? flag_of(key) : key; }
+    std::string config_file() const { return flags ? "the --config file" : "the config file"; }
+};
+
 template <class Config>
 const option_spec<Config>* find_option(const option_table<Config>& table, const std::string& key)
 {

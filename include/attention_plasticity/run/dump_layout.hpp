@@ -340,9 +340,11 @@ namespace detail
 /// Throws usage_error when they disagree, when a head count is known from none of them (it
 /// is never guessed from the folder names: a capture may hold some heads only, and a
 /// partial set can look like a complete one of another GQA group size), when num_q_heads is
-/// not a multiple of num_k_heads, and when a folder lies outside the layout.
+/// not a multiple of num_k_heads, and when a folder lies outside the layout. `words`: how the
+/// messages name the options (the front end's flags or keywords).
 inline dump_layout resolve_layout(const dump_scan& scan, const layout_counts& given, const layout_counts& metadata,
-                                  const layout_counts& model = {}, const std::string& model_path = "")
+                                  const layout_counts& model = {}, const std::string& model_path = "",
+                                  const option_words& words = {})
 {
     const std::string meta_path = (std::filesystem::path(scan.data_root) / dump_metadata_file).string();
     if (scan.query.empty())
@@ -381,8 +383,8 @@ inline dump_layout resolve_layout(const dump_scan& scan, const layout_counts& gi
             if (**first->second != **source.second)
             {
                 auto name = [&](const std::string& origin) {
-                    return origin == "given" ? flag_of(key) + " (or the --config file)"
-                           : origin == sources[1].first ? "--model-config " + model_path
+                    return origin == "given" ? words.option(key) + " (or " + words.config_file() + ")"
+                           : origin == sources[1].first ? words.option("model_config") + " " + model_path
                                                         : meta_path;
                 };
                 throw usage_error(std::string(key) + ": " + name(first->first) + " says "
@@ -411,15 +413,25 @@ inline dump_layout resolve_layout(const dump_scan& scan, const layout_counts& gi
     if (!unknown.empty())
     {
         const std::string which = unknown.size() == 2 ? "num_q_heads and num_k_heads" : unknown.front();
-        throw usage_error(
-            "data_root: " + which + (unknown.size() == 2 ? " are" : " is")
-            + " not known (from the flags, the --config file, --model-config or " + meta_path
-            + ") and cannot be read from the folder names: a capture may hold some heads only, and then the GQA "
-              "group of each query head would be guessed (query heads 0-5 of a model of 8 query and 2 key heads "
-              "look like a complete dump of 6 and 2); give --num-q-heads and --num-k-heads, or --model-config "
-              "with the model's config.json (num_attention_heads, num_key_value_heads), or num_q_heads and "
-              "num_k_heads in the --config file or in "
-            + meta_path);
+        // On the command line the dump's own metadata.json is one place to give them; from Python
+        // (someone else's dump, often) the keywords are the hint.
+        const std::string sources_text =
+            words.flags ? "the flags, the --config file, --model-config or " + meta_path
+                        : "the keywords, the config file, model_config or the dump's own metadata";
+        const std::string hint =
+            words.flags ? "give --num-q-heads and --num-k-heads, or --model-config with the model's config.json "
+                          "(num_attention_heads, num_key_value_heads), or num_q_heads and num_k_heads in the "
+                          "--config file or in "
+                              + meta_path
+                        : "give the keywords num_q_heads and num_k_heads (e.g. analyze_dump(path, num_q_heads=12, "
+                          "num_k_heads=12)), or model_config with the model's config.json (num_attention_heads, "
+                          "num_key_value_heads), or set them in the config file";
+        throw usage_error("data_root: " + which + (unknown.size() == 2 ? " are" : " is") + " not known (from "
+                          + sources_text
+                          + ") and cannot be read from the folder names: a capture may hold some heads only, and "
+                            "then the GQA group of each query head would be guessed (query heads 0-5 of a model of "
+                            "8 query and 2 key heads look like a complete dump of 6 and 2); "
+                          + hint);
     }
     auto origin_of = [&](const char* key) {
         for (const auto& [k, source] : origins)
@@ -445,7 +457,8 @@ inline dump_layout resolve_layout(const dump_scan& scan, const layout_counts& gi
                                 : std::string(kind == 'q' ? "num_q_heads" : "num_k_heads") + " = " + std::to_string(heads))
                     + ", " + (by_layer ? "layers " : "heads ")
                     + detail::index_range_text(by_layer ? layout.num_layers : heads)
-                    + "); to analyze some layers or heads only, use --layers and --heads");
+                    + "); to analyze some layers or heads only, use " + words.option("layers") + " and "
+                    + words.option("heads"));
             }
         }
     };

@@ -73,8 +73,11 @@ inline shard_spec parse_shard_spec(const std::string& label, const std::string& 
     const std::size_t slash = text.find('/');
     if (text.empty() || slash == std::string::npos)
     {
-        throw usage_error(label + ": '" + raw + "' is not I/N (shard I of N, 0 <= I < N; e.g. --shard 3/8, or "
-                                                "--shard $SLURM_ARRAY_TASK_ID/8 in an array job)");
+        // The example as the option was given: a flag on the command line, else a key's value.
+        const bool flag = label.rfind("--", 0) == 0;
+        throw usage_error(label + ": '" + raw + "' is not I/N (shard I of N, 0 <= I < N; e.g. "
+                          + (flag ? label + " 3/8, or " + label + " $SLURM_ARRAY_TASK_ID/8 in an array job)"
+                                  : std::string("'3/8')")));
     }
     shard_spec spec;
     spec.count = static_cast<std::size_t>(parse_unsigned(label + " (N)", text.substr(slash + 1), 1, max_shards));
