@@ -738,7 +738,7 @@ ap::head_result compose_steps(const ap::head_tokens<TQ>& q, const ap::head_token
         std::vector<double> empirical;
         for (const auto& row : r.profile)
         {
-            empirical.push_back(row.small_bucket ? std::numeric_limits<double>::quiet_NaN() : row.plasticity_empirical);
+            empirical.push_back(ap::value_in_d(row, row.plasticity_empirical));
         }
         m.ap_empirical_overall = ap::plasticity_aggregates(xt::adapt(tau, shape), xt::adapt(n_queries, shape),
                                                            xt::adapt(empirical, shape), 1.0)

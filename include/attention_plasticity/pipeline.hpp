@@ -338,8 +338,7 @@ namespace detail
         {
             tau.push_back(row.tau);
             n_queries.push_back(static_cast<double>(row.n_queries));
-            // A small bucket is not in D (§2.14).
-            plasticity.push_back(row.small_bucket ? std::numeric_limits<double>::quiet_NaN() : row.plasticity);
+            plasticity.push_back(value_in_d(row, row.plasticity));
         }
         const double context = *std::max_element(query_positions.begin(), query_positions.end()) + 1.0;
         return plasticity_aggregates_raw(tau.data(), n_queries.data(), plasticity.data(), profile.size(), context);
