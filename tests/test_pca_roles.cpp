@@ -11,10 +11,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <cstdint>
 #include <stdexcept>
 #include <string>
-#include <vector>
 
 #include <xtensor/xtensor.hpp>
 
@@ -32,11 +30,8 @@ TEMPLATE_TEST_CASE("pca_roles agrees with the NumPy reference", "[pca_roles]", f
     for (const ref::head& h : ref::heads)
     {
         INFO("head " << h.name);
-        const auto q = ap_test::matrix_of<TestType>(h.q, h.nq, h.d);
-        const auto k = ap_test::matrix_of<TestType>(h.k, h.nk, h.d);
-        const auto tq = ap_test::vector_of<double>(h.tq, h.nq);
-        const auto tk = ap_test::vector_of<double>(h.tk, h.nk);
-        const ap::pca_roles_result r = ap::pca_roles(q, tq, k, tk);
+        const ap_test::qk_fixture<TestType> f(h);
+        const ap::pca_roles_result r = ap::pca_roles(f.q, f.tq, f.k, f.tk);
         const double got[] = {r.explained_variance_ratio, r.r_q, r.r_k};
         for (std::size_t i = 0; i < 3; ++i)
         {
@@ -62,13 +57,9 @@ TEMPLATE_TEST_CASE("pca_roles agrees with the NumPy reference", "[pca_roles]", f
 TEST_CASE("pca_roles on tokens_view equals the expression form", "[pca_roles]")
 {
     const ref::head& h = ref::heads[4];
-    const auto q = ap_test::matrix_of<float>(h.q, h.nq, h.d);
-    const auto k = ap_test::matrix_of<double>(h.k, h.nk, h.d);
-    std::vector<std::int64_t> tq(h.tq, h.tq + h.nq), tk(h.tk, h.tk + h.nk), bq(h.nq, 1), bk(h.nk, 1);
-    const ap::pca_roles_result a = ap::pca_roles(ap::make_tokens_view(q.data(), h.nq, h.d, tq.data(), bq.data()),
-                                                 ap::make_tokens_view(k.data(), h.nk, h.d, tk.data(), bk.data()));
-    const ap::pca_roles_result b =
-        ap::pca_roles(q, ap_test::vector_of<double>(h.tq, h.nq), k, ap_test::vector_of<double>(h.tk, h.nk));
+    const ap_test::qk_fixture<float, double> f(h);
+    const ap::pca_roles_result a = ap::pca_roles(f.query_view(), f.key_view());
+    const ap::pca_roles_result b = ap::pca_roles(f.q, f.tq, f.k, f.tk);
     CHECK(a.r_q == b.r_q);
     CHECK(a.r_k == b.r_k);
     CHECK(a.role == b.role);

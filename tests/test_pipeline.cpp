@@ -17,6 +17,8 @@
 
 #include <attention_plasticity/pipeline.hpp>
 
+#include "test_util.hpp"
+
 namespace ap = attention_plasticity;
 
 namespace
@@ -738,7 +740,7 @@ ap::head_result compose_steps(const ap::head_tokens<TQ>& q, const ap::head_token
         std::vector<double> empirical;
         for (const auto& row : r.profile)
         {
-            empirical.push_back(row.small_bucket ? std::numeric_limits<double>::quiet_NaN() : row.plasticity_empirical);
+            empirical.push_back(ap::value_in_d(row, row.plasticity_empirical));
         }
         m.ap_empirical_overall = ap::plasticity_aggregates(xt::adapt(tau, shape), xt::adapt(n_queries, shape),
                                                            xt::adapt(empirical, shape), 1.0)
@@ -926,6 +928,55 @@ TEST_CASE("pipeline: the public steps composed by hand give exactly analyze_head
         CHECK(std::isfinite(analyzed.metrics.ap_empirical_overall_se));
         CHECK(analyzed.metrics.ap_overall_ci_low < analyzed.metrics.ap_overall);
     }
+}
+
+TEST_CASE("pipeline: the companion measures of §8.5 are planar_rotation and pca_roles of the oriented rows",
+          "[pipeline]")
+{
+    const auto queries = random_tokens(900, 7, 71, 2.0);
+    const auto keys = random_tokens(800, 7, 72, 1.0);
+    // Every row kept (no subsampling), oriented by the keys' signs as analyze_head does (§2.1).
+    const xt::xtensor<double, 1> signs = ap::orientation_signs(keys.vectors, keys.bucket);
+    const xt::xtensor<double, 2> xq = queries.vectors * signs;
+    const xt::xtensor<double, 2> xk = keys.vectors * signs;
+    const xt::xtensor<double, 1> tq = xt::cast<double>(queries.position);
+    const xt::xtensor<double, 1> tk = xt::cast<double>(keys.position);
+    const ap::planar_rotation_result plane = ap::planar_rotation(xq, tq, xk, tk);
+    const ap::pca_roles_result roles = ap::pca_roles(xq, tq, xk, tk);
+    REQUIRE(roles.role != ap::pca_class::undefined);
+    const double want[] = {plane.bias_strength, plane.drift_slope_k, plane.drift_query_mean, roles.r_q, roles.r_k};
+    const auto got = [](const ap::head_metrics& m) {
+        return std::vector<double>{m.bias_strength, m.drift_slope_k, m.drift_query_mean, m.pc0_r_q, m.pc0_r_k};
+    };
+    const ap::head_id id{0, 0, 0};
+    ap::head_options options;
+    options.pca_roles = true;
+    for (std::size_t threads : {1, 3})
+    {
+        options.threads = threads;
+        const ap::head_metrics m = ap::analyze_head(queries, keys, id, options).metrics;
+        const std::vector<double> values = got(m);
+        for (std::size_t i = 0; i < values.size(); ++i)
+        {
+            CAPTURE(threads, i, values[i], want[i]);
+            CHECK(same(values[i], want[i]));
+        }
+        CHECK(m.pca_class == roles.role);
+    }
+    // Without the PCA roles the moments skip S_xx, and S_xt, S_tt come from a plain pass instead
+    // of the SYRK of [x, t]: the same numbers to rounding, not to the bit.
+    options.pca_roles = false;
+    const ap::head_metrics m = ap::analyze_head(queries, keys, id, options).metrics;
+    const std::vector<double> values = got(m);
+    for (std::size_t i = 0; i < 3; ++i)
+    {
+        CAPTURE(i, values[i], want[i]);
+        CHECK(ap_test::near_rel(values[i], want[i], 1e-12));
+    }
+    CHECK(std::isnan(m.pc0_r_q));
+    CHECK(m.pca_class == ap::pca_class::undefined);
+    options.planar_rotation = false;
+    CHECK(std::isnan(ap::analyze_head(queries, keys, id, options).metrics.bias_strength));
 }
 
 TEST_CASE("pipeline: the extensions of §8 at the edges - d = 1, one pair per cell, no pair at all", "[pipeline]")

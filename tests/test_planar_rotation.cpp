@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <cstdint>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -56,11 +55,8 @@ TEMPLATE_TEST_CASE("planar_rotation agrees with the NumPy reference", "[planar_r
     for (const ref::head& h : ref::heads)
     {
         INFO("head " << h.name);
-        const auto q = ap_test::matrix_of<TestType>(h.q, h.nq, h.d);
-        const auto k = ap_test::matrix_of<TestType>(h.k, h.nk, h.d);
-        const auto tq = ap_test::vector_of<double>(h.tq, h.nq);
-        const auto tk = ap_test::vector_of<double>(h.tk, h.nk);
-        const ap::planar_rotation_result r = ap::planar_rotation(q, tq, k, tk);
+        const ap_test::qk_fixture<TestType> f(h);
+        const ap::planar_rotation_result r = ap::planar_rotation(f.q, f.tq, f.k, f.tk);
         const std::vector<double> got = plane_scalars(r);
         for (std::size_t i = 0; i < got.size(); ++i)
         {
@@ -86,14 +82,9 @@ TEMPLATE_TEST_CASE("planar_rotation on tokens_view equals the expression form, a
                    "[planar_rotation]", float, double)
 {
     const ref::head& h = ref::heads[0];
-    const auto q = ap_test::matrix_of<TestType>(h.q, h.nq, h.d);
-    const auto k = ap_test::matrix_of<TestType>(h.k, h.nk, h.d);
-    std::vector<std::int64_t> tq(h.tq, h.tq + h.nq), tk(h.tk, h.tk + h.nk), bq(h.nq, 1), bk(h.nk, 1);
-    const auto qv = ap::make_tokens_view(q.data(), h.nq, h.d, tq.data(), bq.data());
-    const auto kv = ap::make_tokens_view(k.data(), h.nk, h.d, tk.data(), bk.data());
-    const ap::planar_rotation_result a = ap::planar_rotation(qv, kv);
-    const ap::planar_rotation_result b =
-        ap::planar_rotation(q, ap_test::vector_of<double>(h.tq, h.nq), k, ap_test::vector_of<double>(h.tk, h.nk));
+    const ap_test::qk_fixture<TestType> f(h);
+    const ap::planar_rotation_result a = ap::planar_rotation(f.query_view(), f.key_view());
+    const ap::planar_rotation_result b = ap::planar_rotation(f.q, f.tq, f.k, f.tk);
     CHECK(plane_scalars(a) == plane_scalars(b));
     double dot = 0.0, na = 0.0, nb = 0.0;
     for (std::size_t j = 0; j < h.d; ++j)
@@ -111,20 +102,17 @@ TEST_CASE("planar_rotation's scalars are invariant under a reflection of the spa
 {
     // q.k is preserved by any orthogonal H, so is every scalar of the model (docs/method.md §8.5).
     const ref::head& h = ref::heads[3];
-    const auto q = ap_test::matrix_of<double>(h.q, h.nq, h.d);
-    const auto k = ap_test::matrix_of<double>(h.k, h.nk, h.d);
-    const auto tq = ap_test::vector_of<double>(h.tq, h.nq);
-    const auto tk = ap_test::vector_of<double>(h.tk, h.nk);
+    const ap_test::qk_fixture<double> f(h);
     xt::xtensor<double, 1> beta = xt::xtensor<double, 1>::from_shape({h.d});
     for (std::size_t j = 0; j < h.d; ++j)
     {
         beta(j) = 0.3 + static_cast<double>(j);
     }
     const xt::xtensor<double, 2> hm = ap::householder_to_e1(beta).matrix();
-    const xt::xtensor<double, 2> qh = xt::linalg::dot(q, hm);
-    const xt::xtensor<double, 2> kh = xt::linalg::dot(k, hm);
-    const std::vector<double> a = plane_scalars(ap::planar_rotation(q, tq, k, tk));
-    const std::vector<double> b = plane_scalars(ap::planar_rotation(qh, tq, kh, tk));
+    const xt::xtensor<double, 2> qh = xt::linalg::dot(f.q, hm);
+    const xt::xtensor<double, 2> kh = xt::linalg::dot(f.k, hm);
+    const std::vector<double> a = plane_scalars(ap::planar_rotation(f.q, f.tq, f.k, f.tk));
+    const std::vector<double> b = plane_scalars(ap::planar_rotation(qh, f.tq, kh, f.tk));
     for (std::size_t i = 0; i < a.size(); ++i)
     {
         INFO(scalar_names[i]);

@@ -1,8 +1,9 @@
 #ifndef ATTENTION_PLASTICITY_TESTS_TEST_UTIL_HPP
 #define ATTENTION_PLASTICITY_TESTS_TEST_UTIL_HPP
 
-// Small helpers shared by the test files: fixtures arrays to tensors, numbers in messages,
-// relative comparisons, hand-made cells of key pairs, and the tests' own normal deviates.
+// Small helpers shared by the test files: fixtures arrays to tensors (and a fixture head's queries
+// and keys), numbers in messages, relative comparisons, hand-made cells of key pairs, and the
+// tests' own normal deviates.
 
 #include <algorithm>
 #include <cmath>
@@ -18,6 +19,7 @@
 
 #include <attention_plasticity/cells.hpp>
 #include <attention_plasticity/random.hpp>
+#include <attention_plasticity/tokens.hpp>
 
 namespace ap_test
 {
@@ -68,6 +70,44 @@ xt::xtensor<T, 1> vector_of(const double* data, std::size_t n, double scale = 1.
     }
     return v;
 }
+
+/// The queries and keys of a fixture head (a struct with the arrays q, tq, k, tk and the sizes
+/// nq, nk, d): the vectors as TQ and TK, the positions as double tensors and, for the
+/// tokens_view form, as int64 columns with every token in bucket 1.
+template <class TQ, class TK = TQ>
+struct qk_fixture
+{
+    xt::xtensor<TQ, 2> q;
+    xt::xtensor<TK, 2> k;
+    xt::xtensor<double, 1> tq;
+    xt::xtensor<double, 1> tk;
+    std::vector<std::int64_t> q_position, k_position, q_bucket, k_bucket;
+
+    template <class Head>
+    explicit qk_fixture(const Head& h)
+        : q(matrix_of<TQ>(h.q, h.nq, h.d)),
+          k(matrix_of<TK>(h.k, h.nk, h.d)),
+          tq(vector_of<double>(h.tq, h.nq)),
+          tk(vector_of<double>(h.tk, h.nk)),
+          q_position(h.tq, h.tq + h.nq),
+          k_position(h.tk, h.tk + h.nk),
+          q_bucket(h.nq, 1),
+          k_bucket(h.nk, 1)
+    {
+    }
+
+    attention_plasticity::tokens_view<TQ> query_view() const
+    {
+        return attention_plasticity::make_tokens_view(q.data(), q.shape()[0], q.shape()[1], q_position.data(),
+                                                      q_bucket.data());
+    }
+
+    attention_plasticity::tokens_view<TK> key_view() const
+    {
+        return attention_plasticity::make_tokens_view(k.data(), k.shape()[0], k.shape()[1], k_position.data(),
+                                                      k_bucket.data());
+    }
+};
 
 /// An integer fixture column (positions, bucket or example ids) as a tensor.
 inline xt::xtensor<std::int64_t, 1> int_column(const std::int64_t* data, std::size_t n)

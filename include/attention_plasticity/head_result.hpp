@@ -107,6 +107,14 @@ struct bucket_profile
     bool small_bucket = false;  // n_queries < min_bucket_queries: out of the aggregates (§2.14)
 };
 
+/// What a profile row brings to the aggregates of docs/method.md §2.14 and to the interval of
+/// ap_overall (§8.3): `value` (its model or empirical AP_j), or NaN for a small bucket, which is
+/// not in D (§2.14).
+inline double value_in_d(const bucket_profile& row, double value) noexcept
+{
+    return row.small_bucket ? std::numeric_limits<double>::quiet_NaN() : value;
+}
+
 /// Wall time of each stage of analyze_head, in seconds (for profiling; optional).
 struct stage_timings
 {

@@ -84,15 +84,6 @@ struct pca_roles_result
 
 namespace detail
 {
-    /// Pearson r of u.x with t for one kind; NaN when either has no variance.
-    inline double correlation_along(const kind_moments& m, const double* u)
-    {
-        const double stt = m.stt();
-        const double sxx = quadratic_form(m, u);
-        return (stt > 0.0 && sxx > 0.0) ? cross_along(m, u) / std::sqrt(stt * sxx)
-                                        : std::numeric_limits<double>::quiet_NaN();
-    }
-
     inline pca_roles_result pca_roles_of_moments(const qk_moments& m)
     {
         const std::size_t d = m.d();

@@ -338,8 +338,7 @@ namespace detail
         {
             tau.push_back(row.tau);
             n_queries.push_back(static_cast<double>(row.n_queries));
-            // A small bucket is not in D (§2.14).
-            plasticity.push_back(row.small_bucket ? std::numeric_limits<double>::quiet_NaN() : row.plasticity);
+            plasticity.push_back(value_in_d(row, row.plasticity));
         }
         const double context = *std::max_element(query_positions.begin(), query_positions.end()) + 1.0;
         return plasticity_aggregates_raw(tau.data(), n_queries.data(), plasticity.data(), profile.size(), context);
@@ -372,19 +371,6 @@ namespace detail
         m.ap_last20 = aggregates.ap_last20;
         m.ap_drop = aggregates.ap_drop;
         return m;
-    }
-
-    /// The moments of §8.5 of the kept rows (keys' positions as double).
-    template <class TQ, class TK>
-    qk_moments head_qk_moments(const kept_tokens& q, const row_source<TQ>& q_rows, const kept_tokens& k,
-                               const row_source<TK>& k_rows, std::size_t threads, bool with_sxx)
-    {
-        std::vector<double> key_t(k.n);
-        for (std::size_t i = 0; i < k.n; ++i)
-        {
-            key_t[i] = static_cast<double>(k.position[i]);  // the kept rows' positions
-        }
-        return qk_moments_of(q_rows, q.t.data(), k_rows, key_t.data(), threads, with_sxx);
     }
 
     /// The head_metrics.csv columns of §8.5 that the options ask for.
@@ -426,8 +412,10 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     // §2.1-2.2: signs from all keys (which are checked on the way), the kept rows.
     const std::vector<double> signs = detail::head_orientation(queries, keys, threads);
     const std::size_t max_rows = options.max_tokens_per_head;
+    // The keys' positions as double only for §8.5.
+    const bool companion = options.planar_rotation || options.pca_roles;
     const auto q = detail::kept_tokens_of(queries, max_rows, seeds.query_subsample, "queries.vectors", true, false);
-    const auto k = detail::kept_tokens_of(keys, max_rows, seeds.key_subsample, nullptr, false, true);
+    const auto k = detail::kept_tokens_of(keys, max_rows, seeds.key_subsample, nullptr, companion, true);
     detail::row_source<TQ> q_rows = detail::oriented_rows(queries, q, signs);
     detail::row_source<TK> k_rows = detail::oriented_rows(keys, k, signs);
     clock.lap(&stage_timings::preparation);
@@ -437,9 +425,9 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     const householder rotation = householder_to_e1(fit.beta);
     clock.lap(&stage_timings::regression);
     // §8.5 on the kept, oriented rows (the measures are invariant under the orientation).
-    const bool companion = options.planar_rotation || options.pca_roles;
     const detail::qk_moments moments =
-        companion ? detail::head_qk_moments(q, q_rows, k, k_rows, threads, options.pca_roles) : detail::qk_moments{};
+        companion ? detail::qk_moments_of(q_rows, q.t.data(), k_rows, k.t.data(), threads, options.pca_roles)
+                  : detail::qk_moments{};
     clock.lap(&stage_timings::extensions);
     const detail::query_rotation rotated = detail::rotate_queries(q.t.data(), q_rows, fit, rotation, threads);
     q_rows.reflection = k_rows.reflection = rotation.is_identity() ? nullptr : rotation.v.data();

@@ -16,6 +16,7 @@
 #include <xtensor/xtensor.hpp>
 
 #include "detail/qk_moments.hpp"
+#include "detail/scaling.hpp"
 #include "tokens.hpp"
 
 namespace attention_plasticity
@@ -44,11 +45,9 @@ namespace detail
     /// without S_xx).
     inline void slope_and_r(const kind_moments& m, const double* u, double& slope, double& r)
     {
-        const double sxt = cross_along(m, u);
         const double stt = m.stt();
-        const double sxx = m.has_sxx ? quadratic_form(m, u) : 0.0;
-        slope = stt > 0.0 ? sxt / stt : 0.0;
-        r = (stt > 0.0 && sxx > 0.0) ? sxt / std::sqrt(stt * sxx) : std::numeric_limits<double>::quiet_NaN();
+        slope = stt > 0.0 ? cross_along(m, u) / stt : 0.0;
+        r = m.has_sxx ? correlation_along(m, u) : std::numeric_limits<double>::quiet_NaN();
     }
 
     inline planar_rotation_result planar_rotation_of_moments(const qk_moments& m)
@@ -61,24 +60,16 @@ namespace detail
         r.drift_direction.fill(nan);
         r.separation_direction.fill(nan);
         // a = Cov(x, t) / ||Cov(x, t)|| over the pooled cloud (the divisor N cancels).
-        double scale = 0.0;
         for (std::size_t j = 0; j < d; ++j)
         {
             r.drift_direction(j) = m.pooled_sxt(j);
-            scale = std::max(scale, std::abs(r.drift_direction(j)));
         }
-        if (!(scale > 0.0) || !std::isfinite(scale))
+        const double norm = scaled_norm(r.drift_direction.data(), d);
+        if (!(norm > 0.0) || !std::isfinite(norm))
         {
             r.drift_direction.fill(nan);
             return r;
         }
-        double norm2 = 0.0;
-        for (std::size_t j = 0; j < d; ++j)
-        {
-            const double x = r.drift_direction(j) / scale;
-            norm2 += x * x;
-        }
-        const double norm = scale * std::sqrt(norm2);
         for (std::size_t j = 0; j < d; ++j)
         {
             r.drift_direction(j) /= norm;
@@ -92,21 +83,13 @@ namespace detail
             query_mean += m.q.mean[j] * a[j];
             key_mean += m.k.mean[j] * a[j];
         }
-        double b_scale = 0.0;
         for (std::size_t j = 0; j < d; ++j)
         {
             r.separation_direction(j) = (m.q.mean[j] - m.k.mean[j]) - along * a[j];
-            b_scale = std::max(b_scale, std::abs(r.separation_direction(j)));
         }
-        if (b_scale > 0.0)
+        const double b_norm = scaled_norm(r.separation_direction.data(), d);
+        if (b_norm > 0.0)
         {
-            double b2 = 0.0;
-            for (std::size_t j = 0; j < d; ++j)
-            {
-                const double x = r.separation_direction(j) / b_scale;
-                b2 += x * x;
-            }
-            const double b_norm = b_scale * std::sqrt(b2);
             r.separation = 0.0;
             for (std::size_t j = 0; j < d; ++j)
             {

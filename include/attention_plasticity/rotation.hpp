@@ -18,6 +18,7 @@
 #include "detail/dots.hpp"
 #include "detail/errors.hpp"
 #include "detail/matrix.hpp"
+#include "detail/scaling.hpp"
 
 namespace attention_plasticity
 {
@@ -162,17 +163,7 @@ householder householder_to_e1(const xt::xexpression<E>& beta)
     householder h;
     h.dimension = b.size;
     // Scaled norm: no overflow or underflow for extreme but finite beta.
-    double largest = 0.0;
-    for (double value : b)
-    {
-        largest = std::max(largest, std::fabs(value));
-    }
-    double scaled2 = 0.0;
-    for (double value : b)
-    {
-        scaled2 += largest > 0.0 ? (value / largest) * (value / largest) : 0.0;
-    }
-    const double norm = largest * std::sqrt(scaled2);
+    const double norm = detail::scaled_norm(b.data, b.size);
     if (norm < householder_tolerance)
     {
         return h;

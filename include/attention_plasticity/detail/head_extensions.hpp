@@ -121,8 +121,8 @@ namespace detail
             if (m_options.confidence_intervals)
             {
                 bucket_estimate estimate;
-                // A small bucket (§2.14) is not in D: no interval of its own, no weight in ap_overall's.
-                estimate.plasticity = row.small_bucket ? std::numeric_limits<double>::quiet_NaN() : bucket.plasticity;
+                // A small bucket: no interval of its own, no weight in ap_overall's.
+                estimate.plasticity = value_in_d(row, bucket.plasticity);
                 estimate.sensitivity =
                     sensitivity_raw(matrix_of(w), bucket.moments.mean.data(), bucket.moments.variance.data(), model);
                 estimate.pair_variance = bucket.n_pairs > 0 ? pair_sampling_variance(bucket.pair_plasticity, cells)
@@ -147,8 +147,7 @@ namespace detail
                 {
                     tau.push_back(row.tau);
                     n_queries.push_back(static_cast<double>(row.n_queries));
-                    empirical.push_back(row.small_bucket ? std::numeric_limits<double>::quiet_NaN()
-                                                         : row.plasticity_empirical);
+                    empirical.push_back(value_in_d(row, row.plasticity_empirical));
                     if (m_options.confidence_intervals && !is_nan(row.plasticity_empirical))
                     {
                         const double bucket_variance = m_empirical_variance[next++];

@@ -55,7 +55,7 @@ namespace detail
     {
         std::vector<std::size_t> rows;  // the caller's rows kept, increasing; empty: all of them
         std::size_t n = 0;
-        std::vector<double> t;          // positions as double (queries)
+        std::vector<double> t;          // positions as double (queries; keys for §8.5), else empty
         const std::int64_t* position = nullptr;
         const std::int64_t* bucket = nullptr;
         const std::int64_t* example_id = nullptr;

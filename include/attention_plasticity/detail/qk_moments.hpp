@@ -9,7 +9,9 @@
 // not depend on the number of threads; no n x n matrix is formed.
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <limits>
 #include <vector>
 
 #include <xtensor/xexpression.hpp>
@@ -260,6 +262,15 @@ namespace detail
             s += u[i] * m.sxt(i);
         }
         return s;
+    }
+
+    /// Pearson r of u.x with t for one kind (S_xx needed); NaN when either has no variance.
+    inline double correlation_along(const kind_moments& m, const double* u) noexcept
+    {
+        const double stt = m.stt();
+        const double sxx = quadratic_form(m, u);
+        return (stt > 0.0 && sxx > 0.0) ? cross_along(m, u) / std::sqrt(stt * sxx)
+                                        : std::numeric_limits<double>::quiet_NaN();
     }
 }  // namespace detail
 }  // namespace attention_plasticity

@@ -7,6 +7,7 @@
 // DBL_MAX included. A power of two changes the exponent only, so every operation on the scaled
 // values rounds exactly as it would on the unscaled ones where those do not overflow.
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 
@@ -33,6 +34,29 @@ namespace detail
     {
         const int e = power_of_two_exponent(x);
         return e % 2 == 0 ? e : e - 1;
+    }
+
+    /// The Euclidean norm of v (d entries) without overflow or underflow for extreme but finite
+    /// entries: the largest |v_j| times the root of the sum of (v_j / largest)^2. 0 for a zero
+    /// vector (or d = 0); NaN when an entry is infinite.
+    inline double scaled_norm(const double* v, std::size_t d) noexcept
+    {
+        double largest = 0.0;
+        for (std::size_t j = 0; j < d; ++j)
+        {
+            largest = std::max(largest, std::fabs(v[j]));
+        }
+        if (!(largest > 0.0))
+        {
+            return 0.0;
+        }
+        double scaled2 = 0.0;
+        for (std::size_t j = 0; j < d; ++j)
+        {
+            const double x = v[j] / largest;
+            scaled2 += x * x;
+        }
+        return largest * std::sqrt(scaled2);
     }
 
     /// Multiplication by 2^e, e in [-1023, 1074], exactly: 2^e itself is not a double above
