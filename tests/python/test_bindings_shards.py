@@ -206,7 +206,11 @@ def test_bad_shards_are_ap_analyzes_usage_errors(dumps, tmp_path):
         assert proc.returncode == 2
         with pytest.raises(ap.UsageError) as info:
             ap.analyze_dump(dumps["npy"], tmp_path / "y", shard=value, progress=False, **OPTIONS)
-        assert str(info.value).replace("analyze_dump: shard", "--shard", 1) in proc.stderr
+        # The same message, naming the option as each front end does; the example after "e.g."
+        # is shown as each takes it (a flag with a Slurm array, or a keyword's value).
+        spoken = str(info.value).replace("analyze_dump: shard", "--shard", 1)
+        assert spoken.split("; e.g. ")[0] in proc.stderr
+        assert ("; e.g. '3/8')" in spoken) == ("; e.g. --shard 3/8," in proc.stderr)
     with pytest.raises(ap.UsageError, match="expected a single value"):
         ap.analyze_dump(dumps["npy"], shard=(1, 3), **OPTIONS)
     assert not os.path.exists(tmp_path / "y") or set_files(tmp_path / "y") == []
