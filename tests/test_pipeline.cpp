@@ -571,85 +571,52 @@ TEST_CASE("pipeline: bad input is rejected with a message naming what is wrong",
 
 namespace
 {
-// docs/method.md §2 composed by hand from the public steps, on copies of the caller's data.
+// docs/method.md §2 composed from the public steps as examples/compose_head.cpp composes them
+// (with head_options::threads given to the steps that take threads), and the extensions of §8.
 template <class TQ, class TK>
-ap::head_result compose_steps(const ap::head_tokens<TQ>& q, const ap::head_tokens<TK>& k, const ap::head_id& id,
-                              const ap::head_options& options)
+ap::head_result compose_steps(const ap::head_tokens<TQ>& queries, const ap::head_tokens<TK>& keys,
+                              const ap::head_id& id, const ap::head_options& options)
 {
-    const std::size_t d = q.vectors.shape()[1];
+    const std::size_t d = queries.vectors.shape()[1];
+    const std::size_t threads = options.threads;
     const ap::head_seeds seeds = ap::seeds_of_head(options.seed, id);
     // §2.1-2.2
-    const xt::xtensor<double, 1> signs = ap::orientation_signs(k.vectors, k.bucket);
-    auto kept = [&](const auto& tokens, const xt::xtensor<std::size_t, 1>& rows, xt::xtensor<double, 2>& x,
-                    xt::xtensor<double, 1>& t, xt::xtensor<std::int64_t, 1>& position,
-                    xt::xtensor<std::int64_t, 1>& bucket, xt::xtensor<std::int64_t, 1>& example) {
-        const std::size_t n = rows.size();
-        x = xt::xtensor<double, 2>::from_shape({n, d});
-        t = xt::xtensor<double, 1>::from_shape({n});
-        position = bucket = example = xt::xtensor<std::int64_t, 1>::from_shape({n});
-        for (std::size_t r = 0; r < n; ++r)
-        {
-            for (std::size_t j = 0; j < d; ++j)
-            {
-                x(r, j) = signs(j) * static_cast<double>(tokens.vectors(rows(r), j));
-            }
-            position(r) = tokens.position(rows(r));
-            t(r) = static_cast<double>(position(r));
-            bucket(r) = tokens.bucket(rows(r));
-            example(r) = tokens.example_id.size() ? tokens.example_id(rows(r)) : 0;
-        }
-    };
-    xt::xtensor<double, 2> xq, xk;
-    xt::xtensor<double, 1> tq, tk;
-    xt::xtensor<std::int64_t, 1> pq, bq, eq, pk, bk, ek;
-    kept(q, ap::subsample_rows(q.position.size(), options.max_tokens_per_head, seeds.query_subsample), xq, tq, pq,
-         bq, eq);
-    kept(k, ap::subsample_rows(k.position.size(), options.max_tokens_per_head, seeds.key_subsample), xk, tk, pk, bk,
-         ek);
+    const xt::xtensor<double, 1> signs = ap::orientation_signs(keys.vectors, keys.bucket, threads);
+    const ap::prepared_tokens q =
+        ap::prepare_tokens(queries, signs, options.max_tokens_per_head, seeds.query_subsample);
+    const ap::prepared_tokens k = ap::prepare_tokens(keys, signs, options.max_tokens_per_head, seeds.key_subsample);
     // §2.3-2.5
-    const ap::linear_fit fit = ap::fit_linear(tq, xq);
+    const ap::linear_fit fit = ap::fit_linear(q.t, q.vectors, threads);
     const ap::householder rotation = ap::householder_to_e1(fit.beta);
-    const ap::scalar_predictability scalar = ap::scalar_position_predictability(tq, xq, fit.beta);
-    const xt::xtensor<double, 2> xq_rot = rotation.apply(xq);
-    const xt::xtensor<double, 2> xk_rot = rotation.apply(xk);
+    const ap::scalar_predictability scalar = ap::scalar_position_predictability(q.t, q.vectors, fit.beta, threads);
+    const xt::xtensor<double, 2> xq_rot = rotation.apply(q.vectors);
+    const xt::xtensor<double, 2> xk_rot = rotation.apply(k.vectors);
     // §2.6-2.9
-    const ap::position_component_fit component0 = ap::fit_position_component(tq, xq_rot);
+    const ap::position_component_fit component0 = ap::fit_position_component(q.t, xq_rot);
     const auto first = ap::standardized_normality(component0.residual);
     const auto noise = ap::noise_normality(xt::view(xq_rot, xt::all(), xt::range(1, d)), options.normality_max_dims,
-                                           options.p_alpha, seeds.noise_components);
+                                           options.p_alpha, seeds.noise_components, threads);
     ap::head_result r;
     r.id = id;
     r.component_r2 = fit.r2;
     r.component_weight = ap::component_weights(fit.r2);
     // §2.10-2.13
-    const auto models = ap::bucket_query_models(tq, bq, xq_rot, component0, options.covariance_epsilon);
-    const auto key_buckets = ap::group_key_buckets(pk, bk, ek);
-    std::vector<double> tau, n_queries, ap_j;
+    const auto models = ap::bucket_query_models(q.t, q.bucket, xq_rot, component0, options.covariance_epsilon, threads);
+    const auto key_buckets = ap::group_key_buckets(k.position, k.bucket, k.example_id);
     std::vector<double> map_key, map_query, map_pp;                      // §8.1
     std::vector<double> empirical_variance;                              // §8.2
     std::vector<ap::bucket_estimate> estimates;                          // §8.3
     auto append = [](std::vector<double>& to, const auto& values) { to.insert(to.end(), values.begin(), values.end()); };
     for (const auto& model : models)
     {
-        std::vector<ap::cell_pairs> cells;
-        for (std::size_t c : ap::eligible_key_buckets(key_buckets, model.bucket, model.tau, options.sliding_window))
-        {
-            cells.push_back(ap::cell_key_pairs(key_buckets[c], model.bucket, options.num_pairs_per_bucket,
-                                               options.max_rel_dist, seeds.pair_sampler));
-        }
+        const std::vector<ap::cell_pairs> cells = ap::query_bucket_cells(key_buckets, model, options, seeds.pair_sampler);
         const auto bucket = ap::query_bucket_plasticity(xk_rot, cells, model);
         r.cells.insert(r.cells.end(), bucket.cells.begin(), bucket.cells.end());
-        r.profile.push_back({model.bucket, model.tau, model.n_queries, bucket.plasticity, bucket.n_pairs});
-        // §2.14: a bucket of fewer than min_bucket_queries queries is not in D.
-        const bool small = model.n_queries < options.min_bucket_queries;
-        r.profile.back().small_bucket = small;
-        tau.push_back(model.tau);
-        n_queries.push_back(static_cast<double>(model.n_queries));
-        ap_j.push_back(small ? std::numeric_limits<double>::quiet_NaN() : bucket.plasticity);
+        r.profile.push_back(ap::profile_row(model, bucket, options.min_bucket_queries));
         // §8.1: the method's pairs and the extra ones, with their distances.
         if (options.distance_map)
         {
-            const ap::pair_distances dist = ap::cell_pair_distances(pk, cells, model.tau);
+            const ap::pair_distances dist = ap::cell_pair_distances(k.position, cells, model.tau);
             append(map_key, dist.key_distance);
             append(map_query, dist.query_distance);
             append(map_pp, bucket.pair_plasticity);
@@ -668,7 +635,7 @@ ap::head_result compose_steps(const ap::head_tokens<TQ>& q, const ap::head_token
                         }
                     }
                 }
-                const ap::pair_distances extra_dist = ap::cell_pair_distances(pk, extra, model.tau);
+                const ap::pair_distances extra_dist = ap::cell_pair_distances(k.position, extra, model.tau);
                 append(map_key, extra_dist.key_distance);
                 append(map_query, extra_dist.query_distance);
                 append(map_pp, ap::query_bucket_plasticity(xk_rot, extra, model).pair_plasticity);
@@ -679,9 +646,9 @@ ap::head_result compose_steps(const ap::head_tokens<TQ>& q, const ap::head_token
         if (options.empirical_ap && bucket.n_pairs > 0)
         {
             std::vector<std::size_t> rows;
-            for (std::size_t i = 0; i < bq.size(); ++i)
+            for (std::size_t i = 0; i < q.bucket.size(); ++i)
             {
-                if (bq(i) == model.bucket)
+                if (q.bucket(i) == model.bucket)
                 {
                     rows.push_back(i);
                 }
@@ -712,7 +679,7 @@ ap::head_result compose_steps(const ap::head_tokens<TQ>& q, const ap::head_token
         if (options.confidence_intervals)
         {
             ap::bucket_estimate e;
-            e.plasticity = small ? std::numeric_limits<double>::quiet_NaN() : bucket.plasticity;
+            e.plasticity = ap::value_in_d(r.profile.back(), bucket.plasticity);
             e.sensitivity = ap::bucket_plasticity_sensitivity(w, bucket.moments, model);
             e.pair_variance = bucket.n_pairs ? ap::pair_sampling_variance(bucket.pair_plasticity, cells)
                                              : std::numeric_limits<double>::quiet_NaN();
@@ -720,14 +687,9 @@ ap::head_result compose_steps(const ap::head_tokens<TQ>& q, const ap::head_token
         }
     }
     // §2.14
-    const std::vector<std::size_t> shape{tau.size()};
-    const auto aggregates = ap::plasticity_aggregates(xt::adapt(tau, shape), xt::adapt(n_queries, shape),
-                                                      xt::adapt(ap_j, shape), xt::amax(tq)() + 1.0);
+    const auto aggregates = ap::plasticity_aggregates(r.profile, xt::amax(q.t)() + 1.0);
     ap::head_metrics& m = r.metrics;
-    m = {tq.size(), tk.size(), d, fit.r2_mean, fit.beta_norm, scalar.r2, scalar.mae_baseline, scalar.mae_projection,
-         scalar.mae_ratio, first.skewness, first.excess_kurtosis, first.ks_p_value, noise.median_abs_skewness,
-         noise.median_abs_kurtosis, noise.median_ks_p_value, noise.fraction_ks_p_below_alpha, aggregates.ap_overall,
-         aggregates.ap_first20, aggregates.ap_last20, aggregates.ap_drop};
+    m = ap::make_head_metrics({q.rows.size(), k.rows.size()}, fit, scalar, first, noise, aggregates);
     // §8: the head-level results.
     if (options.distance_map)
     {
@@ -737,14 +699,8 @@ ap::head_result compose_steps(const ap::head_tokens<TQ>& q, const ap::head_token
     }
     if (options.empirical_ap)
     {
-        std::vector<double> empirical;
-        for (const auto& row : r.profile)
-        {
-            empirical.push_back(ap::value_in_d(row, row.plasticity_empirical));
-        }
-        m.ap_empirical_overall = ap::plasticity_aggregates(xt::adapt(tau, shape), xt::adapt(n_queries, shape),
-                                                           xt::adapt(empirical, shape), 1.0)
-                                     .ap_overall;
+        m.ap_empirical_overall =
+            ap::plasticity_aggregates(r.profile, 1.0, &ap::bucket_profile::plasticity_empirical).ap_overall;
         if (options.confidence_intervals)
         {
             double numerator = 0.0, total = 0.0;
@@ -768,7 +724,7 @@ ap::head_result compose_steps(const ap::head_tokens<TQ>& q, const ap::head_token
     if (options.confidence_intervals)
     {
         const ap::plasticity_uncertainty u =
-            ap::plasticity_standard_errors(tq, bq, xq_rot, component0, fit.beta_norm, models, estimates);
+            ap::plasticity_standard_errors(q.t, q.bucket, xq_rot, component0, fit.beta_norm, models, estimates);
         for (std::size_t j = 0; j < r.profile.size(); ++j)
         {
             auto& row = r.profile[j];
@@ -1131,6 +1087,7 @@ TEST_CASE("pipeline: any number of threads gives byte-identical results", "[pipe
         options.threads = threads;
         check_identical(ap::analyze_head(queries, keys, id, options), one);
     }
-    options.threads = 1;
+    // The public steps given threads (their trailing argument) give the same bits too.
+    options.threads = 3;
     check_identical(compose_steps(queries, keys, id, options), one);
 }

@@ -24,12 +24,15 @@
 //   empirical.hpp    the model-free AP from the actual queries (§8.2)
 //   sensitivity.hpp  how a bucket's AP_j responds to its query model; pair-sampling variance (§8.3)
 //   intervals.hpp    standard errors, biases and intervals of AP_j and ap_overall (§8.3)
+//   head_steps.hpp   the joints of §2 for a caller composing the steps: kept, oriented rows,
+//                    a bucket's cells, profile rows, aggregates from them, the metrics row
 //   pipeline.hpp     analyze_head: all of §2 for one head (and the extensions of §8)
 
 #include "aggregates.hpp"
 #include "cells.hpp"
 #include "distance_maps.hpp"
 #include "empirical.hpp"
+#include "head_steps.hpp"
 #include "intervals.hpp"
 #include "kolmogorov.hpp"
 #include "ks_test.hpp"

@@ -236,10 +236,11 @@ residual_normality_result standardized_normality(const xt::xexpression<E>& x)
 /// p-values over k = min(max_ks_dims, m) columns: all of them when k = m, otherwise the
 /// draw of sample_without_replacement(m, k, rng(seed)). m = 0: NaNs and zero counts.
 /// X not 2-D, n < 2 or a NaN p_alpha: std::invalid_argument; a non-finite value of X:
-/// std::domain_error.
+/// std::domain_error. `threads` share the rows and then the columns (0 or 1: the calling
+/// thread only); any number gives the same bits.
 template <class E>
 noise_normality_result noise_normality(const xt::xexpression<E>& X, std::size_t max_ks_dims, double p_alpha,
-                                       std::uint64_t seed)
+                                       std::uint64_t seed, std::size_t threads = 1)
 {
     constexpr const char* fn = "noise_normality";
     const E& e = X.derived_cast();
@@ -276,7 +277,7 @@ noise_normality_result noise_normality(const xt::xexpression<E>& X, std::size_t 
             }
         }
         return detail::noise_normality_blocked(
-            n, m, tested, p_alpha, 1,
+            n, m, tested, p_alpha, threads,
             [&](std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1, double* out, std::size_t ld) {
                 detail::gather_columns(p, i0, i1, j0, j1, row_stride, col_stride, out, ld);
             });

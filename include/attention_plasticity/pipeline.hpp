@@ -39,6 +39,7 @@
 #include "detail/rows.hpp"
 #include "detail/stream_store.hpp"
 #include "head_result.hpp"
+#include "head_steps.hpp"
 #include "normality.hpp"
 #include "pca_roles.hpp"
 #include "planar_rotation.hpp"
@@ -282,12 +283,7 @@ namespace detail
     {
         std::vector<std::vector<cell_pairs>> cells(models.size());
         parallel_for(models.size(), options.threads, [&](std::size_t j, std::size_t) {
-            for (std::size_t c :
-                 eligible_key_buckets(key_buckets, models[j].bucket, models[j].tau, options.sliding_window))
-            {
-                cells[j].push_back(cell_key_pairs(key_buckets[c], models[j].bucket, options.num_pairs_per_bucket,
-                                                  options.max_rel_dist, pair_seed));
-            }
+            cells[j] = query_bucket_cells(key_buckets, models[j], options, pair_seed);
         });
         return cells;
     }
@@ -315,62 +311,6 @@ namespace detail
         column.rows = component0.size();
         column.cols = column.ld = 1;
         return fit_position_component_raw(t, column, fn);
-    }
-
-    /// The head_profile.csv row of query bucket j (§3).
-    inline bucket_profile profile_row(const bucket_query_model& model, const bucket_plasticity_result& bucket)
-    {
-        bucket_profile row;
-        row.q_bucket = model.bucket;
-        row.tau = model.tau;
-        row.n_queries = model.n_queries;
-        row.plasticity = bucket.plasticity;
-        row.n_pairs = bucket.n_pairs;
-        return row;
-    }
-
-    /// §2.14 over the profile rows (small buckets left out), with C = max query position + 1.
-    inline plasticity_aggregates_result aggregates_of(const std::vector<bucket_profile>& profile,
-                                                      const std::vector<double>& query_positions)
-    {
-        std::vector<double> tau, n_queries, plasticity;
-        for (const auto& row : profile)
-        {
-            tau.push_back(row.tau);
-            n_queries.push_back(static_cast<double>(row.n_queries));
-            plasticity.push_back(value_in_d(row, row.plasticity));
-        }
-        const double context = *std::max_element(query_positions.begin(), query_positions.end()) + 1.0;
-        return plasticity_aggregates_raw(tau.data(), n_queries.data(), plasticity.data(), profile.size(), context);
-    }
-
-    inline head_metrics head_metrics_of(std::size_t n_q, std::size_t n_k, std::size_t d, const linear_fit& fit,
-                                        const scalar_predictability& scalar, const residual_normality_result& first,
-                                        const noise_normality_result& noise,
-                                        const plasticity_aggregates_result& aggregates)
-    {
-        head_metrics m;
-        m.n_q_tokens = n_q;
-        m.n_k_tokens = n_k;
-        m.d_model = d;
-        m.q_R2_pos = fit.r2_mean;
-        m.q_beta_norm = fit.beta_norm;
-        m.q_R2_scalar = scalar.r2;
-        m.q_mae_baseline = scalar.mae_baseline;
-        m.q_mae_proj = scalar.mae_projection;
-        m.q_mae_ratio = scalar.mae_ratio;
-        m.q_resid0_skew = first.skewness;
-        m.q_resid0_kurt = first.excess_kurtosis;
-        m.q_resid0_ks_p = first.ks_p_value;
-        m.q_noise_med_abs_skew = noise.median_abs_skewness;
-        m.q_noise_med_abs_kurt = noise.median_abs_kurtosis;
-        m.q_noise_med_ks_p = noise.median_ks_p_value;
-        m.q_noise_frac_ks_p_lt_alpha = noise.fraction_ks_p_below_alpha;
-        m.ap_overall = aggregates.ap_overall;
-        m.ap_first20 = aggregates.ap_first20;
-        m.ap_last20 = aggregates.ap_last20;
-        m.ap_drop = aggregates.ap_drop;
-        return m;
     }
 
     /// The head_metrics.csv columns of §8.5 that the options ask for.
@@ -434,7 +374,6 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     q_rows.reflection_factors = rotated.factors.empty() ? nullptr : rotated.factors.data();
     clock.lap(&stage_timings::rotation);
     // §2.6-2.8: the positional component and the normality summaries.
-    const std::size_t d = signs.size();
     const position_component_fit component0 = detail::position_component_of(q.t.data(), rotated.component0, fn);
     const residual_normality_result first = standardized_normality(component0.residual);
     const noise_normality_result noise = detail::noise_normality_of_rows(q_rows, options, seeds.noise_components);
@@ -466,14 +405,14 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     for (std::size_t j = 0; j < models.size(); ++j)
     {
         result.cells.insert(result.cells.end(), buckets[j].cells.begin(), buckets[j].cells.end());
-        result.profile.push_back(detail::profile_row(models[j], buckets[j]));
-        result.profile.back().small_bucket = models[j].n_queries < options.min_bucket_queries;
+        result.profile.push_back(profile_row(models[j], buckets[j], options.min_bucket_queries));
         extensions.add_bucket(models[j], key_buckets, cells[j], buckets[j], result);
     }
     clock.lap(&stage_timings::extensions);
     // §2.14 and the metrics row.
-    const plasticity_aggregates_result aggregates = detail::aggregates_of(result.profile, q.t);
-    result.metrics = detail::head_metrics_of(q.n, k.n, d, fit, rotated.scalar, first, noise, aggregates);
+    const double context_length = *std::max_element(q.t.begin(), q.t.end()) + 1.0;  // C of §2.14
+    const plasticity_aggregates_result aggregates = plasticity_aggregates(result.profile, context_length);
+    result.metrics = make_head_metrics({q.n, k.n}, fit, rotated.scalar, first, noise, aggregates);
     detail::add_companion_measures(moments, options, result.metrics);
     clock.lap(&stage_timings::kernel);
     extensions.finish(models, component0, fit.beta_norm, result);

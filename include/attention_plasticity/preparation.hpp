@@ -121,9 +121,11 @@ namespace detail
 /// The orientation of a head (docs/method.md §2.1): s_d = sign of the mean over key buckets of
 /// the per-bucket mean of key component d, with 0 -> +1, from all keys (n x d) and their
 /// bucket ids (n). Every query and key vector is then multiplied by s (X * s).
-/// Throws std::invalid_argument on shapes, std::domain_error on a non-finite key.
+/// Throws std::invalid_argument on shapes, std::domain_error on a non-finite key. `threads`
+/// share the columns (0 or 1: the calling thread only); any number gives the same bits.
 template <class EK, class EB>
-xt::xtensor<double, 1> orientation_signs(const xt::xexpression<EK>& keys, const xt::xexpression<EB>& key_buckets)
+xt::xtensor<double, 1> orientation_signs(const xt::xexpression<EK>& keys, const xt::xexpression<EB>& key_buckets,
+                                         std::size_t threads = 1)
 {
     constexpr const char* fn = "orientation_signs";
     const auto k = detail::as_matrix<detail::float_or_double_t<EK>>(keys, fn, "keys");
@@ -133,7 +135,7 @@ xt::xtensor<double, 1> orientation_signs(const xt::xexpression<EK>& keys, const 
         detail::throw_invalid(fn, "key_buckets has ", b.size, " entries but keys has ", k.rows, " rows");
     }
     std::size_t bad_row = 0;
-    const std::vector<double> signs = detail::orientation_signs_raw(k, b.data, &bad_row);
+    const std::vector<double> signs = detail::orientation_signs_raw(k, b.data, &bad_row, threads);
     if (signs.size() != k.cols)
     {
         detail::throw_non_finite_row(fn, "keys", k.row(bad_row), bad_row, k.cols);

@@ -439,13 +439,15 @@ namespace detail
 
 /// The query models of a head (docs/method.md §2.10), one per query bucket j > 0 with at least
 /// 2 queries, in increasing j: from the rotated queries X_rot (n x d, d >= 1), their positions
-/// and bucket ids, and the fit of the positional component (§2.6).
+/// and bucket ids, and the fit of the positional component (§2.6). `threads` share the buckets'
+/// covariances (0 or 1: the calling thread only); any number gives the same bits.
 template <class EP, class EB, class EX>
 std::vector<bucket_query_model> bucket_query_models(const xt::xexpression<EP>& positions,
                                                     const xt::xexpression<EB>& buckets,
                                                     const xt::xexpression<EX>& x_rot,
                                                     const position_component_fit& component0,
-                                                    double covariance_epsilon = default_covariance_epsilon)
+                                                    double covariance_epsilon = default_covariance_epsilon,
+                                                    std::size_t threads = 1)
 {
     constexpr const char* fn = "bucket_query_models";
     auto p = detail::as_vector<double>(positions, fn, "positions");
@@ -472,7 +474,8 @@ std::vector<bucket_query_model> bucket_query_models(const xt::xexpression<EP>& p
     }
     detail::require_finite(fn, "positions", p);
     detail::require_finite(fn, "X_rot", xm);
-    return detail::bucket_query_models_raw(p.data, b.data, detail::rows_of(xm), component0, covariance_epsilon);
+    return detail::bucket_query_models_raw(p.data, b.data, detail::rows_of(xm), component0, covariance_epsilon,
+                                           threads);
 }
 }  // namespace attention_plasticity
 

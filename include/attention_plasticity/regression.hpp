@@ -285,9 +285,10 @@ namespace detail
 /// OLS of each column of X (n x d) on t (n): alpha, beta, per-column R2 and their nanmean
 /// (docs/method.md §2.3). R2 = S_tx^2 / (S_tt S_xx) in [0, 1], independent of the scale of
 /// the data. A constant column (all values equal): alpha = the constant, beta = 0, R2 = 0.
-/// When t has no variance: alpha = column mean, beta = 0, R2 = 0.
+/// When t has no variance: alpha = column mean, beta = 0, R2 = 0. `threads` share the
+/// columns (0 or 1: the calling thread only); any number gives the same bits.
 template <class ET, class EX>
-linear_fit fit_linear(const xt::xexpression<ET>& t, const xt::xexpression<EX>& x)
+linear_fit fit_linear(const xt::xexpression<ET>& t, const xt::xexpression<EX>& x, std::size_t threads = 1)
 {
     constexpr const char* fn = "fit_linear";
     auto tv = detail::as_vector<double>(t, fn, "t");
@@ -298,7 +299,7 @@ linear_fit fit_linear(const xt::xexpression<ET>& t, const xt::xexpression<EX>& x
     }
     detail::require_finite(fn, "t", tv);
     detail::require_finite(fn, "X", xm);
-    return detail::fit_linear_raw(tv.data, detail::rows_of(xm), fn);
+    return detail::fit_linear_raw(tv.data, detail::rows_of(xm), fn, threads);
 }
 
 /// How well the projection s = X beta / ||beta|| predicts y = log2(t + 1) (docs/method.md §2.4).
@@ -455,9 +456,10 @@ namespace detail
 
 /// docs/method.md §2.4: y = log2(t + 1), s = X beta / ||beta||, OLS y ~ a + b s; R2 and MAEs.
 /// beta = 0: R2 0 and both MAEs the baseline (ratio 1). Ratio 1 when the baseline is 0.
+/// `threads` share the rows (0 or 1: the calling thread only); any number gives the same bits.
 template <class ET, class EX, class EB>
 scalar_predictability scalar_position_predictability(const xt::xexpression<ET>& t, const xt::xexpression<EX>& x,
-                                                     const xt::xexpression<EB>& beta)
+                                                     const xt::xexpression<EB>& beta, std::size_t threads = 1)
 {
     constexpr const char* fn = "scalar_position_predictability";
     auto tv = detail::as_vector<double>(t, fn, "t");
@@ -471,7 +473,8 @@ scalar_predictability scalar_position_predictability(const xt::xexpression<ET>& 
     detail::require_finite(fn, "t", tv);
     detail::require_finite(fn, "X", xm);
     detail::require_finite(fn, "beta", bv);
-    return detail::scalar_predictability_raw(tv.data, detail::rows_of(xm), bv.data, fn);
+    return detail::scalar_predictability_raw(tv.data, detail::rows_of(xm), bv.data, fn, threads,
+                                             [](std::size_t, std::size_t, const double*) {});
 }
 
 /// The positional component of the rotated queries (docs/method.md §2.6): OLS of component 0
