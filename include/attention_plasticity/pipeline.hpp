@@ -5,12 +5,13 @@
 // steps (orientation and subsampling, the position model, normality summaries, component
 // weights, query models, cells and aggregates) over views of the caller's buffers and
 // returns every number of docs/method.md §3 (head_result.hpp: the options and the result).
-// The steps are in their own headers, the extensions of §8 in detail/head_extensions.hpp;
-// what is here is the composition. No working copy of the queries or keys is made: the steps
-// read the caller's rows through a row source that keeps, orients and reflects them as they
-// are read (detail/row_source.hpp, detail/kept_tokens.hpp), so a head needs little memory
-// beyond its own data, and with options.threads > 1 the steps share their work among threads
-// with identical results.
+// The steps are in their own headers, the joints between them in head_steps.hpp (which
+// examples/compose_head.cpp composes the same way, on copies), the extensions of §8 in
+// detail/head_extensions.hpp; what is here is the composition. No working copy of the
+// queries or keys is made: the steps read the caller's rows through a row source that keeps,
+// orients and reflects them as they are read (detail/row_source.hpp, detail/kept_tokens.hpp),
+// so a head needs little memory beyond its own data, and with options.threads > 1 the steps
+// share their work among threads with identical results.
 
 #include <algorithm>
 #include <chrono>
