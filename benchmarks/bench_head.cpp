@@ -23,12 +23,6 @@ namespace
 namespace ap = attention_plasticity;
 using namespace attention_plasticity::run;
 
-template <class F>
-auto with_view(const folder_data& folder, F&& f)
-{
-    return folder.dtype == npy_dtype::float32 ? f(ap::as_view(folder.f32)) : f(ap::as_view(folder.f64));
-}
-
 void print_number(const char* name, double value, bool comma = true)
 {
     if (value != value)
@@ -90,8 +84,8 @@ int main(int argc, char** argv)
         for (std::size_t r = 0; r < rounds; ++r)
         {
             const auto start = std::chrono::steady_clock::now();
-            result = with_view(q, [&](const auto& queries) {
-                return with_view(k, [&](const auto& keys) { return ap::analyze_head(queries, keys, id, options); });
+            result = with_tokens(q, [&](const auto& queries) {
+                return with_tokens(k, [&](const auto& keys) { return ap::analyze_head(queries, keys, id, options); });
             });
             seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
         }

@@ -40,11 +40,8 @@ int main(int argc, char** argv)
         ap::head_options options = ap::run::analyze_default_options();
         options.sliding_window = q.sliding_window;
         // A dump holds float32 or float64 vectors: the view of the type it holds.
-        auto with_view = [](const ap::io::folder_data& f, auto&& use) {
-            return f.dtype == ap::io::npy_dtype::float32 ? use(ap::as_view(f.f32)) : use(ap::as_view(f.f64));
-        };
-        const ap::head_result result = with_view(q, [&](const auto& queries) {
-            return with_view(k, [&](const auto& keys) { return ap::analyze_head(queries, keys, id, options); });
+        const ap::head_result result = ap::io::with_tokens(q, [&](const auto& queries) {
+            return ap::io::with_tokens(k, [&](const auto& keys) { return ap::analyze_head(queries, keys, id, options); });
         });
         const ap::io::head_rows rows = ap::io::format_head(result);
         std::filesystem::create_directories(argv[5]);

@@ -9,8 +9,9 @@
 //                              /example_id.npy      int32 or int64 [n]
 //                              /sliding_window.npy  optional, int32 or int64 [n]
 //
-// The files are read by npy_reader.hpp; which folders exist and which heads to analyze is
-// dump_layout.hpp's. Every problem throws input_error{file, reason}.
+// The files are read by npy_reader.hpp (the vectors in place, from a read-only mapping of
+// vector.npy); which folders exist and which heads to analyze is dump_layout.hpp's. Every
+// problem throws input_error{file, reason}.
 
 #include <algorithm>
 #include <cerrno>
@@ -38,7 +39,10 @@ namespace attention_plasticity::io
 {
 namespace fs = std::filesystem;
 
-/// One folder (l{LL}h{HH}q or ...k) of a dump, loaded. Exactly one of f32/f64 holds the data.
+/// One folder (l{LL}h{HH}q or ...k) of a dump, loaded: the vectors in place in a read-only
+/// mapping of vector.npy (or read, when it cannot be mapped; npy_reader.hpp), the columns as
+/// int64. Move-only: it owns the mapping, and the views it gives (view(), with_tokens) are
+/// valid as long as it (or the object it is moved into) lives.
 struct folder_data
 {
     std::string folder;
@@ -46,13 +50,35 @@ struct folder_data
     npy_dtype dtype = npy_dtype::float64;
     std::size_t n = 0;
     std::size_t d = 0;
-    attention_plasticity::head_tokens<float> f32;
-    attention_plasticity::head_tokens<double> f64;
+    npy_vectors vectors;
+    xt::xtensor<std::int64_t, 1> position;
+    xt::xtensor<std::int64_t, 1> bucket;
+    xt::xtensor<std::int64_t, 1> example_id;
     std::int64_t sliding_window = 0;   // queries only; 0 = none
 
     /// Bytes held, for the record.
     std::size_t bytes() const { return n * d * dtype_size(dtype) + 3 * n * sizeof(std::int64_t); }
+
+    /// The tokens as the library's view; T is the vectors' type (float for float32, double for
+    /// float64; otherwise std::logic_error). with_tokens picks it.
+    template <class T>
+    attention_plasticity::tokens_view<T> view() const
+    {
+        return attention_plasticity::tokens_view<T>{
+            attention_plasticity::detail::const_view_of<T, 2>(vectors.data<T>(), {n, d}),
+            attention_plasticity::detail::const_view_of<std::int64_t, 1>(position.data(), {position.size()}),
+            attention_plasticity::detail::const_view_of<std::int64_t, 1>(bucket.data(), {bucket.size()}),
+            attention_plasticity::detail::const_view_of<std::int64_t, 1>(example_id.data(), {example_id.size()})};
+    }
 };
+
+/// use(folder.view<T>()) with T the type of the folder's vectors: a dump holds float32 or
+/// float64 vectors, and the analysis takes either.
+template <class F>
+decltype(auto) with_tokens(const folder_data& folder, F&& use)
+{
+    return folder.dtype == npy_dtype::float32 ? use(folder.view<float>()) : use(folder.view<double>());
+}
 
 /// The largest position accepted: 2^53, the last integer from which every smaller one is a
 /// float64 (positions enter the statistics as float64; a larger one would be rounded).
@@ -131,22 +157,10 @@ inline folder_data load_folder(const std::string& folder, bool with_sliding_wind
     }
     out.vector_file = (fs::path(folder) / "vector.npy").string();
     const std::string& vpath = out.vector_file;
-    {
-        std::ifstream in;
-        const npy_header h = open_npy(in, vpath);
-        check_vector_header(h, vpath);
-        out.dtype = h.dtype;
-        out.n = h.shape[0];
-        out.d = h.shape[1];
-        if (h.dtype == npy_dtype::float32)
-        {
-            out.f32.vectors = read_vectors_as<float>(in, h, vpath);
-        }
-        else
-        {
-            out.f64.vectors = read_vectors_as<double>(in, h, vpath);
-        }
-    }
+    out.vectors = read_vectors(vpath);
+    out.dtype = out.vectors.dtype();
+    out.n = out.vectors.rows();
+    out.d = out.vectors.cols();
     const std::string from = "vector.npy";
     auto column = [&](const char* name) {
         return read_int_column((fs::path(folder) / name).string(), out.n, from);
@@ -164,18 +178,9 @@ inline folder_data load_folder(const std::string& folder, bool with_sliding_wind
             out.sliding_window = sliding_window_of(read_int_column(sw_path, out.n, from), sw_path);
         }
     }
-    if (out.dtype == npy_dtype::float32)
-    {
-        out.f32.position = std::move(position);
-        out.f32.bucket = std::move(bucket);
-        out.f32.example_id = std::move(example_id);
-    }
-    else
-    {
-        out.f64.position = std::move(position);
-        out.f64.bucket = std::move(bucket);
-        out.f64.example_id = std::move(example_id);
-    }
+    out.position = std::move(position);
+    out.bucket = std::move(bucket);
+    out.example_id = std::move(example_id);
     return out;
 }
 

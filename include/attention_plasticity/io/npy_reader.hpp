@@ -11,7 +11,8 @@
 // the payload (exactly what the file holds, and at most the machine's physical memory), so
 // that no header can make the reader allocate what it cannot have. Every problem throws
 // input_error{file, reason}. The reader works on any std::istream (the fuzz target feeds it
-// memory); open_npy() adds the checks of a path (docs/method.md §1).
+// memory); open_npy() adds the checks of a path (docs/method.md §1). read_vectors() gives a
+// file's vectors in place, from a read-only mapping of the file (mapped_file.hpp).
 
 #include <algorithm>
 #include <cerrno>
@@ -25,6 +26,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -34,6 +36,7 @@
 
 #include "errors.hpp"
 #include "fs_util.hpp"
+#include "mapped_file.hpp"
 
 namespace attention_plasticity::io
 {
@@ -582,6 +585,26 @@ inline void check_vector_header(const npy_header& h, const std::string& path)
     }
 }
 
+namespace detail
+{
+    /// Every value of the n x d vectors at `data` (count = n d) is finite; otherwise
+    /// input_error naming `path`, the value, its row and column.
+    template <class T>
+    void check_finite_vectors(const T* data, std::size_t count, std::size_t d, const std::string& path)
+    {
+        for (std::size_t k = 0; k < count; ++k)
+        {
+            if (!std::isfinite(data[k]))
+            {
+                std::ostringstream msg;
+                msg << "non-finite value (" << static_cast<double>(data[k]) << ") at row " << k / d << ", column "
+                    << k % d;
+                throw input_error(path, msg.str());
+            }
+        }
+    }
+}  // namespace detail
+
 /// The payload of vectors (check_vector_header(h) passed) in their own precision; every
 /// value must be finite.
 template <class T>
@@ -589,17 +612,100 @@ xt::xtensor<T, 2> read_vectors_as(std::istream& in, const npy_header& h, const s
 {
     xt::xtensor<T, 2> out = xt::xtensor<T, 2>::from_shape({h.shape[0], h.shape[1]});
     detail::read_payload(in, out.data(), h.count, path);
-    const std::size_t d = h.shape[1];
-    const T* data = out.data();
-    for (std::size_t k = 0; k < h.count; ++k)
+    detail::check_finite_vectors(out.data(), h.count, h.shape[1], path);
+    return out;
+}
+
+/// The vectors of one NPY file (float32 or float64 [n, d], C order, every value finite), held
+/// in place in a read-only mapping of the file (mapped_file.hpp) when it can be mapped, else
+/// read into a buffer of their own. Move-only; the pointers and views it gives are valid as
+/// long as it (or the object it is moved into) lives.
+class npy_vectors
+{
+public:
+    npy_vectors() = default;
+
+    npy_dtype dtype() const noexcept { return m_dtype; }
+    std::size_t rows() const noexcept { return m_rows; }
+    std::size_t cols() const noexcept { return m_cols; }
+    /// Whether the vectors are read in place from a mapping of the file.
+    bool mapped() const noexcept { return m_mapping.valid(); }
+
+    /// The n x d values, row-major; T must be the file's type (float for float32, double for
+    /// float64), otherwise std::logic_error.
+    template <class T>
+    const T* data() const
     {
-        if (!std::isfinite(data[k]))
+        static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "vectors are float or double");
+        if (m_dtype != (std::is_same_v<T, float> ? npy_dtype::float32 : npy_dtype::float64))
         {
-            std::ostringstream msg;
-            msg << "non-finite value (" << static_cast<double>(data[k]) << ") at row " << k / d << ", column "
-                << k % d;
-            throw input_error(path, msg.str());
+            throw std::logic_error(std::string("npy_vectors::data: the vectors are ") + dtype_name(m_dtype));
         }
+        if (m_mapping.valid())
+        {
+            return reinterpret_cast<const T*>(m_mapping.data() + m_offset);
+        }
+        if constexpr (std::is_same_v<T, float>)
+        {
+            return m_f32.data();
+        }
+        else
+        {
+            return m_f64.data();
+        }
+    }
+
+private:
+    friend npy_vectors read_vectors(const std::string& path);
+
+    npy_dtype m_dtype = npy_dtype::float32;
+    std::size_t m_rows = 0;
+    std::size_t m_cols = 0;
+    mapped_file m_mapping;      // the whole file, when mapped
+    std::size_t m_offset = 0;   // of the payload in the mapping
+    xt::xtensor<float, 2> m_f32;   // the payload, when not mapped
+    xt::xtensor<double, 2> m_f64;
+};
+
+/// The vectors in the file `path`, with the checks of open_npy, check_vector_header and
+/// read_vectors_as and their messages. The file's size is validated against its header before
+/// it is mapped, so a truncated file is the same input_error whether mapped or read. Mapped
+/// only when the payload is aligned for its type (NumPy aligns it to 64 bytes; a hand-made
+/// header may not), else read.
+inline npy_vectors read_vectors(const std::string& path)
+{
+    std::ifstream in;
+    const npy_header h = open_npy(in, path);
+    check_vector_header(h, path);
+    npy_vectors out;
+    out.m_dtype = h.dtype;
+    out.m_rows = h.shape[0];
+    out.m_cols = h.shape[1];
+    const std::size_t item = dtype_size(h.dtype);
+    if (h.data_offset % item == 0)
+    {
+        out.m_mapping = mapped_file::map(path, h.data_offset + h.count * item);
+        out.m_offset = h.data_offset;
+    }
+    if (out.m_mapping.valid())
+    {
+        in.close();
+        if (h.dtype == npy_dtype::float32)
+        {
+            detail::check_finite_vectors(out.data<float>(), h.count, h.shape[1], path);
+        }
+        else
+        {
+            detail::check_finite_vectors(out.data<double>(), h.count, h.shape[1], path);
+        }
+    }
+    else if (h.dtype == npy_dtype::float32)
+    {
+        out.m_f32 = read_vectors_as<float>(in, h, path);
+    }
+    else
+    {
+        out.m_f64 = read_vectors_as<double>(in, h, path);
     }
     return out;
 }

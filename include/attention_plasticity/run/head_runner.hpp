@@ -64,13 +64,12 @@ struct loaded_folder
 /// file. Called from worker threads, concurrently.
 using folder_loader = std::function<loaded_folder(const std::string& folder, bool with_sliding_window)>;
 
-/// A folder of the NPY layout (npy_dump.hpp), viewed in place.
+/// A folder of the NPY layout (npy_dump.hpp), viewed in place: the owner is the loaded folder,
+/// which holds the mapping of its vector.npy.
 inline loaded_folder load_npy_folder(const std::string& folder, bool with_sliding_window)
 {
     auto data = std::make_shared<const folder_data>(load_folder(folder, with_sliding_window));
-    using views = loaded_folder::tokens_type;
-    loaded_folder out(data->dtype == npy_dtype::float32 ? views(attention_plasticity::as_view(data->f32))
-                                                        : views(attention_plasticity::as_view(data->f64)));
+    loaded_folder out(with_tokens(*data, [](const auto& view) { return loaded_folder::tokens_type(view); }));
     out.folder = data->folder;
     out.vector_file = data->vector_file;
     out.n = data->n;
