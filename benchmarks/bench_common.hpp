@@ -14,8 +14,8 @@
 #include <xtensor/xtensor.hpp>
 
 #include <attention_plasticity/blas_policy.hpp>
-#include <attention_plasticity/detail/random.hpp>
 #include <attention_plasticity/pipeline.hpp>
+#include <attention_plasticity/random.hpp>
 
 namespace ap_bench
 {

@@ -29,6 +29,7 @@
 #include <attention_plasticity/run/analyze_config.hpp>
 #include <attention_plasticity/run/head_runner.hpp>
 #include <attention_plasticity/run/progress.hpp>
+#include <attention_plasticity/run/run_report.hpp>
 
 using namespace attention_plasticity::run;
 
@@ -51,8 +52,6 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "ap_analyze: %s\n", e.what());
         return 2;
     }
-    const std::string& output_dir = run->config().output_dir;
-
     // The output folder is checked (and locked) before any work.
     try
     {
@@ -89,35 +88,12 @@ int main(int argc, char** argv)
         progress.head_done(failure != nullptr);
     });
     progress.finish();
-    if (!run->state().thread_note.empty())
-    {
-        std::fprintf(stderr, "ap_analyze: %s\n", run->state().thread_note.c_str());
-    }
 
-    const std::string counts = run->counts_text();
-    if (!run->has_results())
+    // The set written (or not) and the closing report (run_report.hpp), as every front end ends.
+    const run_report report = run->finish();
+    for (const auto& line : report.lines)
     {
-        run->commit();  // drops the temporary set
-        std::fprintf(stderr, "ap_analyze: %s; no head was analyzed, so %s\n", counts.c_str(),
-                     run->unchanged_text(true).c_str());
-        return 1;
+        std::fprintf(stderr, "ap_analyze: %s\n", line.c_str());
     }
-    try
-    {
-        run->commit();
-    }
-    catch (const std::exception& e)
-    {
-        std::fprintf(stderr, "ap_analyze: error: %s; %s\n", e.what(), run->unchanged_text(false).c_str());
-        return 1;
-    }
-    double head_seconds = 0.0;
-    for (double s : run->state().seconds)
-    {
-        head_seconds += s;
-    }
-    std::fprintf(stderr, "ap_analyze: %s, in %s (%.3f s per head); results in %s\n", counts.c_str(),
-                 format_seconds(progress.elapsed()).c_str(), total ? head_seconds / static_cast<double>(total) : 0.0,
-                 output_dir.c_str());
-    return run->failed() > 0 ? 1 : 0;
+    return report.exit_status;
 }

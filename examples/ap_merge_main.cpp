@@ -20,6 +20,7 @@
 
 #include <attention_plasticity/run/config.hpp>
 #include <attention_plasticity/run/result_set.hpp>
+#include <attention_plasticity/run/run_report.hpp>
 #include <attention_plasticity/run/shard_merge.hpp>
 
 namespace
@@ -154,38 +155,11 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "ap_merge: %s\n", note.c_str());
     }
 
-    const shard_manifest& run = merge->run();
-    for (const auto& head : merge->failed())
+    // The merged set written (or not) and the closing report (run_report.hpp), as ap_analyze's.
+    const run_report report = finish_merge(*merge, *writer, config.output_dir);
+    for (const auto& line : report.lines)
     {
-        std::fprintf(stderr, "ap_merge: error: layer %zu q_head %zu: %s (in shard folder '%s')\n", head.layer,
-                     head.q_head, head.error.c_str(), head.folder.c_str());
+        std::fprintf(stderr, "ap_merge: %s\n", line.c_str());
     }
-    const std::size_t failed = merge->failed().size();
-    const std::size_t analyzed = merge->analyzed();
-    std::string counts = std::to_string(run.shard.count) + (run.shard.count == 1 ? " shard" : " shards") + "; "
-                         + std::to_string(run.present_heads) + " of the " + std::to_string(run.layout_heads)
-                         + " query heads of the layout present";
-    if (run.run_heads != run.present_heads)
-    {
-        counts += ", " + std::to_string(run.run_heads) + " of them selected";
-    }
-    counts += ": " + std::to_string(analyzed) + " analyzed, " + std::to_string(failed) + " failed";
-    if (analyzed == 0)
-    {
-        writer->abandon();
-        std::fprintf(stderr, "ap_merge: %s; no head was analyzed, so %s\n", counts.c_str(),
-                     writer->unchanged_text(true).c_str());
-        return 1;
-    }
-    try
-    {
-        writer->commit(merge->files());
-    }
-    catch (const std::exception& e)
-    {
-        std::fprintf(stderr, "ap_merge: error: %s; %s\n", e.what(), writer->unchanged_text(false).c_str());
-        return 1;
-    }
-    std::fprintf(stderr, "ap_merge: %s; results in %s\n", counts.c_str(), config.output_dir.c_str());
-    return failed > 0 ? 1 : 0;
+    return report.exit_status;
 }

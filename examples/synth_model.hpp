@@ -53,9 +53,9 @@
 
 #include <attention_plasticity/aggregates.hpp>
 #include <attention_plasticity/cells.hpp>
-#include <attention_plasticity/detail/random.hpp>
 #include <attention_plasticity/plasticity.hpp>
 #include <attention_plasticity/query_model.hpp>
+#include <attention_plasticity/random.hpp>
 #include <attention_plasticity/sampler.hpp>
 
 namespace ap_synth

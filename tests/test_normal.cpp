@@ -1,9 +1,10 @@
 // Tests of include/attention_plasticity/normal.hpp: Phi, 1 - Phi and 4 p (1 - p) through erfc,
-// and the spline of normal_cdf_fast.
+// the spline of normal_cdf_fast, and the quantile Phi^-1.
 //
 // Reference values: tests/reference/core_reference.hpp (/usr/bin/python3
-// tests/reference/gen_core_reference.py) and tests/reference/normality_reference.hpp
-// (/usr/bin/python3 tests/reference/gen_normality.py): SciPy, and mpmath at 50 digits.
+// tests/reference/gen_core_reference.py), tests/reference/normality_reference.hpp
+// (/usr/bin/python3 tests/reference/gen_normality.py) and tests/reference/extensions_reference.hpp
+// (/usr/bin/python3 tests/reference/gen_extensions_reference.py): SciPy, and mpmath at 50 digits.
 
 #include <catch2/catch.hpp>
 
@@ -17,6 +18,7 @@
 
 #include "test_util.hpp"
 #include "reference/core_reference.hpp"
+#include "reference/extensions_reference.hpp"
 #include "reference/normality_reference.hpp"
 
 namespace ap = attention_plasticity;
@@ -157,4 +159,15 @@ TEST_CASE("normal_cdf_fast: within 2e-15 of normal_cdf everywhere, exact (erfc) 
         CHECK(c >= previous);
         previous = c;
     }
+}
+
+TEST_CASE("normal_quantile: Phi^-1 matches scipy.stats.norm.ppf, in the centre and both tails", "[normal]")
+{
+    for (std::size_t i = 0; i < 10; ++i)
+    {
+        CAPTURE(extensions_ref::quantile_p[i]);
+        CHECK(near_rel(ap::normal_quantile(extensions_ref::quantile_p[i]), extensions_ref::quantile_z[i], 1e-13, 1e-15));
+    }
+    // Still reachable under its earlier name, detail::normal_quantile (it lived in intervals.hpp).
+    CHECK(ap::detail::normal_quantile(0.975) == ap::normal_quantile(0.975));
 }

@@ -20,7 +20,7 @@
 #include <xtensor/xtensor.hpp>
 
 #include "test_util.hpp"
-#include <attention_plasticity/detail/random.hpp>
+#include <attention_plasticity/random.hpp>
 #include <attention_plasticity/rotation.hpp>
 
 #include "reference/core_reference.hpp"

@@ -22,7 +22,7 @@
 #include <xtensor/xadapt.hpp>
 #include <xtensor/xtensor.hpp>
 
-#include <attention_plasticity/detail/random.hpp>
+#include <attention_plasticity/random.hpp>
 #include <attention_plasticity/sampler.hpp>
 
 #include "reference/core_reference.hpp"

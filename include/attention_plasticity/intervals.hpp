@@ -34,48 +34,6 @@
 
 namespace attention_plasticity
 {
-namespace detail
-{
-    /// Phi^-1(p) for p in (0, 1): Acklam's rational approximation (relative error 1.2e-9), then
-    /// one Halley step on Phi through erfc, which brings it to a few ulp.
-    inline double normal_quantile(double p)
-    {
-        static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
-                                   1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00};
-        static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
-                                   6.680131188771972e+01, -1.328068155288572e+01};
-        static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
-                                   -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00};
-        static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
-                                   3.754408661907416e+00};
-        const double low = 0.02425;
-        double x;
-        if (p < low)
-        {
-            const double q = std::sqrt(-2.0 * std::log(p));
-            x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5])
-                / ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0);
-        }
-        else if (p <= 1.0 - low)
-        {
-            const double q = p - 0.5;
-            const double r = q * q;
-            x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q
-                / (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1.0);
-        }
-        else
-        {
-            const double q = std::sqrt(-2.0 * std::log1p(-p));
-            x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5])
-                / ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0);
-        }
-        // Halley: e = Phi(x) - p (from the smaller tail), u = e sqrt(2 pi) exp(x^2 / 2).
-        const double e = x < 0.0 ? normal_cdf(x) - p : (1.0 - p) - normal_sf(x);
-        const double u = e * 2.50662827463100050242 * std::exp(0.5 * x * x);
-        return x - u / (1.0 + 0.5 * x * u);
-    }
-}  // namespace detail
-
 /// What the interval of one query bucket needs (one per bucket_query_model, in their order).
 struct bucket_estimate
 {
@@ -674,7 +632,7 @@ inline interval plasticity_interval(double estimate, double bias, double standar
     {
         return result;
     }
-    const double z = detail::normal_quantile(0.5 + 0.5 * level);
+    const double z = normal_quantile(0.5 + 0.5 * level);
     const double centre = estimate - bias;
     result.centre = centre;
     result.low = std::min(1.0, std::max(0.0, centre - z * standard_error));

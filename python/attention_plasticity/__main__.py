@@ -13,7 +13,6 @@ not be written, 2 a usage or configuration error, or an output folder that canno
 """
 
 import sys
-import time
 
 from . import _core
 from .dump import _run, parquet_rows
@@ -35,7 +34,6 @@ def main(argv=None):
     if run is None:
         sys.stdout.write(_core.analyze_help(PROG))
         return 0
-    start = time.perf_counter()
     try:
         for note in run.notes():
             say(note)
@@ -49,19 +47,11 @@ def main(argv=None):
         except KeyboardInterrupt:
             say("interrupted; nothing was written")
             return 130
-        counts = run.counts_text()
-        if not run.has_results:
-            where = run.unchanged_text(True)
-            run.commit()
-            say(f"{counts}; no head was analyzed, so {where}")
-            return 1
-        try:
-            run.commit()
-        except (OSError, RuntimeError) as exc:
-            say(f"error: {exc}; {run.unchanged_text(False)}")
-            return 1
-        say(f"{counts}, in {time.perf_counter() - start:.1f} s; results in {run.output_dir}")
-        return 1 if run.failed else 0
+        # The set written (or not) and the closing report, ap_analyze's (run/run_report.hpp).
+        lines, status = run.finish()
+        for line in lines:
+            say(line)
+        return status
     finally:
         run.close()
 

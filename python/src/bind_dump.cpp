@@ -40,6 +40,7 @@
 #include <attention_plasticity/run/dump_layout.hpp>
 #include <attention_plasticity/run/head_runner.hpp>
 #include <attention_plasticity/run/result_set.hpp>
+#include <attention_plasticity/run/run_report.hpp>
 #include <attention_plasticity/run/shard_plan.hpp>
 
 #include "common.hpp"
@@ -407,6 +408,18 @@ namespace
             return without_gil([&] { return m_run.commit(); });
         }
 
+        /// Writes the result set and makes the closing report (analysis_run::finish, as ap_analyze
+        /// ends): (lines, exit status).
+        std::pair<std::vector<std::string>, int> finish()
+        {
+            if (!m_run.writes())
+            {
+                throw std::invalid_argument("analyze_dump: this run has no output_dir");
+            }
+            ex::run_report report = without_gil([&] { return m_run.finish(); });
+            return {std::move(report.lines), report.exit_status};
+        }
+
         /// Writes the result set into another folder (a writer of its own, as ap_analyze's).
         bool write_to(const std::string& output_dir) const
         {
@@ -615,6 +628,10 @@ void bind_dump(nb::module_& m)
         .def("commit", &dump_run::commit,
              "Writes the result set (as ap_analyze, with shard.json for a shard); False when there is none\n"
              "(has_results).")
+        .def("finish", &dump_run::finish,
+             "Writes the result set (commit) and returns the closing report every front end prints, as\n"
+             "(lines, exit_status): each line goes after 'PROGRAM: ' on stderr (the counts, and why nothing\n"
+             "was written when so); exit_status is ap_analyze's (0, or 1: a head failed, no set written).")
         .def("write_to", &dump_run::write_to, "output_dir"_a,
              "Writes the result set into output_dir (a writer of its own); False when there is none.")
         .def("has_earlier_set", [](const dump_run& r) { return r.engine().has_earlier_set(); },

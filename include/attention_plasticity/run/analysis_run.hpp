@@ -12,13 +12,15 @@
 //     (shard_manifest.hpp). A shard writes its set even when none of its heads was analyzed
 //     (or it has none), so that ap_merge sees that it finished; an unsharded run without an
 //     analyzed head writes nothing and leaves an earlier set as it was.
-// The front ends add how they report (progress, messages, exit statuses) and how they read a
-// folder (a folder_loader, a folder_probe: the Python module adds qk-sniffer's Parquet).
+// The closing report (its lines and exit status) is finish()'s, made by run_report.hpp. The
+// front ends add how they show progress and how they read a folder (a folder_loader, a
+// folder_probe: the Python module adds qk-sniffer's Parquet).
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -30,6 +32,7 @@
 #include "dump_layout.hpp"
 #include "head_runner.hpp"
 #include "result_set.hpp"
+#include "run_report.hpp"
 #include "shard_manifest.hpp"
 #include "shard_plan.hpp"
 
@@ -43,11 +46,6 @@ using namespace attention_plasticity::io;
 inline std::string analysis_program()
 {
     return std::string("ap_analyze ") + AP_VERSION;
-}
-
-inline std::string plural(std::uint64_t n, const char* one, const char* many)
-{
-    return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
 class analysis_run
@@ -247,22 +245,54 @@ public:
                + " of " + std::to_string(m_shard->run_tokens) + " tokens)";
     }
 
-    /// "P of the L query heads of the layout present[, S of them selected][; shard I/N: K
-    /// heads]: A analyzed, F failed" (S: the heads of the whole run).
-    std::string counts_text() const
+    /// The heads of the run as its report counts them (run_report.hpp).
+    head_counts counts() const
     {
-        std::string counts = std::to_string(m_plan.present_heads) + " of the " + std::to_string(m_plan.layout_heads)
-                             + " query heads of the layout present";
-        const std::size_t run_heads = m_shard ? m_shard->run_heads : m_plan.heads.size();
-        if (run_heads != m_plan.present_heads)
-        {
-            counts += ", " + std::to_string(run_heads) + " of them selected";
-        }
+        head_counts c;
+        c.present_heads = m_plan.present_heads;
+        c.layout_heads = m_plan.layout_heads;
+        c.run_heads = m_shard ? m_shard->run_heads : m_plan.heads.size();
         if (m_shard)
         {
-            counts += "; shard " + m_config.shard->text() + ": " + plural(m_plan.heads.size(), "head", "heads");
+            c.shard = m_config.shard->text();
+            c.shard_heads = m_plan.heads.size();
         }
-        return counts + ": " + std::to_string(analyzed()) + " analyzed, " + std::to_string(failed()) + " failed";
+        c.analyzed = analyzed();
+        c.failed = failed();
+        return c;
+    }
+
+    /// "P of the L query heads of the layout present[, S of them selected][; shard I/N: K
+    /// heads]: A analyzed, F failed" (S: the heads of the whole run).
+    std::string counts_text() const { return run::counts_text(counts()); }
+
+    /// The end of a run that has run: writes its result set (commit; a failed writing is
+    /// reported, not thrown) and makes the closing report every front end prints.
+    run_report finish()
+    {
+        run_outcome outcome;
+        if (!m_state.thread_note.empty())
+        {
+            outcome.notes.push_back(m_state.thread_note);
+        }
+        outcome.counts = counts();
+        outcome.has_results = has_results();
+        outcome.output_dir = m_config.output_dir;
+        outcome.timing = timing_text(m_seconds, m_state.seconds, m_plan.heads.size());
+        try
+        {
+            commit();
+        }
+        catch (const std::exception& e)
+        {
+            outcome.write_failed = true;
+            outcome.write_error = e.what();
+        }
+        if (!outcome.has_results || outcome.write_failed)
+        {
+            outcome.unchanged_text = unchanged_text(!outcome.has_results);
+        }
+        return make_run_report(outcome);
     }
 
 private:

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include <attention_plasticity/intervals.hpp>
+#include <attention_plasticity/normal.hpp>
 
 #include "../io/csv_rows.hpp"
 #include "../io/fs_util.hpp"
@@ -575,7 +576,7 @@ inline compare_result compare_result_sets(const compare_options& options)
     std::string heads_text = std::string(compare_heads_header) + "\n";
     std::string changed_text = std::string(compare_changed_header) + "\n";
     std::string summary_text = std::string(compare_summary_header) + "\n";
-    const double z_level = attention_plasticity::detail::normal_quantile(1.0 - 0.5 * options.alpha);
+    const double z_level = attention_plasticity::normal_quantile(1.0 - 0.5 * options.alpha);
     const char* const head_quantities[] = {"ap_overall", "ap_first20", "ap_last20", "ap_drop"};
     for (std::size_t s = 0; s + 1 < sets.size(); ++s)
     {

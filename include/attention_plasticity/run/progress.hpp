@@ -13,26 +13,10 @@
 
 #include <unistd.h>
 
+#include "run_report.hpp"  // format_seconds
+
 namespace attention_plasticity::run
 {
-inline std::string format_seconds(double s)
-{
-    char buf[32];
-    if (s < 60.0)
-    {
-        std::snprintf(buf, sizeof(buf), "%.1f s", s);
-    }
-    else if (s < 3600.0)
-    {
-        std::snprintf(buf, sizeof(buf), "%dm%02ds", static_cast<int>(s / 60.0), static_cast<int>(s) % 60);
-    }
-    else
-    {
-        std::snprintf(buf, sizeof(buf), "%dh%02dm", static_cast<int>(s / 3600.0), (static_cast<int>(s) / 60) % 60);
-    }
-    return buf;
-}
-
 class progress_reporter
 {
 public:

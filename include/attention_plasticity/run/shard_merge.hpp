@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -45,6 +46,7 @@
 #include "../io/fs_util.hpp"
 #include "cli_util.hpp"
 #include "result_set.hpp"
+#include "run_report.hpp"
 #include "shard_manifest.hpp"
 
 namespace attention_plasticity::run
@@ -112,6 +114,20 @@ public:
     const std::vector<failed_shard_head>& failed() const { return m_failed; }
     std::size_t analyzed() const { return m_heads.size(); }
     const shard_manifest& run() const { return reference().manifest; }
+
+    /// The heads of the merged run as its report counts them (run_report.hpp).
+    head_counts counts() const
+    {
+        const shard_manifest& m = run();
+        head_counts c;
+        c.merged_shards = m.shard.count;
+        c.present_heads = m.present_heads;
+        c.layout_heads = m.layout_heads;
+        c.run_heads = m.run_heads;
+        c.analyzed = analyzed();
+        c.failed = m_failed.size();
+        return c;
+    }
     /// The folders given, for messages.
     std::vector<std::string> folders() const
     {
@@ -690,6 +706,45 @@ private:
     std::vector<head_rows_view> m_heads;
     std::vector<failed_shard_head> m_failed;
 };
+
+/// The end of ap_merge: writes the merged set through `writer` (made for merge.file_names() in
+/// `output_dir`) when some head was analyzed, else drops its temporary set, and makes the closing
+/// report (run_report.hpp): each failed head first ("error: layer L q_head H: ERROR (in shard
+/// folder 'F')", as an unsharded run reports it), then the counts. A failed writing is reported,
+/// not thrown.
+inline run_report finish_merge(const shard_merge& merge, result_set_writer& writer, const std::string& output_dir)
+{
+    run_outcome outcome;
+    for (const auto& head : merge.failed())
+    {
+        outcome.notes.push_back("error: layer " + std::to_string(head.layer) + " q_head " + std::to_string(head.q_head)
+                                + ": " + head.error + " (in shard folder '" + head.folder + "')");
+    }
+    outcome.counts = merge.counts();
+    outcome.has_results = merge.analyzed() > 0;
+    outcome.output_dir = output_dir;
+    if (!outcome.has_results)
+    {
+        writer.abandon();
+    }
+    else
+    {
+        try
+        {
+            writer.commit(merge.files());
+        }
+        catch (const std::exception& e)
+        {
+            outcome.write_failed = true;
+            outcome.write_error = e.what();
+        }
+    }
+    if (!outcome.has_results || outcome.write_failed)
+    {
+        outcome.unchanged_text = writer.unchanged_text(!outcome.has_results);
+    }
+    return make_run_report(outcome);
+}
 }  // namespace attention_plasticity::run
 
 #endif
