@@ -21,14 +21,14 @@ For each such folder SRC/lLLhHHx/ this writes DST/lLLhHHx/ with
                         window (absent or all null: no file, which means no window)
 
 Reading and checking a folder is attention_plasticity.sniffed.read_sniffed_folder (the
-installed package, or python/attention_plasticity/sniffed.py of this repository).
+installed package: scripts/setup_python.sh installs it into .venv).
 Each file is written whole: first to a temporary name in the same folder, then renamed.
 A folder with a problem (missing column, wrong type, vectors of different lengths, nulls
 in a required column, not a Parquet file, ...) is reported on stderr with its file and
 column, nothing is written for it, and the other folders go on.
 
 Exit status: 0 all folders converted; 1 some folders failed; 2 bad arguments or no
-head folder found; 3 pyarrow (needed to read Parquet) is not installed.
+head folder found; 3 pyarrow (needed to read Parquet) or the package is not installed.
 """
 
 import argparse
