@@ -33,9 +33,6 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
-
 
 def build_model(args):
     import torch
@@ -69,9 +66,8 @@ def attach(sniffer, model, options, sink):
 
 def setup(args):
     import torch
-    import package_module
+    from attention_plasticity import capture_sniffer as sniffer
 
-    sniffer = package_module.load("capture_sniffer")
     torch.set_num_threads(1)
     model = build_model(args)
     ids = torch.randint(0, 32000, (1, args.seq_len), generator=torch.Generator().manual_seed(1))

@@ -7,9 +7,10 @@ The head is the one benchmarks/bench_common.hpp builds (synthetic_head: the same
 NormalGenerator draws, in the same order, the same double arithmetic), made here with the
 bound generator, so the C++ benchmark program sees the same numbers (its ap_overall counter
 is compared). Rounds alternate, in one process: (a) Python: ap.Tokens(...) on the arrays
-and ap.analyze_head(...), the whole call as a user makes it; (b) C++: the module's
-_analyze_head_seconds hook, which calls attention_plasticity::analyze_head from a C++ loop on
-the same views (no Python in the loop). One BLAS thread, as ap_analyze. Then
+and ap.analyze_head(...), the whole call as a user makes it; (b) C++: the hook
+attention_plasticity._core._bench.analyze_head_seconds, which calls
+attention_plasticity::analyze_head from a C++ loop on the same views (no Python in the
+loop). One BLAS thread, as ap_analyze. Then
 ap_bench_pipeline's BM_pipeline_qwen3_8b runs once for reference, and (--big) a 1 GiB input
 shows its peak memory.
 
@@ -29,7 +30,7 @@ import time
 import numpy as np
 
 import attention_plasticity as ap
-from attention_plasticity import _core
+from attention_plasticity._core import _bench
 
 
 def synthetic_tokens(n, d, examples, buckets, drift, seed):
@@ -59,7 +60,7 @@ def main():
     args = parser.parse_args()
 
     ap.set_blas_threads(1)
-    print(f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}, BLAS {_core._blas_library()}, "
+    print(f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}, BLAS {_bench.blas_library()}, "
           f"{ap.get_blas_threads()} BLAS thread")
     start = time.perf_counter()
     q = synthetic_tokens(50000, 128, 8, 12, 6.0, 1)
@@ -78,7 +79,7 @@ def main():
     py, cpp = [], []
 
     def cpp_call():
-        (seconds, ), ap_cpp = _core._analyze_head_seconds(queries, keys, head, options, 1)
+        (seconds, ), ap_cpp = _bench.analyze_head_seconds(queries, keys, head, options, 1)
         return seconds, ap_cpp
 
     for r in range(args.rounds):  # the two calls back to back, in turn first (no order bias)
@@ -107,7 +108,7 @@ def main():
         t0 = time.perf_counter()
         ap.analyze_head(ap.Tokens(*small_q[:3]), ap.Tokens(*small_k), head, options)
         small_py.append(time.perf_counter() - t0)
-        small_cpp.append(_core._analyze_head_seconds(sq, sk, head, options, 1)[0][0])
+        small_cpp.append(_bench.analyze_head_seconds(sq, sk, head, options, 1)[0][0])
     overhead = min(small_py) - min(small_cpp)
     print(f"small head (256 tokens): best Python call {min(small_py) * 1e6:.0f} us, best C++ call "
           f"{min(small_cpp) * 1e6:.0f} us: the binding costs {overhead * 1e6:.0f} us per call, "

@@ -70,12 +70,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import package_module  # noqa: E402  (beside this script)
-
 # The capture, its options and the Parquet writer: attention_plasticity.capture_sniffer (and
-# the model checks, text and examples of attention_plasticity.capture it uses).
-sniffer_module = package_module.load("capture_sniffer")
-capture_module = sniffer_module._capture
+# the model checks, text and examples of attention_plasticity.capture it uses), installed.
+from attention_plasticity import capture as capture_module  # noqa: E402
+from attention_plasticity import capture_sniffer as sniffer_module  # noqa: E402
+
 head_counts = capture_module.head_counts
 default_model_dir = capture_module.default_model_dir
 make_examples = capture_module.make_examples

@@ -21,14 +21,14 @@ For each such folder SRC/lLLhHHx/ this writes DST/lLLhHHx/ with
                         window (absent or all null: no file, which means no window)
 
 Reading and checking a folder is attention_plasticity.sniffed.read_sniffed_folder (the
-installed package, or python/attention_plasticity/sniffed.py of this repository).
+installed package: scripts/setup_python.sh installs it into .venv).
 Each file is written whole: first to a temporary name in the same folder, then renamed.
 A folder with a problem (missing column, wrong type, vectors of different lengths, nulls
 in a required column, not a Parquet file, ...) is reported on stderr with its file and
 column, nothing is written for it, and the other folders go on.
 
 Exit status: 0 all folders converted; 1 some folders failed; 2 bad arguments or no
-head folder found; 3 pyarrow (needed to read Parquet) is not installed.
+head folder found; 3 pyarrow (needed to read Parquet) or the package is not installed.
 """
 
 import argparse
@@ -53,14 +53,18 @@ PYARROW_MISSING_MESSAGE = (
     "Run this with the project's virtual environment (scripts/setup_python.sh creates "
     ".venv; then .venv/bin/python examples/convert_sniffed_qk.py ...), or install "
     "pyarrow into your Python ('python3 -m pip install pyarrow').")
+PACKAGE_MISSING_MESSAGE = (
+    "the attention_plasticity package is not installed, and its reader of qk-sniffer's Parquet "
+    "files is needed.\n"
+    "Run this with the project's virtual environment (scripts/setup_python.sh creates .venv "
+    "with the package), or install it into your Python ('python3 -m pip install .').")
 
 
 def load_sniffed_module():
-    """The module attention_plasticity.sniffed (numpy + pyarrow): the installed package's, or
-    else the repository's python/attention_plasticity/sniffed.py. Raises ImportError when
-    pyarrow (or numpy) is missing."""
-    import package_module  # beside this script
-    return package_module.load("sniffed", reraise=("pyarrow", "numpy"))
+    """The module attention_plasticity.sniffed of the installed package (numpy + pyarrow).
+    Raises ImportError when pyarrow, numpy or the package is missing."""
+    import importlib
+    return importlib.import_module("attention_plasticity.sniffed")
 
 
 def write_npy_head(folder, arrays):
@@ -181,7 +185,9 @@ def main(argv=None):
     try:
         sniffed = load_sniffed_module()
     except ImportError as exc:
-        print(f"{prog}: error: {PYARROW_MISSING_MESSAGE}\n({exc})", file=sys.stderr)
+        package_missing = (exc.name or "").split(".")[0] == "attention_plasticity"
+        message = PACKAGE_MISSING_MESSAGE if package_missing else PYARROW_MISSING_MESSAGE
+        print(f"{prog}: error: {message}\n({exc})", file=sys.stderr)
         return EXIT_NO_PYARROW
     failed = 0
     for name in folders:

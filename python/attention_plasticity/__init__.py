@@ -42,9 +42,17 @@ import sys as _sys
 if _sys.argv[:1] == ["-m"]:
     _os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from ._core import *  # noqa: F401,F403  (the compiled library; see _core.pyi)
+# The compiled library (see the stubs in _core/): its errors, and the public names of each of its
+# parts, one submodule per topic (attention_plasticity._core.kernel, ...).
 from ._core import (DomainError, InvalidArgumentError, OutputError,  # noqa: F401
                     UsageError)
+from ._core.kernel import *  # noqa: F401,F403  (§4-§6: the kernel, the sampler, the streams)
+from ._core.steps import *  # noqa: F401,F403  (§2 and §7: the steps and their statistics)
+from ._core.extensions import *  # noqa: F401,F403  (§8: distance maps, empirical AP, intervals)
+from ._core.head import *  # noqa: F401,F403  (Tokens, HeadOptions, analyze_head, HeadResult)
+from ._core.dump import *  # noqa: F401,F403  (DumpRun, the options of ap_analyze, BLAS threads)
+from ._core.companion import *  # noqa: F401,F403  (§8.5-8.6: planar rotation, PCA roles)
+from ._core.tables import *  # noqa: F401,F403  (§3: the tables' files, schema and columns)
 from .capture_sniffer import profile_model  # noqa: F401  (attention_plasticity.capture, in memory)
 from .dump import (DumpResult, HeadError, HeadFailedWarning,  # noqa: F401
                    analyze_dump)

@@ -14,7 +14,7 @@ not be written, 2 a usage or configuration error, or an output folder that canno
 
 import sys
 
-from . import _core
+from ._core.dump import DumpRun, analyze_help, blas_report
 from .dump import _run, parquet_rows
 
 PROG = "python -m attention_plasticity"
@@ -27,19 +27,19 @@ def main(argv=None):
         print(f"{PROG}: {message}", file=sys.stderr, flush=True)
 
     try:
-        run = _core.DumpRun.from_command_line([PROG] + argv, parquet_rows=parquet_rows)
+        run = DumpRun.from_command_line([PROG] + argv, parquet_rows=parquet_rows)
     except (ValueError, OSError, RuntimeError) as exc:
         say(exc)
         return 2
     if run is None:
-        sys.stdout.write(_core.analyze_help(PROG))
+        sys.stdout.write(analyze_help(PROG))
         return 0
     try:
         for note in run.notes():
             say(note)
         say(run.plan_line)
         # The kernels every front end runs with (docs/method.md §7.7), as ap_analyze reports them.
-        print(_core.blas_report(PROG), file=sys.stderr, flush=True)
+        print(blas_report(PROG), file=sys.stderr, flush=True)
         if run.shard_line is not None:
             say(run.shard_line)
         try:

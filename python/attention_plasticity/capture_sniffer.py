@@ -32,19 +32,8 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-try:  # the installed package, or this file loaded by path beside capture.py
-    from . import capture as _capture
-except ImportError:  # pragma: no cover - loaded by path (examples/package_module.py)
-    import importlib.util
-    _spec = importlib.util.spec_from_file_location(
-        "attention_plasticity_capture", os.path.join(os.path.dirname(__file__), "capture.py"))
-    _capture = importlib.util.module_from_spec(_spec)
-    _spec.loader.exec_module(_capture)
-
-try:  # DumpResult's table access for profile_model's result (needs the compiled module)
-    from .dump import DumpResult as _DumpResult
-except ImportError:  # loaded by path: capture and dumps only
-    _DumpResult = object
+from . import capture as _capture
+from .dump import DumpResult as _DumpResult  # the table access of profile_model's result
 
 CaptureError = _capture.CaptureError
 SAMPLERS = ("uniform", "log_uniform", "all")
@@ -509,7 +498,7 @@ def analyze_in_memory(sink, plan, num_q_heads, num_k_heads, head_options=None):
                     options.sliding_window = saved
             except Exception as exc:  # a failed head does not stop the others
                 errors.append((layer, q_head, str(exc)))
-    return results, errors, ap._core._tables_text(results)  # the CSVs' text, as ap_analyze's
+    return results, errors, ap._core.tables._tables_text(results)  # the CSVs' text, as ap_analyze's
 
 
 def profile_model(model, tokenizer, texts, *, max_seq_len=512, max_examples=None,

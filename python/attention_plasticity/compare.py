@@ -8,7 +8,7 @@ import io
 import os
 from typing import NamedTuple
 
-from . import _core
+from ._core.companion import _compare_result_sets
 
 
 def frame(text):
@@ -47,7 +47,7 @@ def compare_runs(sets, output_dir=None, names=None, alpha=0.05, common_heads=Fal
     ``output_dir``, the CSVs are written there as one result set, as ap_compare writes them.
     Returns CompareResult."""
     folders = [os.fspath(s) for s in sets]
-    tables, notes, compared, changed = _core._compare_result_sets(
+    tables, notes, compared, changed = _compare_result_sets(
         folders, list(names) if names is not None else [], float(alpha), bool(common_heads), bool(same_dump),
         os.fspath(output_dir) if output_dir is not None else None)
     return CompareResult(heads=frame(tables["compare_heads"]), changed=frame(tables["compare_changed"]),

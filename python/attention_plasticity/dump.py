@@ -14,7 +14,8 @@ import sys
 import warnings
 from typing import NamedTuple
 
-from . import _core, results as _results
+from . import results as _results
+from ._core.dump import DumpRun, analyze_options
 
 
 class HeadFailedWarning(RuntimeWarning):
@@ -129,7 +130,7 @@ def read_parquet_folder(folder):
 
 def _option_doc():
     lines = []
-    for key, _flag, metavar, help_text, _takes_list in _core.analyze_options():
+    for key, _flag, metavar, help_text, _takes_list in analyze_options():
         if key in ("data_root", "output_dir"):
             continue
         lines.append(f"        {key} : {metavar}\n            {help_text}")
@@ -193,7 +194,7 @@ def analyze_dump(data_root, output_dir=None, *, config=None, progress=True, warn
     KeyboardInterrupt
         Ctrl-C: the run stops (heads in progress finish), nothing is written.
     """
-    run = _core.DumpRun.from_options(os.fspath(data_root),
+    run = DumpRun.from_options(os.fspath(data_root),
                                      None if output_dir is None else os.fspath(output_dir),
                                      None if config is None else os.fspath(config), options,
                                      parquet_rows=parquet_rows)

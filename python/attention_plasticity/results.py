@@ -3,7 +3,7 @@
 
 ``tables(results)`` turns a list of ``HeadResult`` (or one, or a ``DumpResult``) into the
 DataFrames of docs/method.md §3, one per CSV ap_analyze writes. They are built from arrays of
-the very numbers the CSV writer formats (``_core.result_columns``: the C++ definition of
+the very numbers the CSV writer formats (``_core.tables.result_columns``: the C++ definition of
 every column in include/attention_plasticity/io/csv_rows.hpp, its name and its type, int64 or float64), never from
 CSV text, and no column is listed here: a column added to the CSVs appears in the DataFrames.
 
@@ -19,7 +19,8 @@ import warnings
 
 import numpy as np
 
-from . import _core
+from ._core.head import HeadResult
+from ._core.tables import result_columns
 
 
 def frames(columns):
@@ -43,9 +44,9 @@ def tables(results, *, warn=True):
     from .dump import DumpResult
     if isinstance(results, DumpResult):
         return results.tables
-    if isinstance(results, _core.HeadResult):
+    if isinstance(results, HeadResult):
         results = [results]
-    out = frames(_core.result_columns(results))
+    out = frames(result_columns(results))
     if warn:
         warn_nan_columns(out, stacklevel=3)
     return out
@@ -169,7 +170,7 @@ def _head_result_repr(self):
 def _head_result_to_dict(self):
     """The head and its metrics: {layer, q_head, k_head, and every column of head_metrics.csv}."""
     # The one row of head_metrics, straight from the columns (no DataFrame of every table).
-    columns = _core.result_columns([self])["head_metrics"]
+    columns = result_columns([self])["head_metrics"]
     return {name: (column[0].item() if hasattr(column[0], "item") else column[0])
             for name, column in columns.items()}
 

@@ -680,7 +680,11 @@ void bind_dump(nb::module_& m)
         "§7.7): {'openblas', 'core' (in use), 'loaded_core' (OpenBLAS's own choice at load), 'config',\n"
         "'selected' (the policy selected 'core'), 'from_environment' (OPENBLAS_CORETYPE was set),\n"
         "'policy_off' (AP_OPENBLAS_POLICY=off), 'threads', 'generic' (kernels without AVX2 on an AVX2 CPU)}.");
-    m.def("_blas_library", &blas_library,
+}
+
+void bind_dump_bench(nb::module_& bench)
+{
+    bench.def("blas_library", &blas_library,
           "The shared library the module's cblas_dgemm resolves to (to check that no other BLAS, e.g. NumPy's\n"
           "or torch's, interposes).");
 }

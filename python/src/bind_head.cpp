@@ -483,8 +483,12 @@ void bind_head(nb::module_& m)
     bind_tokens(m);
     bind_options(m);
     bind_result(m);
-    m.def(
-        "_analyze_head_seconds",
+}
+
+void bind_head_bench(nb::module_& bench)
+{
+    bench.def(
+        "analyze_head_seconds",
         [](const py_tokens& queries, const py_tokens& keys, const ap::head_id& head, const ap::head_options& options,
            std::size_t repeats) {
             std::vector<double> seconds;
@@ -503,19 +507,8 @@ void bind_head(nb::module_& m)
             return nb::make_tuple(seconds, checksum);
         },
         "queries"_a, "keys"_a, "head"_a, "options"_a, "repeats"_a = 1,
-        "Benchmark hook: the wall time of each of `repeats` calls of the C++ analyze_head on the same views,\n"
+        "The wall time of each of `repeats` calls of the C++ analyze_head on the same views,\n"
         "made from C++ (no Python in the loop), and the last ap_overall. benchmarks/bench_python.py compares\n"
         "it with ap.analyze_head called from Python.");
-    m.def(
-        "result_tables",
-        [] {
-            nb::list out;
-            for (const auto& table : attention_plasticity::run::result_tables())
-            {
-                out.append(nb::make_tuple(table_name(table.file), table.file, table.header));
-            }
-            return out;
-        },
-        "The CSVs of docs/method.md §3 as ap_analyze writes them: a list of (table name, file name, header).");
 }
 }  // namespace ap_python

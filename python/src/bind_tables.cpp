@@ -294,6 +294,17 @@ void install_result_methods(nb::module_& m)
 void bind_tables(nb::module_& m)
 {
     m.def(
+        "result_tables",
+        [] {
+            nb::list out;
+            for (const auto& table : ex::result_tables())
+            {
+                out.append(nb::make_tuple(table_name(table.file), table.file, table.header));
+            }
+            return out;
+        },
+        "The CSVs of docs/method.md §3 as ap_analyze writes them: a list of (table name, file name, header).");
+    m.def(
         "result_schema",
         [] {
             nb::dict out;

@@ -272,14 +272,19 @@ auto vector_field_view(const std::vector<T>& v, nb::handle owner)
     return nb::ndarray<nb::numpy, const out_t>(reinterpret_cast<const out_t*>(v.data()), 1, shape, owner);
 }
 
-// The parts of the module, one per file.
-void bind_kernel(nb::module_& m);  // normal, random, sampler, plasticity kernel
-void bind_steps(nb::module_& m);   // the steps of docs/method.md §2.1-2.15 and their statistics
-void bind_extensions(nb::module_& m);  // the extensions of docs/method.md §8
-void bind_head(nb::module_& m);    // tokens, analyze_head and its result
-void bind_dump(nb::module_& m);    // the options of ap_analyze, dump runs, the result set
-void bind_tables(nb::module_& m);  // the tables of §3 as columns
-void bind_companion(nb::module_& m);  // docs/method.md §8.5-8.6: planar rotation, PCA roles, compare_runs
+// The parts of the module, one per file, each its own submodule of _core (module.cpp).
+void bind_kernel(nb::module_& m);  // _core.kernel: normal, random, sampler, plasticity kernel
+void bind_steps(nb::module_& m);   // _core.steps: the steps of docs/method.md §2.1-2.15 and their statistics
+void bind_extensions(nb::module_& m);  // _core.extensions: the extensions of docs/method.md §8
+void bind_head(nb::module_& m);    // _core.head: tokens, analyze_head and its result
+void bind_dump(nb::module_& m);    // _core.dump: the options of ap_analyze, dump runs, BLAS threads
+void bind_tables(nb::module_& m);  // _core.tables: the tables of §3, their schema and columns
+void bind_companion(nb::module_& m);  // _core.companion: §8.5-8.6: planar rotation, PCA roles, compare_runs
+void install_result_methods(nb::module_& m);  // bind_tables.cpp: repr and to_dict of m's result types
+
+// The private submodule _core._bench: hooks of the benchmarks and tests, not the API.
+void bind_head_bench(nb::module_& bench);  // analyze_head_seconds
+void bind_dump_bench(nb::module_& bench);  // blas_library
 }  // namespace ap_python
 
 #endif

@@ -324,6 +324,13 @@ statistics (§7), the extensions (§8: distance maps, the empirical AP, standard
 intervals) and the per-head analysis, bound as thin wrappers over the C++ library (the
 numbers are the C++ library's, bit for bit), and the dump analysis of ap_analyze.
 
+Parts
+-----
+One submodule per topic, each with its stub (_core/<part>.pyi); `import attention_plasticity`
+re-exports their public names: kernel (§4-§6: the kernel, the sampler, the streams), steps
+(§2 and §7), extensions (§8.1-8.4), head (analyze_head and its types), dump (ap_analyze's run
+and options, the BLAS threads), companion (§8.5-8.6), tables (§3).
+
 Array arguments
 ---------------
 Float arrays: a C-contiguous float32 or float64 array in CPU memory (NumPy, a torch tensor,
@@ -392,10 +399,44 @@ nb::handle new_exception(nb::module_& m, const char* name, const char* doc, PyOb
 }
 }  // namespace
 
-namespace ap_python
+namespace
 {
-void install_result_methods(nb::module_& m);  // bind_tables.cpp: repr and to_dict of every result type
-}  // namespace ap_python
+/// The submodules of _core, one per bind_*.cpp, in the order they are bound (a later part's
+/// signatures name an earlier part's types). The package's __init__ re-exports their names.
+struct part
+{
+    const char* name;
+    const char* doc;
+    void (*bind)(nb::module_&);
+};
+
+constexpr part parts[] = {
+    {"kernel",
+     "The kernel of docs/method.md §4 (pair plasticity, its moments), the key-pair sampler (§5), the\n"
+     "random streams (§6) and the normal distribution.",
+     ap_python::bind_kernel},
+    {"steps",
+     "The steps of the method (docs/method.md §2.1-2.15) and the statistics of §7 they use.",
+     ap_python::bind_steps},
+    {"extensions",
+     "The extensions of docs/method.md §8: distance maps, the empirical AP, standard errors and intervals.",
+     ap_python::bind_extensions},
+    {"head", "The per-head analysis: Tokens, HeadId, HeadOptions, analyze_head and HeadResult.",
+     ap_python::bind_head},
+    {"dump",
+     "The dump analysis of ap_analyze (DumpRun, the option table behind analyze_dump) and the BLAS\n"
+     "threads and kernels (docs/method.md §7.7).",
+     ap_python::bind_dump},
+    {"companion",
+     "The companion measures of docs/method.md §8.5 (planar rotation, PCA roles) and the comparison\n"
+     "of result sets (§8.6).",
+     ap_python::bind_companion},
+    {"tables",
+     "The tables of docs/method.md §3: their files, their columns' schema from the C++ CSV writer, and\n"
+     "head results as columns of NumPy arrays.",
+     ap_python::bind_tables},
+};
+}  // namespace
 
 NB_MODULE(_core, m)
 {
@@ -419,25 +460,34 @@ NB_MODULE(_core, m)
                                  PyExc_OSError);
     nb::register_exception_translator(translate);
 
-    m.def(
-        "_read_address",
+    // Each submodule is also in sys.modules (def_submodule puts it there), so that
+    // `from attention_plasticity._core.kernel import pair_plasticity` works as its stub says.
+    for (const part& p : parts)
+    {
+        nb::module_ sub = m.def_submodule(p.name, p.doc);
+        p.bind(sub);
+    }
+    for (const part& p : parts)
+    {
+        nb::module_ sub = nb::borrow<nb::module_>(m.attr(p.name));
+        ap_python::install_result_methods(sub);
+    }
+
+    nb::module_ bench =
+        m.def_submodule("_bench", "Hooks of the benchmarks and the tests (benchmarks/bench_python.py, tests/python): "
+                                  "not the API.");
+    bench.def(
+        "read_address",
         [](nb::handle x, const std::string& kind) {
             const ap_python::array_arg a =
-                kind == "int64"  ? ap_python::int64_array(x, "_read_address", "x")
-                : kind == "real" ? ap_python::real_array(x, "_read_address", "x")
-                                 : ap_python::float_array(x, "_read_address", "x", ap_python::any_ndim);
+                kind == "int64"  ? ap_python::int64_array(x, "read_address", "x")
+                : kind == "real" ? ap_python::real_array(x, "read_address", "x")
+                                 : ap_python::float_array(x, "read_address", "x", ap_python::any_ndim);
             return nb::make_tuple(reinterpret_cast<std::uintptr_t>(a.data), a.converted);
         },
         "x"_a, "kind"_a = "float",
-        "Debug hook: (the address of the data the module reads for array x, whether it was converted), with\n"
-        "x taken as the module takes a float array (kind 'float'), an integer column ('int64') or positions\n"
-        "('real').");
-    ap_python::bind_kernel(m);
-    ap_python::bind_steps(m);
-    ap_python::bind_extensions(m);
-    ap_python::bind_head(m);
-    ap_python::bind_dump(m);
-    ap_python::bind_companion(m);
-    ap_python::bind_tables(m);
-    ap_python::install_result_methods(m);
+        "(the address of the data the module reads for array x, whether it was converted), with x taken\n"
+        "as the module takes a float array (kind 'float'), an integer column ('int64') or positions ('real').");
+    ap_python::bind_head_bench(bench);
+    ap_python::bind_dump_bench(bench);
 }

@@ -40,9 +40,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
 import e2e_util as u  # noqa: E402
 import gen_pipeline_reference as reference  # noqa: E402
 import test_reference_metrics as ref_metrics  # noqa: E402
-from sniffed_fixtures import load_sniffed_module  # noqa: E402
-
-read_sniffed_folder = load_sniffed_module().read_sniffed_folder
+from attention_plasticity.sniffed import read_sniffed_folder  # noqa: E402
 
 P_ALPHA = 0.01
 NOISE = ("q_noise_med_abs_skew", "q_noise_med_abs_kurt", "q_noise_med_ks_p",

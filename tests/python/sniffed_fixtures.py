@@ -7,22 +7,10 @@ one data.parquet per l{LL}h{HH}{q|k} folder (docs/method.md §1). Needs numpy an
 """
 
 import os
-import sys
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def load_sniffed_module():
-    """python/attention_plasticity/sniffed.py of this repository, loaded by path: the package's
-    __init__ needs the compiled module, the reader does not."""
-    sys.path.insert(0, os.path.join(ROOT, "examples"))
-    import package_module
-    return package_module.load("sniffed", installed=False)
-
 
 SCHEMA = pa.schema([("bucket", pa.int32()), ("example_id", pa.int32()),
                     ("position", pa.int32()), ("vector", pa.list_(pa.float32())),

@@ -3,8 +3,9 @@ installed module, every function, class, method and property has a docstring, he
 kernel says what it computes (shapes, units, the method's sections), the exceptions are
 ValueError/OSError subclasses, and the README's Python example runs exactly as written.
 
-Regenerate the stubs after changing the bindings:
-    .venv/bin/python -m nanobind.stubgen -m attention_plasticity._core -o python/attention_plasticity/_core.pyi
+Regenerate the stubs after changing the bindings (one .pyi per submodule of _core, in the stub
+package python/attention_plasticity/_core/):
+    .venv/bin/python -m nanobind.stubgen -r -m attention_plasticity._core -O python/attention_plasticity
 Run: .venv/bin/python -m pytest -q tests/python/test_bindings_api.py
 """
 
@@ -18,20 +19,44 @@ import sys
 import bindings_util as bu
 import attention_plasticity as ap
 
-STUB = os.path.join(bu.ROOT, "python", "attention_plasticity", "_core.pyi")
+STUBS = os.path.join(bu.ROOT, "python", "attention_plasticity", "_core")
+PARTS = ("kernel", "steps", "extensions", "head", "dump", "companion", "tables")
+
+
+def stub_files(folder):
+    return {name: open(os.path.join(folder, name)).read()
+            for name in sorted(os.listdir(folder)) if name.endswith(".pyi")}
 
 
 def test_the_committed_stubs_are_current(tmp_path):
-    out = tmp_path / "_core.pyi"
-    bu.check_run([sys.executable, "-m", "nanobind.stubgen", "-m", "attention_plasticity._core", "-o", out])
-    with open(STUB) as f:
-        committed = f.read()
-    assert out.read_text() == committed, (
-        "python/attention_plasticity/_core.pyi is out of date; regenerate it with\n"
-        "  .venv/bin/python -m nanobind.stubgen -m attention_plasticity._core "
-        "-o python/attention_plasticity/_core.pyi")
-    installed = os.path.join(os.path.dirname(ap.__file__), "_core.pyi")
-    assert os.path.exists(installed) and os.path.exists(os.path.join(os.path.dirname(ap.__file__), "py.typed"))
+    bu.check_run([sys.executable, "-m", "nanobind.stubgen", "-r", "-q", "-m", "attention_plasticity._core",
+                  "-O", tmp_path])
+    made = stub_files(tmp_path / "_core")
+    assert sorted(made) == sorted(["__init__.pyi"] + [p + ".pyi" for p in PARTS])  # no stub of _bench
+    assert stub_files(STUBS) == made, (
+        "python/attention_plasticity/_core/*.pyi are out of date; regenerate them with\n"
+        "  .venv/bin/python -m nanobind.stubgen -r -m attention_plasticity._core -O python/attention_plasticity")
+    installed = os.path.dirname(ap.__file__)  # the package ships every stub
+    assert sorted(stub_files(os.path.join(installed, "_core"))) == sorted(made)
+    assert os.path.exists(os.path.join(installed, "py.typed"))
+
+
+def test_each_part_is_a_module_of_its_own():
+    """The parts import as their stubs name them, the package re-exports each part's public
+    names, and the benchmark hooks are in no public part."""
+    import importlib
+    exported = set()
+    for part in PARTS:
+        module = importlib.import_module("attention_plasticity._core." + part)
+        assert module is getattr(ap._core, part)
+        public = {n for n in vars(module) if not n.startswith("_")}
+        assert public and all(getattr(ap, n) is getattr(module, n) for n in public), part
+        assert not public & exported, part  # each name has one home
+        exported |= public
+    from attention_plasticity._core import _bench
+    assert {"analyze_head_seconds", "blas_library", "read_address"} <= set(vars(_bench))
+    assert not any(hasattr(ap, n) or hasattr(ap, "_" + n) for n in ("analyze_head_seconds", "blas_library",
+                                                                     "read_address"))
 
 
 def documented(doc, name):

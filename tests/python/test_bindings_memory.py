@@ -17,6 +17,7 @@ import torch
 
 import bindings_util  # noqa: F401  (paths)
 import attention_plasticity as ap
+from attention_plasticity._core import _bench
 
 MB = 1 << 20
 
@@ -30,14 +31,14 @@ def address(a):
 def test_inputs_are_read_where_they_are(kind, dtype):
     base = np.arange(24, dtype=dtype).reshape(4, 6) if kind == "float" else np.arange(24, dtype=dtype)
     for x in (base, torch.from_numpy(base), base[1:]):
-        got, converted = ap._core._read_address(x, kind)
+        got, converted = _bench.read_address(x, kind)
         assert (got, converted) == (address(x), False)
 
 
 def test_read_only_arrays_are_read_in_place():
     x = np.arange(24.0).reshape(4, 6)
     x.flags.writeable = False
-    assert ap._core._read_address(x, "float") == (address(x), False)
+    assert _bench.read_address(x, "float") == (address(x), False)
 
 
 @pytest.mark.parametrize("kind,make", [
@@ -50,7 +51,7 @@ def test_read_only_arrays_are_read_in_place():
 ])
 def test_other_layouts_are_converted_once(kind, make):
     x = make()
-    got, converted = ap._core._read_address(x, kind)
+    got, converted = _bench.read_address(x, kind)
     assert converted and got != address(x)
 
 
@@ -97,11 +98,12 @@ import sys
 for name in sys.argv[1:]:
     __import__(name)
 import numpy as np, attention_plasticity as ap
+from attention_plasticity._core import _bench
 rng = np.random.default_rng(1)
 w = rng.standard_normal((4096, 64))
 a = rng.standard_normal((64, 64))
 pp = ap.pair_plasticity(w, rng.standard_normal(64), a @ a.T)
-print(ap._core._blas_library())
+print(_bench.blas_library())
 print(pp.tobytes().hex()[:4000], pp.sum().hex())
 """
 
@@ -115,7 +117,7 @@ def test_the_module_uses_debians_openblas_whatever_else_is_loaded():
         outputs.append(bits)
     assert len(set(outputs)) == 1
     import numpy  # noqa: F401
-    assert "site-packages" not in ap._core._blas_library()
+    assert "site-packages" not in _bench.blas_library()
 
 
 TORCH_SET_DURING_CALL = r"""

@@ -12,19 +12,12 @@ must be the model's (None for full attention), NoPE layers must be recorded as s
 Run: .venv/bin/python -m pytest -q tests/python/test_capture_families.py
 """
 
-import os
-import sys
-
 import numpy as np
 import pytest
 import torch
 import transformers
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples"))
-import package_module  # noqa: E402
-
-capture = package_module.load("capture")
+from attention_plasticity import capture
 
 SEQ = 12
 WINDOW = 4  # a window shorter than the sequence, so that it shows in the probabilities

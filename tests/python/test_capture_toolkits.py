@@ -11,18 +11,11 @@ and profile_vectors on them equals profile_vectors on the capture's.
 Run: .venv/bin/python -m pytest -q tests/python/test_capture_toolkits.py
 """
 
-import os
-import sys
-
 import pytest
 import torch
 import transformers
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples"))
-import package_module  # noqa: E402
-
-sniffer = package_module.load("capture_sniffer")
+from attention_plasticity import capture_sniffer as sniffer
 capture = sniffer._capture
 OPTIONS = dict(min_bucket_size=16, sampling_rate=1.0)
 

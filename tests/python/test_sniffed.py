@@ -19,9 +19,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-from sniffed_fixtures import SCHEMA, load_sniffed_module, sniffed_table, to_bf16, write_table  # noqa: E402
+from sniffed_fixtures import SCHEMA, sniffed_table, to_bf16, write_table  # noqa: E402
 
-read_sniffed_folder = load_sniffed_module().read_sniffed_folder
+from attention_plasticity.sniffed import read_sniffed_folder  # noqa: E402
 
 
 def sample(n=50, d=6, seed=0):
