@@ -173,11 +173,9 @@ int main(int argc, char** argv)
         options.sliding_window = q.sliding_window;  // §2.11: the head's own window
         const ap::head_id id{static_cast<std::int64_t>(layer), static_cast<std::int64_t>(q_head),
                              static_cast<std::int64_t>(k_head)};
-        auto with_view = [](const ap::io::folder_data& f, auto&& use) {
-            return f.dtype == ap::io::npy_dtype::float32 ? use(ap::as_view(f.f32)) : use(ap::as_view(f.f64));
-        };
-        const ap::head_result result = with_view(q, [&](const auto& queries) {
-            return with_view(k, [&](const auto& keys) {
+        // with_tokens hands each folder's rows as a view of the file, read in place (§1.1).
+        const ap::head_result result = ap::io::with_tokens(q, [&](const auto& queries) {
+            return ap::io::with_tokens(k, [&](const auto& keys) {
                 return analyze ? ap::analyze_head(queries, keys, id, options) : compose_head(queries, keys, id, options);
             });
         });
