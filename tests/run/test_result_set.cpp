@@ -257,8 +257,9 @@ TEST_CASE("result_set_writer: a second writer is refused at once, in this proces
     REQUIRE(::read(ready[0], &c, 1) == 1);
     CHECK(c == 'r');
     const auto t0 = std::chrono::steady_clock::now();
-    // The message names the child's pid (the owner line, or the holder found in /proc/locks:
-    // "pid N (COMMAND) on HOST holds its lock").
+    // The message names the child's pid: a forked child keeps the identity this_process() cached
+    // in its parent, so its owner line names the parent, which does not hold the lock; the
+    // holder found in /proc/locks is named instead ("pid N (COMMAND) on HOST holds its lock").
     const std::string refused = output_error_of([&] { result_set_writer second(out, {"a.csv", "b.csv"}); });
     INFO(refused);
     const std::string head = "output_dir '" + out + "' is in use by another run (pid " + std::to_string(child) + " ";
@@ -390,4 +391,31 @@ TEST_CASE("result_set_writer: leftovers of gone runs are removed, another host's
     }
     const std::string current = link_text(state + "current");
     CHECK(names_in(state) == sorted({"current", "lock", "readme", current, "set-4194321-5-abcd1234-otherhost"}));
+}
+
+TEST_CASE("result_set_writer: links planted in the state folder are never followed", "[result_set]")
+{
+    temp_folder dir("set_planted");
+    const std::string out = dir / "out";
+    const std::string state = out + "/.ap_results/";
+    write_text(dir / "elsewhere/a.csv", "keep\n");
+    fs::create_directories(state);
+    // `current` and `previous` naming a folder outside, and a leftover of a gone run (this host,
+    // another boot) that is a link to it: the links are replaced or removed, the folder stays.
+    fs::create_directory_symlink("../../elsewhere", state + "current");
+    fs::create_directory_symlink("../../elsewhere", state + "previous");
+    fs::create_directory_symlink(dir / "elsewhere", state + "tmp-1-1-00000000-" + plain_host_name());
+    {
+        result_set_writer writer(out, {"a.csv"});
+        CHECK(writer.has_earlier_set());
+        writer.commit({{"a.csv", {"new\n"}}});
+    }
+    const std::string current = link_text(state + "current");
+    CHECK(current.rfind("set-", 0) == 0);
+    CHECK(read_text(out + "/a.csv") == "new\n");
+    CHECK(names_in(dir / "elsewhere") == strings{"a.csv"});
+    CHECK(read_text(dir / "elsewhere/a.csv") == "keep\n");
+    // Only a set of this program is kept as `previous`; the planted link is left as it was.
+    CHECK(link_text(state + "previous") == "../../elsewhere");
+    CHECK(names_in(state) == strings{"current", "lock", "previous", current});
 }

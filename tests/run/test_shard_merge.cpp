@@ -341,6 +341,21 @@ TEST_CASE("shard_merge: a shard's own files are checked: the §3 tables only, ro
               == "shard folder '" + unfinished
                      + "': holds no complete result set: its ap_analyze run did not finish (rerun that shard)");
     }
+    SECTION("a shard whose lock is not a regular file, or whose `current` leads out of it")
+    {
+        three_shards run;
+        const std::string lock = run.s2 + "/.ap_results/lock";
+        fs::remove(lock);
+        fs::create_symlink(run.dir / "elsewhere", lock);
+        fs::remove(run.s0 + "/.ap_results/current");
+        fs::create_directory_symlink("../../s1", run.s0 + "/.ap_results/current");
+        CHECK(merge_error_of({run.s0, run.s1, run.s2})
+              == "cannot merge, 2 problems:\n  shard folder '" + run.s0 + "': " + run.s0
+                     + "/.ap_results/current names '../../s1', not a result set\n  shard folder '" + run.s2 + "': "
+                     + lock + ": is a symbolic link (to '" + run.dir / "elsewhere"
+                     + "'), not this program's lock file; it is not followed (move it away)");
+        CHECK_FALSE(fs::exists(fs::symlink_status(run.dir / "elsewhere")));
+    }
     SECTION("a plain folder without a manifest")
     {
         three_shards run;
