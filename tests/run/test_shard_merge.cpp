@@ -42,7 +42,7 @@ struct test_head
     std::string error;
 };
 
-// Layers 0-1 of 3 query heads (GQA: 2 key heads... here k_head = layer), head (0, 2) not in the
+// Layers 0-1 of 3 query heads (the key head is made up: the merge moves it as bytes), head (0, 2) not in the
 // dump; head (1, 2) failed in shard 1. Row counts differ per head and table (0 to 2).
 const std::vector<test_head> run_heads = {
     {1, 0, 0, 0, {"0,0,0,m00\n", "0,0,0,b1\n0,0,0,b2\n", "0,0,0,p\n", "", "0,0,0,d\n"}, ""},
