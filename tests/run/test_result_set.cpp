@@ -257,9 +257,9 @@ TEST_CASE("result_set_writer: a second writer is refused at once, in this proces
     REQUIRE(::read(ready[0], &c, 1) == 1);
     CHECK(c == 'r');
     const auto t0 = std::chrono::steady_clock::now();
-    // The message names the child's pid: a forked child keeps the identity this_process() cached
-    // in its parent, so its owner line names the parent, which does not hold the lock; the
-    // holder found in /proc/locks is named instead ("pid N (COMMAND) on HOST holds its lock").
+    // The message names the child's pid: a forked child has its own identity (this_process()),
+    // so its owner line names it ("pid N on HOST"); were the line stale, the holder found in
+    // /proc/locks would be named instead ("pid N (COMMAND) on HOST holds its lock").
     const std::string refused = output_error_of([&] { result_set_writer second(out, {"a.csv", "b.csv"}); });
     INFO(refused);
     const std::string head = "output_dir '" + out + "' is in use by another run (pid " + std::to_string(child) + " ";

@@ -50,6 +50,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -165,17 +166,36 @@ namespace detail
     }
 }  // namespace detail
 
-inline const process_identity& this_process()
+namespace detail
 {
-    static const process_identity self = [] {
+    inline process_identity identity_of_this_process()
+    {
         process_identity p;
         p.pid = static_cast<long>(::getpid());
-        p.start_ticks = detail::process_start_ticks(p.pid).value_or(0);
-        p.boot_id = detail::boot_id();
-        p.host = detail::host_name();
+        p.start_ticks = process_start_ticks(p.pid).value_or(0);
+        p.boot_id = boot_id();
+        p.host = host_name();
         return p;
-    }();
-    return self;
+    }
+
+    inline process_identity& cached_identity()
+    {
+        static process_identity self = [] {
+            // A forked child is another process: its sets, temporary names and owner line must
+            // not carry its parent's pid. The handler runs in the child right after fork, while
+            // it has a single thread, so the identity is replaced before anything can read it.
+            ::pthread_atfork(nullptr, nullptr, [] { cached_identity() = identity_of_this_process(); });
+            return identity_of_this_process();
+        }();
+        return self;
+    }
+}  // namespace detail
+
+/// The running process as result sets name it (pid, start time, boot, host); a forked child
+/// gets its own.
+inline const process_identity& this_process()
+{
+    return detail::cached_identity();
 }
 
 /// Parses a token written by process_identity::token().

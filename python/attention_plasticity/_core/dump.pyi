@@ -133,6 +133,13 @@ class DumpRun:
         (has_results).
         """
 
+    def finish(self) -> tuple[list[str], int]:
+        """
+        Writes the result set (commit) and returns the closing report every front end prints, as
+        (lines, exit_status): each line goes after 'PROGRAM: ' on stderr (the counts, and why nothing
+        was written when so); exit_status is ap_analyze's (0, or 1: a head failed, no set written).
+        """
+
     def write_to(self, output_dir: str) -> bool:
         """
         Writes the result set into output_dir (a writer of its own); False when there is none.
