@@ -18,21 +18,15 @@ import pandas as pd  # noqa: E402
 
 EXIT_INPUT_ERROR = 2
 
-# Columns each script needs (names exactly as docs/method.md §3 writes them).
+# The files of docs/method.md §3 the scripts read. Each script declares the columns it reads
+# (its COLUMNS, READS); the tables' columns themselves are defined once, by the C++ writer
+# (include/attention_plasticity/io/csv_rows.hpp, attention_plasticity.result_schema()), and
+# tests/python/test_results_api.py checks every script's READS against that definition.
 PROFILE_CSV = "head_profile.csv"
-PROFILE_COLUMNS = ("layer", "q_head", "k_head", "q_bucket", "tau", "n_queries",
-                   "plasticity", "n_pairs")
 BUCKET_CSV = "head_bucket_plasticity.csv"
-BUCKET_COLUMNS = ("layer", "q_head", "k_head", "q_bucket", "k_bucket", "plasticity",
-                  "n_pairs")
 COMPONENT_CSV = "head_component_weights.csv"
-COMPONENT_COLUMNS = ("layer", "q_head", "k_head", "component", "component_r2", "weight")
 DISTANCE_CSV = "head_distance_plasticity.csv"
-DISTANCE_COLUMNS = ("layer", "q_head", "k_head", "key_distance_low", "key_distance_high",
-                    "query_distance_low", "query_distance_high", "plasticity", "n_pairs")
 METRICS_CSV = "head_metrics.csv"
-METRICS_COLUMNS = ("layer", "q_head", "k_head", "ap_overall", "ap_first20", "ap_last20",
-                   "ap_drop")
 
 ID_COLUMNS = ("layer", "q_head", "k_head")
 FORMATS = ("png", "pdf", "svg")

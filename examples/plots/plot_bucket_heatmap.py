@@ -27,6 +27,10 @@ import numpy as np  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 
 DEFAULT_STEM = "bucket_heatmap"
+# What this plot reads (checked against the C++ definition of the tables by tests/python/test_results_api.py).
+COLUMNS = ("layer", "q_head", "k_head", "q_bucket", "k_bucket", "plasticity", "n_pairs")
+PROFILE_COLUMNS = ("layer", "q_bucket", "tau")  # --profile: the buckets' positions
+READS = {C.BUCKET_CSV: COLUMNS, C.PROFILE_CSV: PROFILE_COLUMNS}
 
 
 def build_parser():
@@ -61,7 +65,7 @@ def cell_matrix(df, stat):
 
 def bucket_positions(profile_path, layers):
     """q_bucket -> mean tau over heads, from head_profile.csv."""
-    prof = C.load_csv(profile_path, ("layer", "q_bucket", "tau"),
+    prof = C.load_csv(profile_path, PROFILE_COLUMNS,
                       int_columns=("layer", "q_bucket"))
     prof = C.select_layers(prof, layers, profile_path)
     tau = prof.groupby("q_bucket")["tau"].mean()
@@ -77,7 +81,7 @@ def tick_labels(buckets, positions):
 def main(argv=None):
     args = build_parser().parse_args(argv)
     path = C.resolve_csv(args.csv, C.BUCKET_CSV)
-    df = C.load_csv(path, C.BUCKET_COLUMNS,
+    df = C.load_csv(path, COLUMNS,
                     int_columns=C.ID_COLUMNS + ("q_bucket", "k_bucket"))
     df = C.select_layers(df, args.layers, path)
     df = C.no_pairs_is_nan(df)

@@ -21,6 +21,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 DEFAULT_STEM = "component_weights"
+# What this plot reads (checked against the C++ definition of the tables by tests/python/test_results_api.py).
+COLUMNS = ("layer", "q_head", "k_head", "component", "component_r2", "weight")
+READS = {C.COMPONENT_CSV: COLUMNS}
 
 
 def build_parser():
@@ -38,7 +41,7 @@ def build_parser():
 def main(argv=None):
     args = build_parser().parse_args(argv)
     path = C.resolve_csv(args.csv, C.COMPONENT_CSV)
-    df = C.load_csv(path, C.COMPONENT_COLUMNS, int_columns=C.ID_COLUMNS + ("component",))
+    df = C.load_csv(path, COLUMNS, int_columns=C.ID_COLUMNS + ("component",))
     df = C.select_layers(df, args.layers, path)
     paths = C.output_paths(args, path, DEFAULT_STEM)
 

@@ -26,6 +26,10 @@ import numpy as np  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 
 DEFAULT_STEM = "distance_map"
+# What this plot reads (checked against the C++ definition of the tables by tests/python/test_results_api.py).
+COLUMNS = ("layer", "q_head", "k_head", "key_distance_low", "key_distance_high", "query_distance_low",
+           "query_distance_high", "plasticity", "n_pairs")
+READS = {C.DISTANCE_CSV: COLUMNS}
 
 
 def build_parser():
@@ -83,7 +87,7 @@ def main(argv=None):
     if args.min_pairs < 1:
         raise C.UsageError(f"--min-pairs must be at least 1, got {args.min_pairs}")
     path = C.resolve_csv(args.csv, C.DISTANCE_CSV)
-    df = C.load_csv(path, C.DISTANCE_COLUMNS, int_columns=C.ID_COLUMNS + ("n_pairs",))
+    df = C.load_csv(path, COLUMNS, int_columns=C.ID_COLUMNS + ("n_pairs",))
     df = C.select_layers(df, args.layers, path)
     bad = df["plasticity"].isna() | ~np.isfinite(df["key_distance_high"]) | ~np.isfinite(
         df["query_distance_high"])

@@ -25,6 +25,9 @@ import numpy as np  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 
 DEFAULT_STEM = "head_map"
+# What this plot reads (checked against the C++ definition of the tables by tests/python/test_results_api.py).
+COLUMNS = ("layer", "q_head", "k_head", "ap_overall", "ap_first20", "ap_last20", "ap_drop")
+READS = {C.METRICS_CSV: COLUMNS}
 
 PANELS = {
     "ap_overall": dict(
@@ -101,7 +104,7 @@ def draw_panel(fig, ax, df, column, annotate_mode, layers=None):
 def main(argv=None):
     args = build_parser().parse_args(argv)
     path = C.resolve_csv(args.csv, C.METRICS_CSV)
-    df = C.load_csv(path, C.METRICS_COLUMNS)
+    df = C.load_csv(path, COLUMNS)
     df = C.select_layers(df, args.layers, path)
     # With --layers, rows for just the chosen layers present; else every layer in range.
     layers = sorted(set(df["layer"])) if args.layers else None

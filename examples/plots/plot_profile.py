@@ -29,6 +29,10 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 DEFAULT_STEM = "plasticity_profile"
+# What this plot reads (checked against the C++ definition of the tables by tests/python/test_results_api.py).
+COLUMNS = ("layer", "q_head", "k_head", "q_bucket", "tau", "n_queries", "plasticity", "n_pairs")
+OPTIONAL_COLUMNS = ("small_bucket",)  # used when the file has it (small_buckets, mean_profile)
+READS = {C.PROFILE_CSV: COLUMNS + OPTIONAL_COLUMNS}
 PLASTICITY_LABEL = "attention plasticity (mean 4p(1-p) over key pairs)"
 MEAN_STYLE = dict(color="black", linewidth=2.6, marker="o", markersize=4.5, zorder=5,
                   path_effects=[patheffects.withStroke(linewidth=4.2, foreground="white")])
@@ -247,7 +251,7 @@ def plot_facets(df, args, xscale):
 def main(argv=None):
     args = build_parser().parse_args(argv)
     path = C.resolve_csv(args.csv, C.PROFILE_CSV)
-    df = C.load_csv(path, C.PROFILE_COLUMNS, int_columns=C.ID_COLUMNS + ("q_bucket",))
+    df = C.load_csv(path, COLUMNS, int_columns=C.ID_COLUMNS + ("q_bucket",))
     df = C.select_layers(df, args.layers, path)
     df = C.no_pairs_is_nan(df)
     paths = C.output_paths(args, path, DEFAULT_STEM + ("_by_layer" if args.facet_by_layer

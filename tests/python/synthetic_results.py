@@ -1,30 +1,15 @@
-"""A small synthetic set of the driver's four CSVs (docs/method.md §3), for the plot tests.
+"""A small synthetic set of the driver's five CSVs (docs/method.md §3), for the plot tests.
 
 Values are made up but shaped like real output: log2 position buckets, plasticity in
 [0, 1], NaN (written as ``nan``) where a head or cell has no value, and cells missing
 for heads with a sliding window. Deterministic for a given seed.
-Run as a script to write a set: ``python3 synthetic_results.py OUT_DIR [--big]``.
+Run as a script to write a set: ``python3 synthetic_results.py OUT_DIR [--big] [--full-headers]``.
 """
 
 import math
 import os
 import random
 
-METRICS_HEADER = ("layer,q_head,k_head,n_q_tokens,n_k_tokens,d_model,q_R2_pos,q_beta_norm,"
-                  "q_R2_scalar,q_mae_baseline,q_mae_proj,q_mae_ratio,q_resid0_skew,"
-                  "q_resid0_kurt,q_resid0_ks_p,q_noise_med_abs_skew,q_noise_med_abs_kurt,"
-                  "q_noise_med_ks_p,q_noise_frac_ks_p_lt_alpha,ap_overall,ap_first20,"
-                  "ap_last20,ap_drop,ap_empirical_overall,ap_empirical_overall_se,ap_overall_se,"
-                  "ap_overall_bias,ap_overall_ci_low,ap_overall_ci_high,bias_strength,drift_slope_k,"
-                  "drift_query_mean,pc0_r_q,pc0_r_k,pca_class").split(",")
-BUCKET_HEADER = ["layer", "q_head", "k_head", "q_bucket", "k_bucket", "plasticity", "n_pairs",
-                 "plasticity_empirical"]
-PROFILE_HEADER = ["layer", "q_head", "k_head", "q_bucket", "tau", "n_queries", "plasticity",
-                  "n_pairs", "plasticity_empirical", "plasticity_empirical_se", "plasticity_se",
-                  "plasticity_bias", "plasticity_ci_low", "plasticity_ci_high"]
-COMPONENT_HEADER = ["layer", "q_head", "k_head", "component", "component_r2", "weight"]
-DISTANCE_HEADER = ["layer", "q_head", "k_head", "key_distance_low", "key_distance_high",
-                   "query_distance_low", "query_distance_high", "plasticity", "n_pairs"]
 INF = float("inf")
 
 NAN = float("nan")
@@ -36,11 +21,21 @@ def _fmt(x):
     return str(x)
 
 
-def _write(path, header, rows):
+def _write(path, rows, header=None):
+    """Rows are dicts column -> value, all with the same columns. ``header`` (the table's full
+    header) orders them and adds the columns the rows lack, as nan; a column of the rows that
+    is not in ``header`` is an error."""
+    filled = list(rows[0])
+    if header is None:
+        header = filled
+    unknown = [c for c in filled if c not in header]
+    if unknown:
+        raise ValueError(f"synthetic_results: {os.path.basename(path)}: the columns {unknown} are not in the "
+                         f"table's header {list(header)}")
     with open(path, "w", newline="") as f:
         f.write(",".join(header) + "\n")
         for row in rows:
-            f.write(",".join(_fmt(v) for v in row) + "\n")
+            f.write(",".join(_fmt(row.get(c, NAN)) for c in header) + "\n")
 
 
 def _clip01(x):
@@ -48,11 +43,17 @@ def _clip01(x):
 
 
 def write_synthetic_results(out_dir, num_layers=3, num_q_heads=4, num_k_heads=2,
-                            num_buckets=8, d_model=16, seed=0):
+                            num_buckets=8, d_model=16, seed=0, schema=None):
     """Write head_metrics.csv, head_bucket_plasticity.csv, head_profile.csv,
     head_component_weights.csv and head_distance_plasticity.csv into ``out_dir``; return a dict
-    name -> path. The columns of the extensions (docs/method.md §8) are filled where the driver
-    would fill them with its defaults (intervals on, empirical AP off: nan).
+    name -> path.
+
+    The values are those of the columns the plots read (examples/plots, each script's READS).
+    The tables' columns are defined once, by the C++ writer: ``schema``, when given, is
+    attention_plasticity.result_schema() ({table: [(column, type)]}), and each file then has its
+    table's full header, the columns not made here written as nan (a column made here that is
+    not in it is an error). Without it (the plot tests, which also run with /usr/bin/python3,
+    where the package is not installed) a file has only the columns made here.
 
     Query buckets are 1..num_buckets-1 (bucket j holds positions [2^(j-1), 2^j)),
     key buckets 0..j-1. Some values are NaN on purpose: layer 0 head 1 has no value in
@@ -67,6 +68,7 @@ def write_synthetic_results(out_dir, num_layers=3, num_q_heads=4, num_k_heads=2,
     for layer in range(num_layers):
         for q_head in range(num_q_heads):
             k_head = q_head // group
+            ids = dict(layer=layer, q_head=q_head, k_head=k_head)
             dead = layer == num_layers - 1 and q_head == num_q_heads - 1
             windowed = layer == num_layers - 1 and q_head % 2 == 1 and not dead
             base = 0.35 + 0.4 * rng.random()
@@ -94,11 +96,8 @@ def write_synthetic_results(out_dir, num_layers=3, num_q_heads=4, num_k_heads=2,
                     ap, n_pairs = NAN, 0
                     cells = [(c, NAN, 0) for c, _, _ in cells]
                 for c, p, n in cells:
-                    buckets.append((layer, q_head, k_head, j, c, p, n, NAN))
-                se = NAN if math.isnan(ap) else 0.01 + 0.02 * rng.random()
-                bias = NAN if math.isnan(ap) else -0.001
-                profile.append((layer, q_head, k_head, j, tau, n_q, ap, n_pairs, NAN, NAN, se, bias,
-                                _clip01(ap - bias - 1.96 * se), _clip01(ap - bias + 1.96 * se)))
+                    buckets.append(dict(ids, q_bucket=j, k_bucket=c, plasticity=p, n_pairs=n))
+                profile.append(dict(ids, q_bucket=j, tau=tau, n_queries=n_q, plasticity=ap, n_pairs=n_pairs))
                 ap_rows.append((tau, n_q, ap))
 
             def wmean(rows):
@@ -110,17 +109,7 @@ def write_synthetic_results(out_dir, num_layers=3, num_q_heads=4, num_k_heads=2,
             # Not the driver's 0.8 C: with log2 buckets no tau reaches it, and the
             # plots need ap_drop values.
             last = wmean([r for r in ap_rows if r[0] >= 0.5 * context])
-            drop = first - last
-            se = NAN if math.isnan(ap_overall) else 0.005 + 0.005 * rng.random()
-            bias = NAN if math.isnan(ap_overall) else -0.0005
-            metrics.append([layer, q_head, k_head, 5000, 5000, d_model,
-                            rng.random(), 1 + rng.random(), rng.random(), 2.0, 1.0, 0.5,
-                            rng.gauss(0, 0.1), rng.gauss(0, 0.2), rng.random(),
-                            0.1, 0.2, 0.3, 0.05, ap_overall, first, last, drop, NAN, NAN, se, bias,
-                            _clip01(ap_overall - bias - 1.96 * se), _clip01(ap_overall - bias + 1.96 * se),
-                            # §8.5, without drawing (the other values stay as they were)
-                            0.004 * (num_layers - layer), 0.001 * (q_head + 1), 4.0 / (num_layers - layer),
-                            0.9 - 0.1 * layer, 0.5 - 0.1 * q_head, "mixed"])
+            metrics.append(dict(ids, ap_overall=ap_overall, ap_first20=first, ap_last20=last, ap_drop=first - last))
             # Distance map: key distances [0, 1) .. [8, 16), query distances up to the context;
             # a few pairs after the queries' mean position (<0) in odd heads; none for dead heads.
             if not dead:
@@ -130,15 +119,17 @@ def write_synthetic_results(out_dir, num_layers=3, num_q_heads=4, num_k_heads=2,
                     qbins += [(2.0 ** (qb - 1), 2.0 ** qb) for qb in range(2, num_buckets + 1)]
                     for qlo, qhi in qbins:
                         p = _clip01(base - 0.05 * math.log2(max(qhi, 1.0)) + 0.02 * kb + rng.gauss(0, 0.03))
-                        distances.append((layer, q_head, k_head, klo, khi, qlo, qhi, p, rng.randint(1, 300)))
+                        distances.append(dict(ids, key_distance_low=klo, key_distance_high=khi,
+                                              query_distance_low=qlo, query_distance_high=qhi, plasticity=p,
+                                              n_pairs=rng.randint(1, 300)))
             r2 = [rng.uniform(-0.02, 0.05) + 0.6 * math.exp(-d / (d_model / 6.0))
                   * rng.uniform(0.5, 1.0) for d in range(d_model)]
             total = sum(max(x, 0.0) for x in r2)
             for d in range(d_model):
                 w = max(r2[d], 0.0) / total
-                components.append((layer, q_head, k_head, d, r2[d], w))
+                components.append(dict(ids, component=d, component_r2=r2[d], weight=w))
     # One NaN weight, as a defensive case (the driver should not write one).
-    components[1] = components[1][:5] + (NAN,)
+    components[1]["weight"] = NAN
     paths = {
         "metrics": os.path.join(out_dir, "head_metrics.csv"),
         "bucket": os.path.join(out_dir, "head_bucket_plasticity.csv"),
@@ -146,11 +137,10 @@ def write_synthetic_results(out_dir, num_layers=3, num_q_heads=4, num_k_heads=2,
         "component": os.path.join(out_dir, "head_component_weights.csv"),
         "distance": os.path.join(out_dir, "head_distance_plasticity.csv"),
     }
-    _write(paths["metrics"], METRICS_HEADER, metrics)
-    _write(paths["bucket"], BUCKET_HEADER, buckets)
-    _write(paths["profile"], PROFILE_HEADER, profile)
-    _write(paths["component"], COMPONENT_HEADER, components)
-    _write(paths["distance"], DISTANCE_HEADER, distances)
+    for key, rows in (("metrics", metrics), ("bucket", buckets), ("profile", profile), ("component", components),
+                      ("distance", distances)):
+        table = os.path.splitext(os.path.basename(paths[key]))[0]
+        _write(paths[key], rows, None if schema is None else [c for c, _ in schema[table]])
     return paths
 
 
@@ -161,8 +151,13 @@ if __name__ == "__main__":
     ap.add_argument("out_dir")
     ap.add_argument("--big", action="store_true",
                     help="model-sized: 24 layers x 16 heads, 14 buckets, d=64")
+    ap.add_argument("--full-headers", action="store_true",
+                    help="the tables' full headers, from the installed attention_plasticity")
     a = ap.parse_args()
-    if a.big:
-        print(write_synthetic_results(a.out_dir, 24, 16, 4, 14, 64))
-    else:
-        print(write_synthetic_results(a.out_dir))
+    schema = None
+    if a.full_headers:
+        import attention_plasticity
+
+        schema = attention_plasticity.result_schema()
+    shape = (24, 16, 4, 14, 64) if a.big else ()
+    print(write_synthetic_results(a.out_dir, *shape, schema=schema))

@@ -398,8 +398,10 @@ class TestCommonLoading(unittest.TestCase):
 
     def setUp(self):
         import _common
+        import plot_head_map
 
         self.C = _common
+        self.metrics_columns = plot_head_map.COLUMNS
         self.tmp = tempfile.mkdtemp(prefix="ap_common_test_")
 
     def tearDown(self):
@@ -414,7 +416,7 @@ class TestCommonLoading(unittest.TestCase):
     def test_nan_and_extra_columns(self):
         path = self.write("layer,q_head,k_head,ap_overall,ap_first20,ap_last20,ap_drop,"
                           "extra\n0,1,0,nan,0.5,-nan,nan,x\n1,0,0,0.25,0.5,0.125,0.375,y\n")
-        df = self.C.load_csv(path, self.C.METRICS_COLUMNS)
+        df = self.C.load_csv(path, self.metrics_columns)
         self.assertTrue(np.isnan(df["ap_overall"].iloc[0]))
         self.assertTrue(np.isnan(df["ap_last20"].iloc[0]))
         self.assertEqual(df["ap_drop"].iloc[1], 0.375)
@@ -425,7 +427,7 @@ class TestCommonLoading(unittest.TestCase):
         path = self.write("layer,q_head,k_head,ap_overall,ap_first20,ap_last20,ap_drop\n"
                           "nan,1,0,0.5,0.5,0.5,0\n")
         with self.assertRaises(self.C.InputError) as ctx:
-            self.C.load_csv(path, self.C.METRICS_COLUMNS)
+            self.C.load_csv(path, self.metrics_columns)
         self.assertIn("'layer'", str(ctx.exception))
         self.assertIn(path, str(ctx.exception))
 

@@ -182,6 +182,39 @@ def test_tables_of_the_real_heads_are_faster_than_the_analyses():
     assert len(results) == 24 and seconds < analyses
 
 
+def test_the_plots_read_columns_of_the_csv_writers_tables(tmp_path):
+    """The plot scripts (examples/plots, run with /usr/bin/python3 too, so without the package) declare
+    the columns they read (READS); the tables' columns are defined once, by the C++ writer. Every
+    column a plot reads is one of its table's (a column renamed or dropped in csv_rows.hpp fails
+    here), and the plots' loader takes the synthetic set of the plot tests with the full headers."""
+    sys.path[:0] = [os.path.join(bu.ROOT, "examples", "plots"), os.path.join(bu.ROOT, "tests", "python")]
+    import _common
+    import plot_bucket_heatmap
+    import plot_component_weights
+    import plot_distance_map
+    import plot_head_map
+    import plot_profile
+    from synthetic_results import write_synthetic_results
+    schema = ap.result_schema()
+    tables = {file: (name, header) for name, file, header in ap.result_tables()}
+    paths = write_synthetic_results(str(tmp_path), schema=schema)
+    read = set()
+    for plot in (plot_profile, plot_bucket_heatmap, plot_component_weights, plot_head_map, plot_distance_map):
+        for file, columns in plot.READS.items():
+            assert file in tables, (plot.__name__, file, list(tables))
+            name, header = tables[file]
+            missing = [c for c in columns if c not in [c for c, _ in schema[name]]]
+            assert not missing, f"{plot.__name__} reads {missing}, not columns of {file} ({header})"
+            frame = _common.load_csv(os.path.join(tmp_path, file), columns)
+            assert len(frame) > 0 and list(frame.columns) == header.split(",")
+            read.add(file)
+    assert read == set(tables) and sorted(os.path.basename(p) for p in paths.values()) == sorted(tables)
+    # a column the writer does not have is an error of the synthetic set, not a silent extra column
+    with pytest.raises(ValueError, match="'ap_drop'.* not in the table's header"):
+        write_synthetic_results(str(tmp_path / "renamed"), schema=dict(schema, head_metrics=[
+            (c, t) for c, t in schema["head_metrics"] if c != "ap_drop"]))
+
+
 # ---- 2. one validation for every entry point ----------------------------------------------------
 
 CASES = [  # (keyword, value, message after the argument's name)
