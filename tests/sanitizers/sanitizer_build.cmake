@@ -3,7 +3,7 @@
 # the unit tests (library, its -ffast-math and no-int128 variants, front end), the programs and (FUZZ)
 # the libFuzzer targets: every test executable ctest lists. -O2 with assertions on.
 set(flags "-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -gline-tables-only")
-set(targets ap_tests ap_tests_fast_math ap_tests_no_int128 ap_run_tests ap_analyze ap_merge ap_synth ap_compare
+set(targets ap_tests ap_tests_fast_math ap_tests_no_int128 ap_run_tests ap_analyze ap_merge ap_synth ap_compare compose_head
             readme_example)
 if(FUZZ)
   list(APPEND targets fuzz_npy fuzz_config fuzz_cmdline)
