@@ -19,6 +19,8 @@
 #include "aggregates.hpp"
 #include "cells.hpp"
 #include "detail/errors.hpp"
+#include "detail/kept_tokens.hpp"
+#include "detail/row_source.hpp"
 #include "head_result.hpp"
 #include "normality.hpp"
 #include "preparation.hpp"
@@ -62,27 +64,28 @@ prepared_tokens prepare_tokens(const tokens_view<T>& tokens, const xt::xtensor<d
                               tokens.position.size(), " positions, ", tokens.bucket.size(), " buckets and ",
                               tokens.example_id.size(), " example ids");
     }
-    prepared_tokens p;
-    p.rows = subsample_rows(n, max_rows, seed);
-    const std::size_t kept = p.rows.size();
+    // The rows and columns analyze_head reads in place (detail::kept_tokens_of, the oriented
+    // row source), copied out: one home for §2.1-2.2.
     const bool ids = tokens.example_id.size() != 0;
-    p.vectors = xt::xtensor<double, 2>::from_shape({kept, d});
-    p.t = xt::xtensor<double, 1>::from_shape({kept});
-    p.position = p.bucket = xt::xtensor<std::int64_t, 1>::from_shape({kept});
-    p.example_id = xt::xtensor<std::int64_t, 1>::from_shape({ids ? kept : 0});
-    for (std::size_t r = 0; r < kept; ++r)
+    const std::vector<double> sign(signs.begin(), signs.end());
+    const detail::kept_tokens kept = detail::kept_tokens_of(tokens, max_rows, seed, nullptr, true, ids);
+    const detail::row_source<T> source = detail::oriented_rows(tokens, kept, sign);
+    prepared_tokens p;
+    p.rows = xt::xtensor<std::size_t, 1>::from_shape({kept.n});
+    p.vectors = xt::xtensor<double, 2>::from_shape({kept.n, d});
+    p.t = xt::xtensor<double, 1>::from_shape({kept.n});
+    p.position = p.bucket = xt::xtensor<std::int64_t, 1>::from_shape({kept.n});
+    p.example_id = xt::xtensor<std::int64_t, 1>::from_shape({ids ? kept.n : 0});
+    for (std::size_t r = 0; r < kept.n; ++r)
     {
-        const std::size_t i = p.rows(r);
-        for (std::size_t j = 0; j < d; ++j)
-        {
-            p.vectors(r, j) = signs(j) * static_cast<double>(tokens.vectors(i, j));
-        }
-        p.position(r) = tokens.position(i);
-        p.t(r) = static_cast<double>(p.position(r));
-        p.bucket(r) = tokens.bucket(i);
+        p.rows(r) = kept.rows.empty() ? r : kept.rows[r];
+        source.load_oriented(r, 0, d, p.vectors.data() + r * d);
+        p.t(r) = kept.t[r];
+        p.position(r) = kept.position[r];
+        p.bucket(r) = kept.bucket[r];
         if (ids)
         {
-            p.example_id(r) = tokens.example_id(i);
+            p.example_id(r) = kept.example_id[r];
         }
     }
     return p;
