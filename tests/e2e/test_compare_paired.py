@@ -14,7 +14,8 @@ quantity; the standard errors in the CSVs are sqrt(G/(G-1) sum Phi_e^2), as the 
     influences correlated with A's (the same texts), so that the paired errors are smaller;
   - one head of each has ap_first20 NaN (no bucket there): no rows, no test;
   - C: like A without an influence table; D: A without the column ap_last20_se; E: A whose
-    influence table lacks a head's ap_drop rows.
+    influence table lacks a head's ap_drop rows; F: A whose influence table has its header only
+    (analyzed without the influences: taken as no table).
 Checked, each against NumPy (relative 1e-12): the difference (bias-corrected), the paired
 s_Delta = sqrt(G/(G-1) sum_e (D_e - mean D)^2) over the union of ids, the unpaired sqrt(s_A^2 +
 s_B^2), z, p, the BH q-values of ap_overall; the summary's se (paired: the per-sequence mean over
@@ -239,12 +240,15 @@ def main():
     ta = make_truth(np, rng, list(range(0, 14)))
     tb = make_truth(np, rng, list(range(1, 15)), base=ta, noise=0.3)
     tc = make_truth(np, rng, list(range(0, 14)))
-    sets = {n: os.path.join(work, "set_" + n) for n in "ABCDE"}
+    sets = {n: os.path.join(work, "set_" + n) for n in "ABCDEF"}
     write_set(sets["A"], ta, 1000)
     write_set(sets["B"], tb, 1000)
     write_set(sets["C"], tc, 1000, influences=False)
     write_set(sets["D"], ta, 1000, drop_column="ap_last20_se")
     write_set(sets["E"], ta, 1000, drop_rows=((0, 1), "ap_drop"))
+    write_set(sets["F"], ta, 1000)
+    with open(os.path.join(sets["F"], INFLUENCE_CSV), "w") as f:  # analyzed without the influences
+        f.write(INFLUENCE_HEADER + "\n")
     c = u.Checker()
 
     # Paired A -> B, and the printed report.
@@ -300,7 +304,16 @@ def main():
     _, _, err = u.run([compare, "--output-dir", refused, sets["A"], sets["E"]], expect=2)
     c.check(INFLUENCE_CSV in err and "ap_drop" in err and "layer 0 q_head 1" in err,
             "influence table without a quantity: %s" % err.strip())
+    _, _, err = u.run([compare, "--output-dir", refused, "--design", "paired", sets["A"], sets["F"]], expect=2)
+    c.check("--sequence-influences on" in err and sets["F"] in err, "paired, header-only table: %s" % err.strip())
     c.check(not os.path.exists(refused), "a refused comparison wrote files")
+    # A table of its header only is no table: unpaired, the model-level errors of the old formula.
+    out = os.path.join(work, "header_only")
+    _, _, err = u.run([compare, "--output-dir", out, "--names", "A,F", sets["A"], sets["F"]], expect=0)
+    c.check("take the heads as independent" in err and "'F'" in err, "header-only table: %s" % err.strip())
+    _, rows = u.read_csv(os.path.join(out, FILES[0]))
+    _, summary = u.read_csv(os.path.join(out, FILES[2]))
+    check_summary(c, np, summary, ta, ta, rows, "unpaired", False, "unpaired A->F")
 
     if with_python:
         import attention_plasticity as ap

@@ -325,9 +325,9 @@ namespace compare_detail
     }
 
     /// The per-sequence influences of `path` (head_sequence_influence.csv) into the heads of `s`,
-    /// read line by line (a large table is not held as text). Throws compare_error naming the
-    /// file, the line and the problem.
-    inline void read_influences(loaded_set& s, const std::string& path, const std::string& file,
+    /// read line by line (a large table is not held as text); the number of rows. Throws
+    /// compare_error naming the file, the line and the problem.
+    inline std::size_t read_influences(loaded_set& s, const std::string& path, const std::string& file,
                                 const std::string& label)
     {
         std::ifstream in(path, std::ios::binary);
@@ -408,6 +408,7 @@ namespace compare_detail
         {
             throw compare_error(file + ": the last line has no end (a truncated file?)");
         }
+        const std::size_t rows = line_number - 1;
         for (auto& [key, h] : s.heads)
         {
             for (auto& [quantity, list] : h.influences)
@@ -423,6 +424,44 @@ namespace compare_detail
                                             + (quantity.second >= 0 ? " " + std::to_string(quantity.second) : "")
                                             + ": example_id " + std::to_string(list[i].first) + " has two rows");
                     }
+                }
+            }
+        }
+        return rows;
+    }
+
+    /// Every quantity of `s` with a standard error has its sequences' influences (a table of
+    /// another run, or cut short, would pair the wrong numbers); else compare_error naming `file`.
+    inline void check_influences(const loaded_set& s, const std::string& file)
+    {
+        for (const auto& [key, h] : s.heads)
+        {
+            const std::pair<const char*, const estimate*> quantities[] = {
+                {"ap_overall", &h.overall}, {"ap_first20", &h.first20}, {"ap_last20", &h.last20},
+                {"ap_drop", &h.drop}};
+            std::vector<quantity_key> needed;
+            for (const auto& [quantity, e] : quantities)
+            {
+                if (std::isfinite(e->value) && std::isfinite(e->se))
+                {
+                    needed.push_back({quantity, -1});
+                }
+            }
+            for (const bucket_row& b : h.buckets)
+            {
+                if (std::isfinite(b.ap.value) && std::isfinite(b.ap.se))
+                {
+                    needed.push_back({"ap_bucket", b.q_bucket});
+                }
+            }
+            for (const quantity_key& q : needed)
+            {
+                if (h.influences_of(q) == nullptr)
+                {
+                    throw compare_error(file + ": " + head_text(key.first, key.second) + " has no rows of "
+                                        + q.first + (q.second >= 0 ? " " + std::to_string(q.second) : "")
+                                        + ", which has a standard error in " + metrics_csv + "/" + profile_csv
+                                        + " (files of different runs?)");
                 }
             }
         }
@@ -529,40 +568,11 @@ namespace compare_detail
         if (::lstat(influence_path.c_str(), &st) == 0)
         {
             const std::string file = folder + "/" + compare_influence_csv;
-            read_influences(s, influence_path, file, label);
-            s.has_influences = true;
-            // Every quantity with a standard error has its sequences' influences (a table of
-            // another run, or cut short, would pair the wrong numbers).
-            for (const auto& [key, h] : s.heads)
+            // A table of its header only: the set was analyzed without the influences.
+            s.has_influences = read_influences(s, influence_path, file, label) > 0;
+            if (s.has_influences)
             {
-                const std::pair<const char*, const estimate*> quantities[] = {
-                    {"ap_overall", &h.overall}, {"ap_first20", &h.first20}, {"ap_last20", &h.last20},
-                    {"ap_drop", &h.drop}};
-                std::vector<quantity_key> needed;
-                for (const auto& [quantity, e] : quantities)
-                {
-                    if (std::isfinite(e->value) && std::isfinite(e->se))
-                    {
-                        needed.push_back({quantity, -1});
-                    }
-                }
-                for (const bucket_row& b : h.buckets)
-                {
-                    if (std::isfinite(b.ap.value) && std::isfinite(b.ap.se))
-                    {
-                        needed.push_back({"ap_bucket", b.q_bucket});
-                    }
-                }
-                for (const quantity_key& q : needed)
-                {
-                    if (h.influences_of(q) == nullptr)
-                    {
-                        throw compare_error(file + ": " + head_text(key.first, key.second) + " has no rows of "
-                                            + q.first + (q.second >= 0 ? " " + std::to_string(q.second) : "")
-                                            + ", which has a standard error in " + metrics_csv + "/" + profile_csv
-                                            + " (files of different runs?)");
-                    }
-                }
+                check_influences(s, file);
             }
         }
         return s;
@@ -824,8 +834,8 @@ inline compare_result compare_result_sets(const compare_options& options)
         if (options.design == compare_design::paired && !sets.back().has_influences)
         {
             throw compare_error("design paired (--design paired, design='paired'): result set '" + options.folders[i]
-                                + "' has no " + compare_influence_csv
-                                + " (the per-sequence influences the paired errors need): analyze it with "
+                                + "' has no per-sequence influences (" + compare_influence_csv
+                                + " absent, or without rows; the paired errors need them): analyze it with "
                                   "--sequence-influences on (sequence_influences: on), or compare unpaired");
         }
     }
