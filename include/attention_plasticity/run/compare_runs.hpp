@@ -108,10 +108,9 @@ inline const char* const compare_influence_header = "layer,q_head,k_head,example
 
 /// The columns of head_metrics.csv the comparison reads besides the identity and ap_overall's:
 /// a set without one of them (written before the sequence-level errors) is refused.
-inline const char* const compare_metrics_columns[] = {"ap_first20",      "ap_last20",     "ap_drop",
-                                                      "ap_first20_se",   "ap_first20_bias", "ap_last20_se",
-                                                      "ap_last20_bias",  "ap_drop_se",    "ap_drop_bias",
-                                                      "context_length"};
+inline const char* const compare_metrics_columns[] = {
+    "ap_first20",   "ap_last20",      "ap_drop",    "ap_first20_se", "ap_first20_bias",
+    "ap_last20_se", "ap_last20_bias", "ap_drop_se", "ap_drop_bias",  "context_length"};
 
 namespace compare_detail
 {
