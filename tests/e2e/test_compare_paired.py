@@ -121,7 +121,7 @@ def write_set(folder, truth, context_length, influences=True, drop_column=None, 
                     continue
                 phi = truth[(h, key)][2]
                 for e in sorted(phi):
-                    lines.append("%d,%d,0,%d,%s,%s,%s" % (h[0], h[1], e, key[0], "" if key[1] is None else key[1],
+                    lines.append("%d,%d,0,%d,%s,%s,%s" % (h[0], h[1], e, key[0], 0 if key[1] is None else key[1],
                                                           text(phi[e])))
         with open(os.path.join(folder, INFLUENCE_CSV), "w") as f:
             f.write("\n".join(lines) + "\n")

@@ -102,9 +102,6 @@ inline const char* const compare_trajectory_header = "set,order,quantity,layer,n
 
 // The per-sequence influences of a result set analyzed with sequence_influences on (issue 23;
 // docs/method.md §8.3): one row per (head, sequence, quantity).
-// TODO(merge): the io layer's constant for this file name and header, once it exists.
-inline const char* const compare_influence_csv = "head_sequence_influence.csv";
-inline const char* const compare_influence_header = "layer,q_head,k_head,example_id,quantity,q_bucket,influence";
 
 /// The columns of head_metrics.csv the comparison reads besides the identity and ap_overall's:
 /// a set without one of them (written before the sequence-level errors) is refused.
@@ -346,12 +343,12 @@ namespace compare_detail
         {
             t.column[header[i]] = i;
         }
-        for (const std::string& name : split(compare_influence_header))
+        for (const std::string& name : split(influence_header))
         {
             if (t.column.count(name) == 0)
             {
                 throw compare_error(file + ": has no column '" + name + "' (its header should be "
-                                    + compare_influence_header + ")");
+                                    + influence_header + ")");
             }
         }
         const std::size_t quantity_column = t.index("quantity"), bucket_column = t.index("q_bucket");
@@ -391,10 +388,10 @@ namespace compare_detail
                 throw compare_error(where + ": quantity '" + quantity
                                     + "' is not ap_overall, ap_first20, ap_last20, ap_drop or ap_bucket");
             }
-            else if (!row[bucket_column].empty())
+            else if (row[bucket_column] != "0")
             {
                 throw compare_error(where + ": " + quantity + " has q_bucket '" + row[bucket_column]
-                                    + "' (only ap_bucket rows have one)");
+                                    + "' (0 on the head-level rows; only ap_bucket rows name a bucket, docs/method.md §3.7)");
             }
             it->second.influences[{quantity, bucket}].emplace_back(integer(t, row, "example_id"),
                                                                  number(t, row, "influence"));
@@ -562,11 +559,11 @@ namespace compare_detail
                     number(profile, row, "plasticity_se")};
             it->second.buckets.push_back(b);
         }
-        const std::string influence_path = (fs::path(dir) / compare_influence_csv).string();
+        const std::string influence_path = (fs::path(dir) / influence_csv).string();
         struct stat st;
         if (::lstat(influence_path.c_str(), &st) == 0)
         {
-            const std::string file = folder + "/" + compare_influence_csv;
+            const std::string file = folder + "/" + influence_csv;
             // A table of its header only: the set was analyzed without the influences.
             s.has_influences = read_influences(s, influence_path, file, label) > 0;
             if (s.has_influences)
@@ -833,7 +830,7 @@ inline compare_result compare_result_sets(const compare_options& options)
         if (options.design == compare_design::paired && !sets.back().has_influences)
         {
             throw compare_error("design paired (--design paired, design='paired'): result set '" + options.folders[i]
-                                + "' has no per-sequence influences (" + compare_influence_csv
+                                + "' has no per-sequence influences (" + influence_csv
                                 + " absent, or without rows; the paired errors need them): analyze it with "
                                   "--sequence-influences on (sequence_influences: on), or compare unpaired");
         }
@@ -915,7 +912,7 @@ inline compare_result compare_result_sets(const compare_options& options)
             result.notes.push_back(
                 "the model-level standard errors (compare_summary.csv, compare_trajectory.csv) take the heads as "
                 "independent (sqrt(sum s^2)/n) where a set has no "
-                + std::string(compare_influence_csv) + " (" + without
+                + std::string(influence_csv) + " (" + without
                 + "): the heads of a model see the same sequences, so their errors are correlated and these are "
                   "likely too small; analyze with --sequence-influences on for errors that account for it");
         }
