@@ -1036,11 +1036,74 @@ TEST_CASE("pipeline: the companion measures of §8.5 are planar_rotation and pca
     CHECK(std::isnan(ap::analyze_head(queries, keys, id, options).metrics.bias_strength));
 }
 
+TEST_CASE("pipeline: bias_strength_se is the delete-one-sequence jackknife of planar_rotation", "[pipeline]")
+{
+    // 15 sequences of 60 positions; every row kept, oriented as analyze_head does (§2.1).
+    const auto queries = random_tokens(900, 7, 81, 2.0, 60);
+    const auto keys = random_tokens(840, 7, 82, 1.0, 60);
+    const xt::xtensor<double, 1> signs = ap::orientation_signs(keys.vectors, keys.bucket);
+    const xt::xtensor<double, 2> xq = queries.vectors * signs;
+    const xt::xtensor<double, 2> xk = keys.vectors * signs;
+    const xt::xtensor<double, 1> tq = xt::cast<double>(queries.position);
+    const xt::xtensor<double, 1> tk = xt::cast<double>(keys.position);
+    // The reference: planar_rotation (two-pass moments) rerun without each sequence in turn.
+    std::vector<double> theta;
+    for (std::int64_t e = 0; e < 15; ++e)
+    {
+        std::vector<std::size_t> qi, ki;
+        for (std::size_t i = 0; i < queries.example_id.size(); ++i)
+        {
+            if (queries.example_id(i) != e)
+            {
+                qi.push_back(i);
+            }
+        }
+        for (std::size_t i = 0; i < keys.example_id.size(); ++i)
+        {
+            if (keys.example_id(i) != e)
+            {
+                ki.push_back(i);
+            }
+        }
+        const xt::xtensor<double, 2> q_rest = xt::view(xq, xt::keep(qi), xt::all());
+        const xt::xtensor<double, 2> k_rest = xt::view(xk, xt::keep(ki), xt::all());
+        const xt::xtensor<double, 1> tq_rest = xt::view(tq, xt::keep(qi));
+        const xt::xtensor<double, 1> tk_rest = xt::view(tk, xt::keep(ki));
+        theta.push_back(ap::planar_rotation(q_rest, tq_rest, k_rest, tk_rest).bias_strength);
+    }
+    double mean = 0.0, squares = 0.0;
+    for (double x : theta)
+    {
+        mean += x / 15.0;
+    }
+    for (double x : theta)
+    {
+        squares += (x - mean) * (x - mean);
+    }
+    const double want = std::sqrt(14.0 / 15.0 * squares);
+    const double direct =
+        ap::bias_strength_standard_error(xq, tq, queries.example_id, xk, tk, keys.example_id);
+    CHECK(ap_test::near_rel(direct, want, 1e-9));
+    ap::head_options options;
+    options.confidence_intervals = true;
+    const ap::head_metrics m = ap::analyze_head(queries, keys, {0, 0, 0}, options).metrics;
+    CHECK(ap_test::near_rel(m.bias_strength_se, want, 1e-9));
+    CHECK(m.bias_strength_se > 0.0);
+    // Too few sequences, the token unit, or the intervals off: NaN.
+    CHECK(std::isnan(ap::bias_strength_standard_error(xq, tq, queries.example_id, xk, tk, keys.example_id, 16)));
+    options.sampling_unit = ap::sampling_unit::token;
+    CHECK(std::isnan(ap::analyze_head(queries, keys, {0, 0, 0}, options).metrics.bias_strength_se));
+    options.sampling_unit = ap::sampling_unit::sequence;
+    options.confidence_intervals = false;
+    CHECK(std::isnan(ap::analyze_head(queries, keys, {0, 0, 0}, options).metrics.bias_strength_se));
+}
+
 TEST_CASE("pipeline: the extensions of §8 at the edges - d = 1, one pair per cell, no pair at all", "[pipeline]")
 {
     ap::head_options options;
     options.empirical_ap = true;
     options.confidence_intervals = true;
+    options.sampling_unit = ap::sampling_unit::token;  // 3 sequences of 200 positions
     options.distance_map_extra_pairs = 5;
     SECTION("d = 1: no semantic components, no rotation to estimate")
     {
@@ -1052,6 +1115,15 @@ TEST_CASE("pipeline: the extensions of §8 at the edges - d = 1, one pair per ce
     SECTION("one pair per cell: no pair-sampling variance, so no interval (NaN), the rest as usual")
     {
         options.num_pairs_per_bucket = 1;
+        // The sequence unit too: a cell's single pair leaves its pair noise unmeasured.
+        ap::head_options sequences = options;
+        sequences.sampling_unit = ap::sampling_unit::sequence;
+        const auto s = ap::analyze_head(random_tokens(600, 3, 13, 2.0, 30), random_tokens(500, 3, 14, 1.0, 30), {},
+                                        sequences);
+        CHECK(s.metrics.n_sequences == 20);
+        CHECK(std::isnan(s.metrics.ap_overall_se));
+        CHECK(std::isnan(s.profile[0].plasticity_se));
+        CHECK(std::isfinite(s.metrics.ap_overall_bias));
         const auto r = ap::analyze_head(random_tokens(600, 3, 13, 2.0), random_tokens(500, 3, 14, 1.0), {}, options);
         CHECK(std::isnan(r.metrics.ap_overall_se));
         CHECK(std::isnan(r.profile[0].plasticity_ci_low));
@@ -1085,6 +1157,7 @@ TEST_CASE("pipeline: the extensions of §8 add results and never change the meth
     on.empirical_ap = true;
     on.empirical_max_queries = 50;
     on.confidence_intervals = true;
+    on.sampling_unit = ap::sampling_unit::token;  // 6 sequences of 200 positions
     const ap::head_id id{0, 3, 0};
     const auto a = ap::analyze_head(queries, keys, id, off);
     const auto b = ap::analyze_head(queries, keys, id, on);

@@ -94,6 +94,7 @@ struct head_metrics
     std::size_t n_sequences = 0;  // distinct example ids of the kept queries and keys (§8.3)
     // docs/method.md §8.5, the companion measures (NaN / undefined when not defined).
     double bias_strength = std::numeric_limits<double>::quiet_NaN();     // mu_Q^a alpha_K
+    double bias_strength_se = std::numeric_limits<double>::quiet_NaN();  // §8.3, sequence unit: jackknife
     double drift_slope_k = std::numeric_limits<double>::quiet_NaN();     // alpha_K
     double drift_query_mean = std::numeric_limits<double>::quiet_NaN();  // mu_Q^a
     double pc0_r_q = std::numeric_limits<double>::quiet_NaN();           // r_q of PC0

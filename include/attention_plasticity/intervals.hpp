@@ -137,6 +137,12 @@ struct uncertainty_design
     bool keep_influences = false;  // fill plasticity_uncertainty::influences
 };
 
+/// The largest tr Cov(delta) of the rotation's direction (docs/method.md §8.3, in squared
+/// radians) for which the bias includes the second-order terms of the direction's error: beyond
+/// it (an angular error of about 0.3 rad or more, as in heads without positional encoding) an
+/// expansion in that error is not valid and its terms are left out of the bias.
+inline constexpr double direction_bias_max_variance = 0.1;
+
 namespace detail
 {
     /// C = A B for row-major m x m matrices.
@@ -346,13 +352,17 @@ namespace detail
         // Second order in the direction's error delta (E of dm and dv to order 2):
         //   G r0 tr V - a' V (mu_j - x_bar) + (S00 + sigma2) tr(M V) - 2 tr(M V Sigma_j)
         //   + K tr((Sigma_j + Sigma_pooled - 2 sigma2 I) V).
+        const double direction_trace = trace_of(direction_cov);
+        if (direction_trace > direction_bias_max_variance)
+        {
+            return term;  // the direction is too uncertain for an expansion in its error (§8.3)
+        }
         const std::vector<double> v_shift = matrix_vector(direction_cov, mean_shift.data());
         double a_v_shift = 0.0;
         for (std::size_t k = 0; k < m; ++k)
         {
             a_v_shift += s.semantic_mean(k) * v_shift[k];
         }
-        const double direction_trace = trace_of(direction_cov);
         const xt::xtensor<double, 2> m_v = square_product(s.semantic_covariance, direction_cov);
         const xt::xtensor<double, 2> spread = model.semantic.covariance + pooled;
         const double spread_trace = trace_of_product(spread, direction_cov) - 2.0 * sigma2 * direction_trace;
@@ -903,6 +913,15 @@ namespace detail
         std::vector<double> separate(targets, 0.0);  // variance outside the influences (token unit)
         if (by_sequence)
         {
+            // Everything is inside the sequences' sums; but a cell of one pair gives no
+            // deviation to measure its pair noise by: NaN, as for the token unit.
+            for (std::size_t c = 0; c < targets; ++c)
+            {
+                if (is_nan(estimates[d.in_d[c]].pair_variance))
+                {
+                    separate[c] = nan;
+                }
+            }
             add_covariance_influences(x, models, estimates, q, d, targets, influence);
             add_position_mean_influences(t, n, models, estimates, q, d, component0.beta, targets, influence);
             units = sequence_influences_of(example_ids, influence, n, estimates, q, d, sequences);
@@ -937,7 +956,10 @@ namespace detail
             double variance = scale * quantity_sum_of_squares(units, quantity, keep);
             for (std::size_t c = 0; c < targets; ++c)
             {
-                variance += quantity.weight[c] * quantity.weight[c] * separate[c];
+                if (quantity.weight[c] != 0.0)  // a NaN of a bucket outside the quantity stays out
+                {
+                    variance += quantity.weight[c] * quantity.weight[c] * separate[c];
+                }
             }
             record(what, 0);
             return std::sqrt(variance);

@@ -371,6 +371,14 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     const detail::qk_moments moments =
         companion ? detail::qk_moments_of(q_rows, q.t.data(), k_rows, k.t.data(), threads, options.pca_roles)
                   : detail::qk_moments{};
+    // §8.3 of bias_strength: the delete-one-sequence jackknife (sequence-level errors only).
+    const bool sequence_errors = options.confidence_intervals && options.sampling_unit == sampling_unit::sequence
+                                 && q.example_id != nullptr;
+    const double bias_strength_se =
+        sequence_errors && options.planar_rotation
+            ? detail::bias_strength_jackknife_raw(q_rows, q.t.data(), q.example_id, k_rows, k.t.data(), k.example_id,
+                                                  detail::head_sequences(q, k), uncertainty_design{}.min_sequences)
+            : std::numeric_limits<double>::quiet_NaN();
     clock.lap(&stage_timings::extensions);
     const detail::query_rotation rotated = detail::rotate_queries(q.t.data(), q_rows, fit, rotation, threads);
     q_rows.reflection = k_rows.reflection = rotation.is_identity() ? nullptr : rotation.v.data();
@@ -417,6 +425,10 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     const plasticity_aggregates_result aggregates = plasticity_aggregates(result.profile, context_length);
     result.metrics = make_head_metrics({q.n, k.n}, fit, rotated.scalar, first, noise, aggregates);
     detail::add_companion_measures(moments, options, result.metrics);
+    if (!std::isnan(result.metrics.bias_strength))
+    {
+        result.metrics.bias_strength_se = bias_strength_se;
+    }
     clock.lap(&stage_timings::kernel);
     extensions.finish(models, component0, fit.beta_norm, context_length, result);
     clock.lap(&stage_timings::extensions);

@@ -5,17 +5,20 @@
 // direction of the covariance of the pooled queries and keys with position), the separation
 // direction b (the query-key centroid difference orthogonal to a), the drift slopes of the
 // keys and queries along a, the query centroid on a, and bias_strength = mu_Q^a alpha_K.
-// Computed from the moments of detail/qk_moments.hpp (two passes over each kind).
+// Computed from the moments of detail/qk_moments.hpp (two passes over each kind); the
+// sequence-level standard error of bias_strength by a delete-one-sequence jackknife.
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <vector>
 
 #include <xtensor/xexpression.hpp>
 #include <xtensor/xtensor.hpp>
 
 #include "detail/qk_moments.hpp"
+#include "detail/row_source.hpp"
 #include "detail/scaling.hpp"
 #include "tokens.hpp"
 
@@ -108,6 +111,126 @@ namespace detail
         r.bias_strength = r.drift_query_mean * r.drift_slope_k;
         return r;
     }
+
+    /// bias_strength (mu_Q^a alpha_K) from the raw sums of the queries and of the keys, each
+    /// laid out as n, sum t, sum t^2, sum x (d), sum t x (d); NaN when a kind is empty or a is
+    /// undefined. The same function of the data as planar_rotation_of_moments (computed from
+    /// raw sums: for the jackknife of bias_strength_jackknife_raw, not for the value itself).
+    inline double bias_strength_of_sums(const double* q, const double* k, std::size_t d)
+    {
+        const double nan = std::numeric_limits<double>::quiet_NaN();
+        const double nq = q[0], nk = k[0];
+        if (!(nq > 0.0) || !(nk > 0.0))
+        {
+            return nan;
+        }
+        const double total = nq + nk;
+        const double t_mean = (q[1] + k[1]) / total;
+        const double key_t_mean = k[1] / nk;
+        const double key_stt = k[2] - nk * key_t_mean * key_t_mean;
+        double norm = 0.0;
+        std::vector<double> a(d);
+        for (std::size_t j = 0; j < d; ++j)
+        {
+            const double x_mean = (q[3 + j] + k[3 + j]) / total;
+            a[j] = q[3 + d + j] + k[3 + d + j] - total * t_mean * x_mean;
+            norm += a[j] * a[j];
+        }
+        norm = std::sqrt(norm);
+        if (!(norm > 0.0) || !std::isfinite(norm))
+        {
+            return nan;
+        }
+        double query_mean = 0.0, key_cross = 0.0;
+        for (std::size_t j = 0; j < d; ++j)
+        {
+            a[j] /= norm;
+            query_mean += q[3 + j] / nq * a[j];
+            key_cross += (k[3 + d + j] - k[3 + j] * key_t_mean) * a[j];
+        }
+        const double slope = key_stt > 0.0 ? key_cross / key_stt : 0.0;  // §2.3's rule for t without variance
+        return query_mean * slope;
+    }
+
+    /// Adds each row's raw sums (n, t, t^2, x, t x) into its sequence's slot of `sums`
+    /// (stride 3 + 2d), the sequence found in the sorted `sequences`.
+    template <class T>
+    void add_sequence_sums(const row_source<T>& rows, const double* t, const std::int64_t* ids,
+                           const std::vector<std::int64_t>& sequences, std::vector<double>& sums)
+    {
+        const std::size_t d = rows.cols;
+        const std::size_t stride = 3 + 2 * d;
+        std::vector<double> row(d);
+        for (std::size_t i = 0; i < rows.rows; ++i)
+        {
+            const auto it = std::lower_bound(sequences.begin(), sequences.end(), ids[i]);
+            double* out = sums.data() + static_cast<std::size_t>(it - sequences.begin()) * stride;
+            rows.load(i, row.data());
+            out[0] += 1.0;
+            out[1] += t[i];
+            out[2] += t[i] * t[i];
+            for (std::size_t j = 0; j < d; ++j)
+            {
+                out[3 + j] += row[j];
+                out[3 + d + j] += t[i] * row[j];
+            }
+        }
+    }
+
+    /// The delete-one-sequence jackknife standard error of bias_strength (docs/method.md §8.5,
+    /// §8.3): every sequence left out in turn, sqrt((G - 1) / G sum_e (theta_-e - mean)^2), from
+    /// per-sequence raw sums (one pass over each kind's rows, O(G d) after it). `sequences`: the
+    /// sorted distinct example ids of both kinds. NaN with fewer than `min_sequences`
+    /// sequences or when a leave-one-out value is undefined.
+    template <class TQ, class TK>
+    double bias_strength_jackknife_raw(const row_source<TQ>& q_rows, const double* q_t, const std::int64_t* q_ids,
+                                       const row_source<TK>& k_rows, const double* k_t, const std::int64_t* k_ids,
+                                       const std::vector<std::int64_t>& sequences, std::size_t min_sequences)
+    {
+        const double nan = std::numeric_limits<double>::quiet_NaN();
+        const std::size_t g = sequences.size();
+        if (g < std::max<std::size_t>(min_sequences, 2))
+        {
+            return nan;
+        }
+        const std::size_t d = q_rows.cols;
+        const std::size_t stride = 3 + 2 * d;
+        std::vector<double> q_sums(g * stride, 0.0), k_sums(g * stride, 0.0);
+        add_sequence_sums(q_rows, q_t, q_ids, sequences, q_sums);
+        add_sequence_sums(k_rows, k_t, k_ids, sequences, k_sums);
+        std::vector<double> q_total(stride, 0.0), k_total(stride, 0.0);
+        for (std::size_t e = 0; e < g; ++e)
+        {
+            for (std::size_t c = 0; c < stride; ++c)
+            {
+                q_total[c] += q_sums[e * stride + c];
+                k_total[c] += k_sums[e * stride + c];
+            }
+        }
+        std::vector<double> theta(g), q_rest(stride), k_rest(stride);
+        double mean = 0.0;
+        for (std::size_t e = 0; e < g; ++e)
+        {
+            for (std::size_t c = 0; c < stride; ++c)
+            {
+                q_rest[c] = q_total[c] - q_sums[e * stride + c];
+                k_rest[c] = k_total[c] - k_sums[e * stride + c];
+            }
+            theta[e] = bias_strength_of_sums(q_rest.data(), k_rest.data(), d);
+            if (std::isnan(theta[e]))
+            {
+                return nan;
+            }
+            mean += theta[e];
+        }
+        mean /= static_cast<double>(g);
+        double squares = 0.0;
+        for (double x : theta)
+        {
+            squares += (x - mean) * (x - mean);
+        }
+        return std::sqrt(static_cast<double>(g - 1) / static_cast<double>(g) * squares);
+    }
 }  // namespace detail
 
 /// The planar rotation model (docs/method.md §8.5) of queries (n_q x d) at positions
@@ -120,6 +243,37 @@ planar_rotation_result planar_rotation(const xt::xexpression<EQ>& queries, const
 {
     return detail::planar_rotation_of_moments(
         detail::qk_moments_of_expressions("planar_rotation", queries, query_positions, keys, key_positions));
+}
+
+/// The sequence-level standard error of bias_strength (docs/method.md §8.5, §8.3): the
+/// delete-one-sequence jackknife over the distinct example ids of both kinds, NaN with fewer than
+/// `min_sequences` of them or when bias_strength is undefined without one of them. Arguments as
+/// planar_rotation's, with the tokens' example ids. Shapes: std::invalid_argument.
+template <class EQ, class ETQ, class EEQ, class EK, class ETK, class EEK>
+double bias_strength_standard_error(const xt::xexpression<EQ>& queries, const xt::xexpression<ETQ>& query_positions,
+                                    const xt::xexpression<EEQ>& query_example_ids, const xt::xexpression<EK>& keys,
+                                    const xt::xexpression<ETK>& key_positions,
+                                    const xt::xexpression<EEK>& key_example_ids, std::size_t min_sequences = 10)
+{
+    constexpr const char* fn = "bias_strength_standard_error";
+    auto q = detail::as_matrix<detail::float_or_double_t<EQ>>(queries, fn, "queries");
+    auto k = detail::as_matrix<detail::float_or_double_t<EK>>(keys, fn, "keys");
+    auto tq = detail::as_vector<double>(query_positions, fn, "query_positions");
+    auto tk = detail::as_vector<double>(key_positions, fn, "key_positions");
+    auto eq = detail::as_vector<std::int64_t>(query_example_ids, fn, "query_example_ids");
+    auto ek = detail::as_vector<std::int64_t>(key_example_ids, fn, "key_example_ids");
+    if (q.rows != tq.size || q.rows != eq.size || k.rows != tk.size || k.rows != ek.size || q.cols != k.cols)
+    {
+        detail::throw_invalid(fn, "queries (", q.rows, " x ", q.cols, "), query_positions (", tq.size,
+                              "), query_example_ids (", eq.size, "), keys (", k.rows, " x ", k.cols,
+                              "), key_positions (", tk.size, ") and key_example_ids (", ek.size, ") do not agree");
+    }
+    std::vector<std::int64_t> sequences(eq.data, eq.data + eq.size);
+    sequences.insert(sequences.end(), ek.data, ek.data + ek.size);
+    std::sort(sequences.begin(), sequences.end());
+    sequences.erase(std::unique(sequences.begin(), sequences.end()), sequences.end());
+    return detail::bias_strength_jackknife_raw(detail::rows_of(q), tq.data, eq.data, detail::rows_of(k), tk.data,
+                                               ek.data, sequences, min_sequences);
 }
 
 /// planar_rotation on a head's tokens (their vectors and positions).

@@ -377,6 +377,8 @@ namespace
                     "The head's sequences (distinct example ids of its kept queries and keys) when the intervals are\n"
                     "on (§8.3); 0 otherwise.")
             .def_ro("bias_strength", &hm::bias_strength, "mu_Q^a alpha_K of the planar rotation model (§8.5).")
+            .def_ro("bias_strength_se", &hm::bias_strength_se,
+                    "Sequence-level standard error of bias_strength: the delete-one-sequence jackknife (§8.5, §8.3).")
             .def_ro("drift_slope_k", &hm::drift_slope_k, "alpha_K, the keys' slope along the drift direction (§8.5).")
             .def_ro("drift_query_mean", &hm::drift_query_mean, "mu_Q^a, the queries' mean on the drift direction (§8.5).")
             .def_ro("pc0_r_q", &hm::pc0_r_q, "r_q of the pooled PC0 (§8.5).")

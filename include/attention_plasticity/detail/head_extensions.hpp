@@ -188,7 +188,7 @@ namespace detail
                 design.keep_influences = m_options.sequence_influences;
                 if (design.unit == sampling_unit::sequence && m_q.example_id != nullptr)
                 {
-                    design.sequences = head_sequences();
+                    design.sequences = head_sequences(m_q, m_k);
                 }
                 plasticity_uncertainty u =
                     standard_errors_raw(m_q.t.data(), m_q.bucket, m_q.example_id, rotated, component0, slope_norm,
@@ -227,16 +227,6 @@ namespace detail
         }
 
     private:
-        /// The distinct example ids of the kept queries and keys, sorted: the head's sequences.
-        std::vector<std::int64_t> head_sequences() const
-        {
-            std::vector<std::int64_t> ids(m_q.example_id, m_q.example_id + m_q.n);
-            ids.insert(ids.end(), m_k.example_id, m_k.example_id + m_k.n);
-            std::sort(ids.begin(), ids.end());
-            ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-            return ids;
-        }
-
         void add_distances(const std::vector<cell_pairs>& cells, double tau, const xt::xtensor<double, 1>& pp)
         {
             const pair_distances d = pair_distances_raw(m_k.position, cells, tau);

@@ -4,6 +4,7 @@
 // The rows of a head that docs/method.md §2.2 keeps, and the row sources that read them from
 // the caller's buffers, oriented (§2.1): what analyze_head's steps and extensions read.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -63,6 +64,21 @@ namespace detail
 
         const std::size_t* index() const noexcept { return rows.empty() ? nullptr : rows.data(); }
     };
+
+    /// The head's sequences (docs/method.md §8.3): the distinct example ids of the kept queries
+    /// and keys, sorted (the queries' only when they have example ids).
+    inline std::vector<std::int64_t> head_sequences(const kept_tokens& q, const kept_tokens& k)
+    {
+        std::vector<std::int64_t> ids;
+        if (q.example_id != nullptr)
+        {
+            ids.assign(q.example_id, q.example_id + q.n);
+        }
+        ids.insert(ids.end(), k.example_id, k.example_id + k.n);
+        std::sort(ids.begin(), ids.end());
+        ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+        return ids;
+    }
 
     /// The rows kept by §2.2 (with rng(seed)) and their columns. With a check_name, when rows
     /// are left out, every row is checked for non-finite values first (the first pass over the

@@ -29,7 +29,7 @@ inline const char* const metrics_header =
     "q_noise_med_abs_kurt,q_noise_med_ks_p,q_noise_frac_ks_p_lt_alpha,ap_overall,ap_first20,ap_last20,ap_drop,"
     "ap_empirical_overall,ap_empirical_overall_se,ap_overall_se,ap_overall_bias,ap_overall_ci_low,ap_overall_ci_high,"
     "ap_overall_corrected,ap_first20_se,ap_first20_bias,ap_last20_se,ap_last20_bias,ap_drop_se,ap_drop_bias,"
-    "context_length,n_sequences,bias_strength,drift_slope_k,drift_query_mean,pc0_r_q,pc0_r_k,pca_class";
+    "context_length,n_sequences,bias_strength,bias_strength_se,drift_slope_k,drift_query_mean,pc0_r_q,pc0_r_k,pca_class";
 inline const char* const bucket_header = "layer,q_head,k_head,q_bucket,k_bucket,plasticity,n_pairs,plasticity_empirical";
 inline const char* const profile_header =
     "layer,q_head,k_head,q_bucket,tau,n_queries,plasticity,n_pairs,plasticity_empirical,plasticity_empirical_se,"
@@ -132,7 +132,7 @@ void emit_head(const attention_plasticity::head_result& r, Sink& sink)
         sink.real(x);
     }
     count(m.n_sequences);
-    for (double x : {m.bias_strength, m.drift_slope_k, m.drift_query_mean, m.pc0_r_q, m.pc0_r_k})
+    for (double x : {m.bias_strength, m.bias_strength_se, m.drift_slope_k, m.drift_query_mean, m.pc0_r_q, m.pc0_r_k})
     {
         sink.real(x);
     }
