@@ -75,6 +75,12 @@ const option_table<compare_config>& compare_option_table()
              }
              c.options.same_dump = text == "on";
          }},
+        {"design", "paired|unpaired",
+         "paired: the sets analyzed the same texts (each with --sequence-influences on); unpaired: "
+         "independent samples of texts [unpaired]",
+         [](compare_config& c, const std::string& label, const std::string& text) {
+             c.options.design = parse_design(text, label);
+         }},
     };
     return table;
 }
@@ -87,8 +93,19 @@ std::string compare_help()
            "difference, its standard error from the intervals (docs/method.md §8.3, §8.6), z, the two-sided\n"
            "p-value, Benjamini-Hochberg q-values and Holm's adjusted p-values across heads. Writes\n"
            "compare_heads.csv, compare_changed.csv (the heads with a change at q <= alpha) and\n"
-           "compare_summary.csv (the mean over heads, all layers and by layer). The sets need their\n"
-           "standard errors (confidence_intervals: on, ap_analyze's default) and the same heads.\n\n"
+           "compare_summary.csv (the mean over heads, all layers and by layer) and compare_trajectory.csv.\n"
+           "The sets need their standard errors (confidence_intervals: on, ap_analyze's default), the standard\n"
+           "errors of ap_first20, ap_last20 and ap_drop in head_metrics.csv (this version's ap_analyze) and the\n"
+           "same heads.\n\n"
+           "The errors are the analyses' own: by default sequence-level (the texts and the tokens drawn are\n"
+           "samples; docs/method.md §8.3). A head's quantity \"changed\" when its Benjamini-Hochberg q-value\n"
+           "is at most alpha: the difference is larger than that sampling explains, in a selection whose\n"
+           "false discovery rate is alpha for independent heads. The design (--design, said in compare_heads.csv's column design\n"
+           "and printed): unpaired, the sets are independent samples of texts (s = sqrt(s_A^2 + s_B^2));\n"
+           "paired, the sets were analyzed on the same texts, and s is the spread of the per-sequence\n"
+           "differences of the two sets' influences (head_sequence_influence.csv). With the influence tables,\n"
+           "the model-level means over heads account for the heads sharing sequences; without them the\n"
+           "heads are taken as independent (a note says so).\n\n"
            + options_help(compare_option_table(), false)
            + "\nExit status: 0 compared, 1 the results could not be written, 2 a usage error or sets that\n"
              "cannot be compared (nothing written).\n";
@@ -141,8 +158,9 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "ap_compare: error: %s; %s\n", e.what(), writer->unchanged_text(false).c_str());
         return 1;
     }
-    std::fprintf(stderr, "ap_compare: %zu sets, %zu heads compared; %zu head changes at q <= %g; results in %s\n",
-                 config.options.folders.size(), result->compared_heads, result->changed_heads, config.options.alpha,
-                 config.output_dir.c_str());
+    std::fprintf(stderr,
+                 "ap_compare: %zu sets, %zu heads compared, design %s; %zu head changes at q <= %g; results in %s\n",
+                 config.options.folders.size(), result->compared_heads, design_name(result->design),
+                 result->changed_heads, config.options.alpha, config.output_dir.c_str());
     return 0;
 }

@@ -191,7 +191,8 @@ const ap::cell_plasticity* find_cell(const ap::head_result& r, std::int64_t j, s
 }
 
 // A random head: n queries and keys, d dims, a position drift and bucket structure.
-ap::head_tokens<double> random_tokens(std::size_t n, std::size_t d, std::uint64_t seed, double drift)
+ap::head_tokens<double> random_tokens(std::size_t n, std::size_t d, std::uint64_t seed, double drift,
+                                      std::size_t length = 200)
 {
     ap::rng gen(seed);
     auto normal = [&gen]() {
@@ -204,12 +205,11 @@ ap::head_tokens<double> random_tokens(std::size_t n, std::size_t d, std::uint64_
     t.position = xt::xtensor<std::int64_t, 1>::from_shape({n});
     t.bucket = xt::xtensor<std::int64_t, 1>::from_shape({n});
     t.example_id = xt::xtensor<std::int64_t, 1>::from_shape({n});
-    const std::size_t length = 200;
     for (std::size_t i = 0; i < n; ++i)
     {
         const auto pos = static_cast<std::int64_t>(i % length);
         t.position(i) = pos;
-        t.bucket(i) = pos / 25;
+        t.bucket(i) = pos / static_cast<std::int64_t>(length / 8);
         t.example_id(i) = static_cast<std::int64_t>(i / length);
         for (std::size_t j = 0; j < d; ++j)
         {
@@ -683,6 +683,11 @@ ap::head_result compose_steps(const ap::head_tokens<TQ>& queries, const ap::head
             e.sensitivity = ap::bucket_plasticity_sensitivity(w, bucket.moments, model);
             e.pair_variance = bucket.n_pairs ? ap::pair_sampling_variance(bucket.pair_plasticity, cells)
                                              : std::numeric_limits<double>::quiet_NaN();
+            if (options.sampling_unit == ap::sampling_unit::sequence && bucket.n_pairs > 0)
+            {
+                e.pair_sequence = ap::pair_sequences(cells, k.example_id);
+                e.pair_deviation = ap::pair_deviations(bucket.pair_plasticity, cells);
+            }
             estimates.push_back(e);
         }
     }
@@ -723,8 +728,29 @@ ap::head_result compose_steps(const ap::head_tokens<TQ>& queries, const ap::head
     }
     if (options.confidence_intervals)
     {
-        const ap::plasticity_uncertainty u =
-            ap::plasticity_standard_errors(q.t, q.bucket, xq_rot, component0, fit.beta_norm, models, estimates);
+        ap::uncertainty_design design;
+        design.unit = options.sampling_unit;
+        design.context_length = xt::amax(q.t)() + 1.0;
+        design.keep_influences = options.sequence_influences;
+        if (design.unit == ap::sampling_unit::sequence)
+        {
+            // The head's sequences: those of its kept queries and keys.
+            std::vector<std::int64_t> ids(q.example_id.begin(), q.example_id.end());
+            ids.insert(ids.end(), k.example_id.begin(), k.example_id.end());
+            std::sort(ids.begin(), ids.end());
+            ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+            design.sequences = ids;
+        }
+        const ap::plasticity_uncertainty u = ap::plasticity_standard_errors(
+            q.t, q.bucket, q.example_id, xq_rot, component0, fit.beta_norm, models, estimates, design);
+        m.n_sequences = u.n_sequences;
+        m.ap_first20_se = u.first20.standard_error;
+        m.ap_first20_bias = u.first20.bias;
+        m.ap_last20_se = u.last20.standard_error;
+        m.ap_last20_bias = u.last20.bias;
+        m.ap_drop_se = u.drop.standard_error;
+        m.ap_drop_bias = u.drop.bias;
+        r.sequence_influences = u.influences;
         for (std::size_t j = 0; j < r.profile.size(); ++j)
         {
             auto& row = r.profile[j];
@@ -807,6 +833,23 @@ void check_identical_extensions(const ap::head_result& a, const ap::head_result&
     CHECK(same(x.ap_overall_ci_low, y.ap_overall_ci_low));
     CHECK(same(x.ap_overall_ci_high, y.ap_overall_ci_high));
     CHECK(same(x.ap_overall_corrected, y.ap_overall_corrected));
+    CHECK(same(x.ap_first20_se, y.ap_first20_se));
+    CHECK(same(x.ap_first20_bias, y.ap_first20_bias));
+    CHECK(same(x.ap_last20_se, y.ap_last20_se));
+    CHECK(same(x.ap_last20_bias, y.ap_last20_bias));
+    CHECK(same(x.ap_drop_se, y.ap_drop_se));
+    CHECK(same(x.ap_drop_bias, y.ap_drop_bias));
+    CHECK(same(x.context_length, y.context_length));
+    CHECK(x.n_sequences == y.n_sequences);
+    REQUIRE(a.sequence_influences.size() == b.sequence_influences.size());
+    for (std::size_t i = 0; i < a.sequence_influences.size(); ++i)
+    {
+        CAPTURE(i);
+        CHECK(a.sequence_influences[i].example_id == b.sequence_influences[i].example_id);
+        CHECK(a.sequence_influences[i].quantity == b.sequence_influences[i].quantity);
+        CHECK(a.sequence_influences[i].q_bucket == b.sequence_influences[i].q_bucket);
+        CHECK(same(a.sequence_influences[i].influence, b.sequence_influences[i].influence));
+    }
     REQUIRE(a.cells.size() == b.cells.size());
     for (std::size_t i = 0; i < a.cells.size(); ++i)
     {
@@ -876,6 +919,7 @@ TEST_CASE("pipeline: the public steps composed by hand give exactly analyze_head
         options.empirical_max_queries = 30;
         options.confidence_intervals = true;
         options.confidence_level = 0.9;
+        options.sampling_unit = ap::sampling_unit::token;  // 5 sequences: too few for sequence-level errors
         const auto composed = compose_steps(queries, keys, id, options);
         const auto analyzed = ap::analyze_head(queries, keys, id, options);
         check_identical(analyzed, composed);
@@ -883,6 +927,63 @@ TEST_CASE("pipeline: the public steps composed by hand give exactly analyze_head
         CHECK(std::isfinite(analyzed.metrics.ap_empirical_overall));
         CHECK(std::isfinite(analyzed.metrics.ap_empirical_overall_se));
         CHECK(analyzed.metrics.ap_overall_ci_low < analyzed.metrics.ap_overall);
+        CHECK(std::isfinite(analyzed.metrics.ap_drop_se));
+        CHECK(analyzed.metrics.n_sequences == 0);
+        CHECK(analyzed.sequence_influences.empty());
+        // The default unit with 5 sequences: NaN errors (never the token-level ones), biases kept.
+        options.sampling_unit = ap::sampling_unit::sequence;
+        const auto few = ap::analyze_head(queries, keys, id, options);
+        check_identical_extensions(few, compose_steps(queries, keys, id, options));
+        CHECK(few.metrics.n_sequences == 5);
+        CHECK(std::isnan(few.metrics.ap_overall_se));
+        CHECK(std::isnan(few.metrics.ap_overall_ci_low));
+        CHECK(std::isnan(few.profile[1].plasticity_se));
+        CHECK(few.metrics.ap_overall_bias == analyzed.metrics.ap_overall_bias);
+    }
+    SECTION("sequence-level errors with the influences (15 sequences of 60 positions)")
+    {
+        const auto short64 = random_tokens(900, 7, 71, 2.0, 60);
+        const ap::head_tokens<float> short_queries{xt::cast<float>(short64.vectors), short64.position,
+                                                   short64.bucket, short64.example_id};
+        const auto short_keys = random_tokens(840, 7, 72, 1.0, 60);
+        options.confidence_intervals = true;
+        options.sequence_influences = true;
+        options.sliding_window = 0;
+        const auto composed = compose_steps(short_queries, short_keys, id, options);
+        const auto analyzed = ap::analyze_head(short_queries, short_keys, id, options);
+        check_identical(analyzed, composed);
+        check_identical_extensions(analyzed, composed);
+        CHECK(analyzed.metrics.n_sequences == 15);
+        CHECK(std::isfinite(analyzed.metrics.ap_overall_se));
+        CHECK(std::isfinite(analyzed.metrics.ap_drop_se));
+        // One row per sequence and quantity with an error; each quantity's rows give its error.
+        std::map<std::pair<int, std::int64_t>, std::vector<double>> by_quantity;
+        for (const auto& e : analyzed.sequence_influences)
+        {
+            by_quantity[{static_cast<int>(e.quantity), e.q_bucket}].push_back(e.influence);
+        }
+        auto se_of = [](const std::vector<double>& phi) {
+            double squares = 0.0;
+            for (double x : phi)
+            {
+                squares += x * x;
+            }
+            const auto g = static_cast<double>(phi.size());
+            return std::sqrt(g / (g - 1.0) * squares);
+        };
+        const auto& overall = by_quantity.at({static_cast<int>(ap::influence_quantity::ap_overall), 0});
+        REQUIRE(overall.size() == 15);
+        CHECK(se_of(overall) == Approx(analyzed.metrics.ap_overall_se).epsilon(1e-12));
+        CHECK(se_of(by_quantity.at({static_cast<int>(ap::influence_quantity::ap_drop), 0}))
+              == Approx(analyzed.metrics.ap_drop_se).epsilon(1e-12));
+        for (const auto& row : analyzed.profile)
+        {
+            if (std::isfinite(row.plasticity_se))
+            {
+                CHECK(se_of(by_quantity.at({static_cast<int>(ap::influence_quantity::ap_bucket), row.q_bucket}))
+                      == Approx(row.plasticity_se).epsilon(1e-12));
+            }
+        }
     }
 }
 

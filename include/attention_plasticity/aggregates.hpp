@@ -22,6 +22,7 @@ struct plasticity_aggregates_result
     double ap_first20 = std::numeric_limits<double>::quiet_NaN();
     double ap_last20 = std::numeric_limits<double>::quiet_NaN();
     double ap_drop = std::numeric_limits<double>::quiet_NaN();
+    double context_length = std::numeric_limits<double>::quiet_NaN();  // the C they were given
 };
 
 namespace detail
@@ -56,6 +57,7 @@ namespace detail
         r.ap_last20 =
             weighted_plasticity(tau, n_queries, plasticity, count, [&](double t) { return t >= 0.8 * context_length; });
         r.ap_drop = r.ap_first20 - r.ap_last20;
+        r.context_length = context_length;
         return r;
     }
 }  // namespace detail

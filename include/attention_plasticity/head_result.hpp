@@ -13,6 +13,7 @@
 
 #include "cells.hpp"
 #include "distance_maps.hpp"
+#include "intervals.hpp"
 #include "pca_roles.hpp"
 #include "query_model.hpp"
 #include "tokens.hpp"
@@ -44,6 +45,10 @@ struct head_options
     std::size_t empirical_max_queries = 0;    // §8.2, queries per bucket for it (seeded subsample); 0: all
     bool confidence_intervals = false;        // §8.3, about one more kernel's work: off by default
     double confidence_level = 0.95;           // §8.3, in (0, 1)
+    // §8.3: what the standard errors treat as the sampling unit: the sequences (example_id; the
+    // honest default on real text) or the tokens (conditional on the keys, for independent draws).
+    attention_plasticity::sampling_unit sampling_unit = attention_plasticity::sampling_unit::sequence;
+    bool sequence_influences = false;         // §8.3, keep each sequence's influence (paired comparisons, §8.6)
     bool planar_rotation = true;              // §8.5, two O(n d) passes over the rows: on by default
     bool pca_roles = false;                   // §8.5, a SYRK of the rows (n d^2 / 2): off by default
 };
@@ -79,6 +84,14 @@ struct head_metrics
     double ap_overall_ci_low = std::numeric_limits<double>::quiet_NaN();        // §8.3
     double ap_overall_ci_high = std::numeric_limits<double>::quiet_NaN();       // §8.3
     double ap_overall_corrected = std::numeric_limits<double>::quiet_NaN();     // §8.3, the interval's centre
+    double ap_first20_se = std::numeric_limits<double>::quiet_NaN();            // §8.3
+    double ap_first20_bias = std::numeric_limits<double>::quiet_NaN();          // §8.3
+    double ap_last20_se = std::numeric_limits<double>::quiet_NaN();             // §8.3
+    double ap_last20_bias = std::numeric_limits<double>::quiet_NaN();           // §8.3
+    double ap_drop_se = std::numeric_limits<double>::quiet_NaN();               // §8.3, with the terms' covariance
+    double ap_drop_bias = std::numeric_limits<double>::quiet_NaN();             // §8.3
+    double context_length = std::numeric_limits<double>::quiet_NaN();           // C of §2.14
+    std::size_t n_sequences = 0;  // distinct example ids of the kept queries and keys (§8.3)
     // docs/method.md §8.5, the companion measures (NaN / undefined when not defined).
     double bias_strength = std::numeric_limits<double>::quiet_NaN();     // mu_Q^a alpha_K
     double drift_slope_k = std::numeric_limits<double>::quiet_NaN();     // alpha_K
@@ -138,6 +151,10 @@ struct head_result
     xt::xtensor<double, 1> component_r2;      // R2_d of §2.3, original (oriented) axes
     xt::xtensor<double, 1> component_weight;  // w_d of §2.9
     std::vector<distance_plasticity_bin> distance_map;  // docs/method.md §8.1; empty when off
+    // docs/method.md §8.3 with sequence_influences on (and sequence-level errors defined): each
+    // sequence's centred influence on ap_overall, ap_first20, ap_last20, ap_drop and every AP_j
+    // with a standard error; empty otherwise.
+    std::vector<sequence_influence> sequence_influences;
 };
 }  // namespace attention_plasticity
 

@@ -186,6 +186,7 @@ inline head_metrics make_head_metrics(const head_counts& counts, const linear_fi
     m.ap_first20 = aggregates.ap_first20;
     m.ap_last20 = aggregates.ap_last20;
     m.ap_drop = aggregates.ap_drop;
+    m.context_length = aggregates.context_length;
     return m;
 }
 }  // namespace attention_plasticity

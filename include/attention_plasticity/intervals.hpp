@@ -8,8 +8,11 @@
 // of their influence on these estimates, plus the pair-sampling error; its bias, to second
 // order, is -(2/pi)/n_j at z = 0 and smaller elsewhere. The per-bucket pieces are
 // sensitivity.hpp's (bucket_plasticity_sensitivity, pair_sampling_variance); here:
-//   plasticity_standard_errors  the per-query influences over the head, summed: standard errors
-//                               and biases of every AP_j and of ap_overall
+//   plasticity_standard_errors  the influences over the head, summed by sampling unit (the
+//                               sequence by default: its queries, its keys' pairs; or the token):
+//                               standard errors and biases of every AP_j, ap_overall, ap_first20,
+//                               ap_last20 and ap_drop, and each sequence's influence
+//   pair_sequences, pair_deviations  what a bucket's pairs bring to the sequence-level errors
 //   plasticity_interval         estimate - bias -+ z_(1+level)/2 standard error, in [0, 1]
 
 #include <algorithm>
@@ -22,6 +25,7 @@
 #include <xtensor/xexpression.hpp>
 #include <xtensor/xtensor.hpp>
 
+#include "cells.hpp"
 #include "detail/blas.hpp"
 #include "detail/errors.hpp"
 #include "detail/finite.hpp"
@@ -34,21 +38,103 @@
 
 namespace attention_plasticity
 {
+/// What the standard errors of docs/method.md §8.3 treat as the independent sampling unit.
+///   sequence  the sequences (example ids): every quantity is an estimate of its value over the
+///             distribution of the sequences the examples were drawn from (and of the capture's
+///             token sampling); the queries, the keys and the pairs of one sequence are dependent.
+///             The honest choice on real text.
+///   token     the errors conditional on the keys, the query positions and bucket ids: the query
+///             vectors independent given their positions, the pairs drawn anew (for synthetic data
+///             whose tokens are independent draws).
+enum class sampling_unit
+{
+    sequence,
+    token
+};
+
+/// The quantities of docs/method.md §2.14 whose per-sequence influences §8.3 gives.
+enum class influence_quantity
+{
+    ap_overall,
+    ap_first20,
+    ap_last20,
+    ap_drop,
+    ap_bucket
+};
+
+/// The name of a quantity as the tables write it ("ap_overall", ..., "ap_bucket").
+inline const char* influence_quantity_name(influence_quantity quantity) noexcept
+{
+    switch (quantity)
+    {
+    case influence_quantity::ap_overall: return "ap_overall";
+    case influence_quantity::ap_first20: return "ap_first20";
+    case influence_quantity::ap_last20: return "ap_last20";
+    case influence_quantity::ap_drop: return "ap_drop";
+    case influence_quantity::ap_bucket: return "ap_bucket";
+    }
+    return "ap_bucket";
+}
+
+/// One sequence's centred first-order influence on one quantity (docs/method.md §8.3): the
+/// estimate minus its value over the population of sequences is, to first order, the sum of the
+/// influences of the head's sequences, which sum to 0.
+struct sequence_influence
+{
+    std::int64_t example_id = 0;
+    influence_quantity quantity = influence_quantity::ap_overall;
+    std::int64_t q_bucket = 0;  // the query bucket j of an ap_bucket influence; 0 otherwise
+    double influence = 0.0;
+};
+
 /// What the interval of one query bucket needs (one per bucket_query_model, in their order).
 struct bucket_estimate
 {
     double plasticity = std::numeric_limits<double>::quiet_NaN();  // AP_j; NaN: no pairs (not in D)
     bucket_sensitivity sensitivity;                                // bucket_plasticity_sensitivity
     double pair_variance = 0.0;                                    // pair_sampling_variance
+    // For sequence-level errors (sampling_unit::sequence), one entry per pair of the bucket, in
+    // the cells' order: the example id of its keys (pair_sequences) and its PP minus its cell's
+    // mean (pair_deviations).
+    std::vector<std::int64_t> pair_sequence;
+    std::vector<double> pair_deviation;
 };
 
-/// Standard errors and second-order biases of every AP_j and of ap_overall (docs/method.md §8.3).
+/// A standard error and a bias.
+struct aggregate_uncertainty
+{
+    double standard_error = std::numeric_limits<double>::quiet_NaN();
+    double bias = std::numeric_limits<double>::quiet_NaN();
+};
+
+/// Standard errors and second-order biases of every AP_j and of the aggregates of §2.14
+/// (docs/method.md §8.3).
 struct plasticity_uncertainty
 {
     std::vector<double> bucket_standard_error;  // per model; NaN for buckets without pairs
     std::vector<double> bucket_bias;            // E[AP_j] - AP_j, estimated
     double standard_error = std::numeric_limits<double>::quiet_NaN();  // of ap_overall
     double bias = std::numeric_limits<double>::quiet_NaN();
+    aggregate_uncertainty first20;  // ap_first20
+    aggregate_uncertainty last20;   // ap_last20
+    aggregate_uncertainty drop;     // ap_drop = ap_first20 - ap_last20, with the terms' covariance
+    std::size_t n_sequences = 0;    // sampling_unit::sequence: the sequences (units) of the head
+    std::vector<sequence_influence> influences;  // uncertainty_design::keep_influences
+};
+
+/// How plasticity_standard_errors treats the data (docs/method.md §8.3).
+struct uncertainty_design
+{
+    attention_plasticity::sampling_unit unit = sampling_unit::sequence;
+    // C of §2.14 (the buckets of ap_first20 and ap_last20); NaN: max t + 1 of the given queries.
+    double context_length = std::numeric_limits<double>::quiet_NaN();
+    // The head's sequences (sorted, distinct): every sequence sampled, including those that bring
+    // no query or pair; empty: the example ids of the queries and of the pairs.
+    std::vector<std::int64_t> sequences;
+    // Fewer sequences than this: the sequence-level errors are NaN (a cluster-robust variance
+    // from a handful of clusters is itself too uncertain to be an error bar).
+    std::size_t min_sequences = 10;
+    bool keep_influences = false;  // fill plasticity_uncertainty::influences
 };
 
 namespace detail
@@ -429,61 +515,315 @@ namespace detail
         return weight;
     }
 
-    /// Fills the last column (ap_overall's influence, sum_c weight_c phi_c) and returns each
-    /// column's sum of squares about its mean.
-    inline std::vector<double> influence_sums_of_squares(std::vector<double>& influence, std::size_t n,
-                                                         const std::vector<double>& weight)
+    /// Sequence-level errors (docs/method.md §8.3): the influence of each query through its
+    /// bucket's covariance Sigma_j, (u' M u - its mean over the bucket) / (n_j - 1) with
+    /// u = x_sem - mu_j, into column c of its bucket. Summed over the bucket's queries and
+    /// squared, it is under normality 2 tr((M Sigma_j)^2) / (n_j - 1), the term the token-level
+    /// errors add outside the influences. One GEMM with M per block of a bucket's rows.
+    template <class X>
+    void add_covariance_influences(const X& x, const std::vector<bucket_query_model>& models,
+                                   const std::vector<bucket_estimate>& estimates, const query_statistics& q,
+                                   const targets_of_head& d, std::size_t stride, std::vector<double>& influence)
     {
-        const std::size_t targets = weight.size();
-        const std::size_t stride = targets + 1;
-        std::vector<double> column_mean(stride, 0.0), column_squares(stride, 0.0);
+        constexpr std::size_t block = 256;
+        const std::size_t n = x.rows;
+        const std::size_t m = x.cols - 1;
+        const std::size_t targets = d.in_d.size();
+        if (m == 0)
+        {
+            return;
+        }
+        std::vector<std::vector<std::size_t>> rows(targets);
         for (std::size_t i = 0; i < n; ++i)
         {
-            double* phi = influence.data() + i * stride;
-            double overall = 0.0;
+            const std::size_t target = d.target_of[std::min(q.slot[i], models.size())];
+            if (target > 0)
+            {
+                rows[target - 1].push_back(i);
+            }
+        }
+        std::vector<double> u(block * m), y(block * m);
+        for (std::size_t c = 0; c < targets; ++c)
+        {
+            const std::size_t j = d.in_d[c];
+            const double* mu = models[j].semantic.mean.data();
+            const double* weights = estimates[j].sensitivity.semantic_covariance.data();
+            const std::vector<std::size_t>& own = rows[c];
+            std::vector<double> form(own.size());
+            double mean = 0.0;
+            for (std::size_t start = 0; start < own.size(); start += block)
+            {
+                const std::size_t size = std::min(block, own.size() - start);
+                for (std::size_t r = 0; r < size; ++r)
+                {
+                    const auto* row = x.row(own[start + r]);
+                    for (std::size_t k = 0; k < m; ++k)
+                    {
+                        u[r * m + k] = static_cast<double>(row[k + 1]) - mu[k];
+                    }
+                }
+                gemm<double>(false, false, size, m, m, 1.0, u.data(), m, weights, m, 0.0, y.data(), m);
+                for (std::size_t r = 0; r < size; ++r)
+                {
+                    double dot = 0.0;
+                    for (std::size_t k = 0; k < m; ++k)
+                    {
+                        dot += u[r * m + k] * y[r * m + k];
+                    }
+                    form[start + r] = dot;
+                    mean += dot;
+                }
+            }
+            mean /= static_cast<double>(own.size());
+            const double dof = static_cast<double>(models[j].n_queries) - 1.0;
+            for (std::size_t r = 0; r < own.size(); ++r)
+            {
+                influence[own[r] * stride + c] += (form[r] - mean) / dof;
+            }
+        }
+    }
+
+    /// Sequence-level errors: the influence of each query through its bucket's mean position
+    /// tau_j, G beta0 (t_i - tau_j) / n_j (the positions are sampled with the sequences; the
+    /// token-level errors condition on them).
+    inline void add_position_mean_influences(const double* t, std::size_t n, const std::vector<bucket_query_model>& models,
+                                             const std::vector<bucket_estimate>& estimates, const query_statistics& q,
+                                             const targets_of_head& d, double beta0, std::size_t stride,
+                                             std::vector<double>& influence)
+    {
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            const std::size_t target = d.target_of[std::min(q.slot[i], models.size())];
+            if (target > 0)
+            {
+                const bucket_query_model& model = models[d.in_d[target - 1]];
+                const double slope = estimates[d.in_d[target - 1]].sensitivity.position_mean * beta0;
+                influence[i * stride + target - 1] += slope * (t[i] - model.tau) / static_cast<double>(model.n_queries);
+            }
+        }
+    }
+
+    /// The influences of the sampling units on the targets (the buckets of D), units x targets,
+    /// row-major: the queries themselves (token unit) or the sums over each sequence of its
+    /// queries' influences and of its pairs' (PP_p - P_cell) / P_j (sequence unit), with the
+    /// number of each sequence's queries in each target's bucket (for the random weights n_j).
+    struct unit_influences
+    {
+        std::size_t units = 0;
+        std::vector<double> values;
+        std::vector<double> counts;  // sequence unit only
+    };
+
+    /// The index of example id `id` in the sorted `sequences`; the id must be there.
+    inline std::size_t sequence_index(const std::vector<std::int64_t>& sequences, std::int64_t id)
+    {
+        const auto it = std::lower_bound(sequences.begin(), sequences.end(), id);
+        if (it == sequences.end() || *it != id)
+        {
+            throw_invalid("plasticity_standard_errors", "example id ", id,
+                          " of a query or pair is not in design.sequences");
+        }
+        return static_cast<std::size_t>(it - sequences.begin());
+    }
+
+    inline unit_influences sequence_influences_of(const std::int64_t* example_ids, const std::vector<double>& influence,
+                                                  std::size_t n, const std::vector<bucket_estimate>& estimates,
+                                                  const query_statistics& q, const targets_of_head& d,
+                                                  const std::vector<std::int64_t>& sequences)
+    {
+        const std::size_t targets = d.in_d.size();
+        const std::size_t count_models = estimates.size();
+        unit_influences u;
+        u.units = sequences.size();
+        u.values.assign(u.units * targets, 0.0);
+        u.counts.assign(u.units * targets, 0.0);
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            const std::size_t unit = sequence_index(sequences, example_ids[i]);
+            double* values = u.values.data() + unit * targets;
+            const double* phi = influence.data() + i * targets;
             for (std::size_t c = 0; c < targets; ++c)
             {
-                overall += weight[c] * phi[c];
+                values[c] += phi[c];
             }
-            phi[targets] = overall;
-            for (std::size_t c = 0; c < stride; ++c)
+            const std::size_t target = d.target_of[std::min(q.slot[i], count_models)];
+            if (target > 0)
             {
-                column_mean[c] += phi[c];
+                u.counts[unit * targets + target - 1] += 1.0;
             }
         }
-        for (double& v : column_mean)
+        for (std::size_t c = 0; c < targets; ++c)
         {
-            v /= static_cast<double>(n);
-        }
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            const double* phi = influence.data() + i * stride;
-            for (std::size_t c = 0; c < stride; ++c)
+            const bucket_estimate& e = estimates[d.in_d[c]];
+            const auto pairs = static_cast<double>(e.pair_deviation.size());
+            for (std::size_t p = 0; p < e.pair_deviation.size(); ++p)
             {
-                const double e = phi[c] - column_mean[c];
-                column_squares[c] += e * e;
+                u.values[sequence_index(sequences, e.pair_sequence[p]) * targets + c] += e.pair_deviation[p] / pairs;
             }
         }
-        return column_squares;
+        return u;
+    }
+
+    /// One quantity as a linear function of the targets: weights w_c and, for the sequence unit,
+    /// the coefficients kappa_c of the units' query counts (the weights n_j / sum n_k are then
+    /// random: d(sum_c n_c AP_c / N) = sum_c w_c dAP_c + sum_c (AP_c - A) dn_c / N).
+    struct linear_quantity
+    {
+        std::vector<double> weight;
+        std::vector<double> count_weight;
+        bool defined = false;
+    };
+
+    /// The n_j-weighted mean of the targets in `member` (§2.14): its weights and count coefficients.
+    inline linear_quantity weighted_mean_quantity(const std::vector<bucket_query_model>& models,
+                                                  const std::vector<bucket_estimate>& estimates,
+                                                  const targets_of_head& d, const std::vector<char>& member)
+    {
+        const std::size_t targets = d.in_d.size();
+        linear_quantity out;
+        out.weight.assign(targets, 0.0);
+        out.count_weight.assign(targets, 0.0);
+        double total = 0.0, value = 0.0;
+        for (std::size_t c = 0; c < targets; ++c)
+        {
+            if (member[c] != 0)
+            {
+                total += static_cast<double>(models[d.in_d[c]].n_queries);
+            }
+        }
+        if (total == 0.0)
+        {
+            return out;
+        }
+        out.defined = true;
+        for (std::size_t c = 0; c < targets; ++c)
+        {
+            if (member[c] != 0)
+            {
+                out.weight[c] = static_cast<double>(models[d.in_d[c]].n_queries) / total;
+                value += out.weight[c] * estimates[d.in_d[c]].plasticity;
+            }
+        }
+        for (std::size_t c = 0; c < targets; ++c)
+        {
+            if (member[c] != 0)
+            {
+                out.count_weight[c] = (estimates[d.in_d[c]].plasticity - value) / total;
+            }
+        }
+        return out;
+    }
+
+    /// sum over units of (y_u - mean y)^2, y_u = sum_c w_c U_uc (+ sum_c kappa_c counts_uc for the
+    /// sequence unit); the centred y_u into `centred` when it is given.
+    inline double quantity_sum_of_squares(const unit_influences& u, const linear_quantity& quantity,
+                                          std::vector<double>* centred)
+    {
+        const std::size_t targets = quantity.weight.size();
+        std::vector<double> y(u.units);
+        double mean = 0.0;
+        for (std::size_t i = 0; i < u.units; ++i)
+        {
+            const double* phi = u.values.data() + i * targets;
+            double value = 0.0;
+            for (std::size_t c = 0; c < targets; ++c)
+            {
+                value += quantity.weight[c] * phi[c];
+            }
+            if (!u.counts.empty())
+            {
+                const double* counts = u.counts.data() + i * targets;
+                for (std::size_t c = 0; c < targets; ++c)
+                {
+                    value += quantity.count_weight[c] * counts[c];
+                }
+            }
+            y[i] = value;
+            mean += value;
+        }
+        mean /= static_cast<double>(u.units);
+        double squares = 0.0;
+        for (double& value : y)
+        {
+            value -= mean;
+            squares += value * value;
+        }
+        if (centred != nullptr)
+        {
+            *centred = std::move(y);
+        }
+        return squares;
+    }
+
+    /// Column c's sum of squares about its mean (a bucket's own quantity), centred values as above.
+    inline double target_sum_of_squares(const unit_influences& u, std::size_t targets, std::size_t c,
+                                        std::vector<double>* centred)
+    {
+        double mean = 0.0;
+        for (std::size_t i = 0; i < u.units; ++i)
+        {
+            mean += u.values[i * targets + c];
+        }
+        mean /= static_cast<double>(u.units);
+        double squares = 0.0;
+        if (centred != nullptr)
+        {
+            centred->resize(u.units);
+        }
+        for (std::size_t i = 0; i < u.units; ++i)
+        {
+            const double e = u.values[i * targets + c] - mean;
+            squares += e * e;
+            if (centred != nullptr)
+            {
+                (*centred)[i] = e;
+            }
+        }
+        return squares;
+    }
+
+    /// The sorted distinct example ids of the queries and of the targets' pairs.
+    inline std::vector<std::int64_t> sequences_of(const std::int64_t* example_ids, std::size_t n,
+                                                  const std::vector<bucket_estimate>& estimates,
+                                                  const targets_of_head& d)
+    {
+        std::vector<std::int64_t> ids(example_ids, example_ids + n);
+        for (std::size_t j : d.in_d)
+        {
+            ids.insert(ids.end(), estimates[j].pair_sequence.begin(), estimates[j].pair_sequence.end());
+        }
+        std::sort(ids.begin(), ids.end());
+        ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+        return ids;
     }
 
     /// plasticity_standard_errors on checked input; x as in query_statistics_of (every pass over
-    /// it reads the rows in order, one at a time).
+    /// it reads the rows in order, one at a time, but the covariance influences, which read each
+    /// bucket's rows in turn). example_ids: one per query (the sequence unit), else unused.
     template <class X>
-    plasticity_uncertainty standard_errors_raw(const double* t, const std::int64_t* buckets, const X& x,
+    plasticity_uncertainty standard_errors_raw(const double* t, const std::int64_t* buckets,
+                                               const std::int64_t* example_ids, const X& x,
                                                const position_component_fit& component0, double slope_norm,
                                                const std::vector<bucket_query_model>& models,
-                                               const std::vector<bucket_estimate>& estimates)
+                                               const std::vector<bucket_estimate>& estimates,
+                                               const uncertainty_design& design)
     {
         constexpr double nan = std::numeric_limits<double>::quiet_NaN();
         const std::size_t n = x.rows;
         const std::size_t m = x.cols - 1;
         const double sigma2 = component0.residual_variance;
         const double* residual = component0.residual.data();
+        const bool by_sequence = design.unit == sampling_unit::sequence;
         plasticity_uncertainty out;
         out.bucket_standard_error.assign(models.size(), nan);
         out.bucket_bias.assign(models.size(), nan);
         const targets_of_head d = targets_with_plasticity(models, estimates);
+        std::vector<std::int64_t> sequences;
+        if (by_sequence && example_ids != nullptr)
+        {
+            sequences = design.sequences.empty() ? sequences_of(example_ids, n, estimates, d) : design.sequences;
+            out.n_sequences = sequences.size();
+        }
         if (d.in_d.empty())
         {
             return out;
@@ -501,46 +841,252 @@ namespace detail
                                        cov.direction, cov.pooled, rotation_estimated);
         }
 
-        // Per-query influences phi on every AP_j of D (columns 0..targets-1) and on ap_overall.
-        const std::size_t stride = targets + 1;
-        std::vector<double> influence(n * stride, 0.0);
-        add_mean_and_direction_influences(t, x, models, estimates, q, d, terms, slope_norm, rotation_estimated, stride,
-                                          influence);
-        const std::vector<double> weight =
-            add_line_influences(t, n, models, estimates, q, d, residual, sigma2, stride, influence);
-        const std::vector<double> column_squares = influence_sums_of_squares(influence, n, weight);
+        // The quantities: AP_j of the targets, then ap_overall, ap_first20, ap_last20, ap_drop (§2.14).
+        double context_length = design.context_length;
+        if (is_nan(context_length))
+        {
+            context_length = *std::max_element(t, t + n) + 1.0;
+        }
+        std::vector<char> all(targets, 1), first(targets, 0), last(targets, 0);
+        for (std::size_t c = 0; c < targets; ++c)
+        {
+            const double tau = models[d.in_d[c]].tau;
+            first[c] = static_cast<char>(tau < 0.2 * context_length);
+            last[c] = static_cast<char>(tau >= 0.8 * context_length);
+        }
+        const linear_quantity overall = weighted_mean_quantity(models, estimates, d, all);
+        const linear_quantity first20 = weighted_mean_quantity(models, estimates, d, first);
+        const linear_quantity last20 = weighted_mean_quantity(models, estimates, d, last);
+        linear_quantity drop;
+        drop.defined = first20.defined && last20.defined;
+        if (drop.defined)
+        {
+            drop.weight.resize(targets);
+            drop.count_weight.resize(targets);
+            for (std::size_t c = 0; c < targets; ++c)
+            {
+                drop.weight[c] = first20.weight[c] - last20.weight[c];
+                drop.count_weight[c] = first20.count_weight[c] - last20.count_weight[c];
+            }
+        }
+        const auto bias_of = [&](const linear_quantity& quantity) {
+            if (!quantity.defined)
+            {
+                return nan;
+            }
+            double bias = 0.0;
+            for (std::size_t c = 0; c < targets; ++c)
+            {
+                bias += quantity.weight[c] * terms[c].bias;
+            }
+            return bias;
+        };
+        out.bias = bias_of(overall);
+        out.first20.bias = bias_of(first20);
+        out.last20.bias = bias_of(last20);
+        out.drop.bias = bias_of(drop);
+        for (std::size_t c = 0; c < targets; ++c)
+        {
+            out.bucket_bias[d.in_d[c]] = terms[c].bias;
+        }
+        if (by_sequence && (example_ids == nullptr || sequences.size() < std::max<std::size_t>(design.min_sequences, 2)))
+        {
+            return out;  // no sequence-level error: NaN, never the token-level one in its place
+        }
 
-        // Variances: the influences' sums of squares plus the terms outside them.
-        double overall_variance = column_squares[targets];
-        double overall_bias = 0.0;
+        // Per-query influences phi on every AP_j of D (columns 0..targets-1).
+        std::vector<double> influence(n * targets, 0.0);
+        add_mean_and_direction_influences(t, x, models, estimates, q, d, terms, slope_norm, rotation_estimated, targets,
+                                          influence);
+        add_line_influences(t, n, models, estimates, q, d, residual, sigma2, targets, influence);
+        unit_influences units;
+        std::vector<double> separate(targets, 0.0);  // variance outside the influences (token unit)
+        if (by_sequence)
+        {
+            add_covariance_influences(x, models, estimates, q, d, targets, influence);
+            add_position_mean_influences(t, n, models, estimates, q, d, component0.beta, targets, influence);
+            units = sequence_influences_of(example_ids, influence, n, estimates, q, d, sequences);
+        }
+        else
+        {
+            units.units = n;
+            units.values = std::move(influence);
+            for (std::size_t c = 0; c < targets; ++c)
+            {
+                separate[c] = terms[c].covariance_variance + estimates[d.in_d[c]].pair_variance;
+            }
+        }
+        const double scale = by_sequence ? static_cast<double>(units.units) / static_cast<double>(units.units - 1) : 1.0;
+        std::vector<double> centred;
+        std::vector<double>* keep = by_sequence && design.keep_influences ? &centred : nullptr;
+        const auto record = [&](influence_quantity what, std::int64_t bucket) {
+            if (keep == nullptr)
+            {
+                return;
+            }
+            for (std::size_t u = 0; u < units.units; ++u)
+            {
+                out.influences.push_back({sequences[u], what, bucket, centred[u]});
+            }
+        };
+        const auto standard_error_of = [&](const linear_quantity& quantity, influence_quantity what) {
+            if (!quantity.defined)
+            {
+                return nan;
+            }
+            double variance = scale * quantity_sum_of_squares(units, quantity, keep);
+            for (std::size_t c = 0; c < targets; ++c)
+            {
+                variance += quantity.weight[c] * quantity.weight[c] * separate[c];
+            }
+            record(what, 0);
+            return std::sqrt(variance);
+        };
+        out.standard_error = standard_error_of(overall, influence_quantity::ap_overall);
+        out.first20.standard_error = standard_error_of(first20, influence_quantity::ap_first20);
+        out.last20.standard_error = standard_error_of(last20, influence_quantity::ap_last20);
+        out.drop.standard_error = standard_error_of(drop, influence_quantity::ap_drop);
         for (std::size_t c = 0; c < targets; ++c)
         {
             const std::size_t j = d.in_d[c];
-            const double separate = terms[c].covariance_variance + estimates[j].pair_variance;
-            out.bucket_standard_error[j] = std::sqrt(column_squares[c] + separate);
-            out.bucket_bias[j] = terms[c].bias;
-            overall_variance += weight[c] * weight[c] * separate;
-            overall_bias += weight[c] * terms[c].bias;
+            out.bucket_standard_error[j] = std::sqrt(scale * target_sum_of_squares(units, targets, c, keep) + separate[c]);
+            record(influence_quantity::ap_bucket, models[j].bucket);
         }
-        out.standard_error = std::sqrt(overall_variance);
-        out.bias = overall_bias;
         return out;
     }
 }  // namespace detail
 
-/// Standard errors and biases of every AP_j and of ap_overall (docs/method.md §8.3), by the
-/// delta method, conditional on the keys and on the query positions and buckets: the queries'
-/// vectors are the random sample (independent given their positions) and the pairs are drawn
-/// anew. Inputs: the head's kept queries after the rotation (x_rot, n x d, positions t and bucket
-/// ids), the component-0 fit (§2.6: alpha, beta, residual, sigma2), ||beta|| of the position
-/// regression (§2.3; the rotation's direction is an estimate when >= 1e-12), the query models
-/// (§2.10) and, one per model, its bucket_estimate (AP_j, NaN outside D; its sensitivity; the
-/// pair-sampling variance). The variance of AP_j sums (i) the per-query influences through mu_j,
-/// the positional line, sigma2 and the rotation direction (summed over the queries: robust to
-/// non-normal queries), (ii) the influence through Sigma_j under normality, 2 tr((M Sigma_j)^2)
-/// / (n_j - 1), and (iii) the pair-sampling variance. The bias is the second-order bias of the
-/// plug-in estimate (of order 1/n_j). Shapes: std::invalid_argument; non-finite values:
-/// std::domain_error.
+namespace detail
+{
+    /// The checks of plasticity_standard_errors that do not depend on the design.
+    template <class TV, class BV, class XV>
+    void check_uncertainty_input(const char* fn, const TV& tv, const BV& bv, const XV& x,
+                                 const position_component_fit& component0, double slope_norm,
+                                 const std::vector<bucket_query_model>& models,
+                                 const std::vector<bucket_estimate>& estimates)
+    {
+        const std::size_t n = x.rows;
+        if (x.cols == 0)
+        {
+            throw_invalid(fn, "x_rot has 0 columns (d = 0)");
+        }
+        if (tv.size != n || bv.size != n || component0.residual.size() != n)
+        {
+            throw_invalid(fn, "t (", tv.size, "), buckets (", bv.size, ") and component0.residual (",
+                          component0.residual.size(), ") must have one entry per row of x_rot (", n, ")");
+        }
+        if (n < 3)
+        {
+            throw_invalid(fn, "needs at least 3 queries, got ", n);
+        }
+        if (estimates.size() != models.size())
+        {
+            throw_invalid(fn, "estimates has ", estimates.size(), " entries but there are ", models.size(), " models");
+        }
+        const std::size_t m = x.cols - 1;
+        for (std::size_t j = 0; j < models.size(); ++j)
+        {
+            if (j > 0 && !(models[j - 1].bucket < models[j].bucket))
+            {
+                throw_invalid(fn, "models must be in increasing bucket id, models[", j, "].bucket = ", models[j].bucket,
+                              " follows ", models[j - 1].bucket);
+            }
+            const bucket_sensitivity& s = estimates[j].sensitivity;
+            if (models[j].semantic.mean.size() != m || models[j].semantic.covariance.shape()[0] != m
+                || s.semantic_mean.size() != m || s.mixed.size() != m || s.semantic_covariance.shape()[0] != m
+                || s.semantic_covariance.shape()[1] != m)
+            {
+                throw_invalid(fn, "models[", j, "] or estimates[", j, "] do not have d - 1 = ", m,
+                              " semantic components");
+            }
+            if (models[j].n_queries < 2)
+            {
+                throw_invalid(fn, "models[", j, "].n_queries must be >= 2, got ", models[j].n_queries);
+            }
+            if (estimates[j].pair_sequence.size() != estimates[j].pair_deviation.size())
+            {
+                throw_invalid(fn, "estimates[", j, "] has ", estimates[j].pair_sequence.size(),
+                              " pair sequences but ", estimates[j].pair_deviation.size(), " pair deviations");
+            }
+        }
+        require_finite(fn, "t", tv);
+        require_finite(fn, "x_rot", x);
+        require_finite(fn, "component0.residual", component0.residual.data(), n);
+        if (is_non_finite(slope_norm) || slope_norm < 0.0 || is_non_finite(component0.residual_variance))
+        {
+            throw_domain(fn, "slope_norm (", slope_norm, ") and component0.residual_variance (",
+                         component0.residual_variance, ") must be finite, slope_norm >= 0");
+        }
+    }
+}  // namespace detail
+
+/// Standard errors and biases of every AP_j and of the aggregates ap_overall, ap_first20,
+/// ap_last20 and ap_drop (docs/method.md §8.3), by the delta method. Inputs: the head's kept
+/// queries after the rotation (x_rot, n x d, positions t, bucket ids and example ids), the
+/// component-0 fit (§2.6: alpha, beta, residual, sigma2), ||beta|| of the position regression
+/// (§2.3; the rotation's direction is an estimate when >= 1e-12), the query models (§2.10) and,
+/// one per model, its bucket_estimate (AP_j, NaN outside D; its sensitivity; the pair-sampling
+/// variance; for the sequence unit the pairs' sequences and deviations, pair_sequences and
+/// pair_deviations). Each quantity's error is a sum of influences: of every query through mu_j,
+/// the positional line, sigma2 and the rotation direction, and
+///   design.unit == sequence: also through Sigma_j and the counts n_j, plus every pair's
+///     (PP_p - P_cell) / P_j; summed by sequence (the query's example id, the pair keys'),
+///     variance G / (G - 1) sum_e (Phi_e - mean)^2 over the G sequences: valid when the sequences
+///     are independent draws, whatever the dependence of the tokens within one. NaN (and the
+///     biases still given) with fewer than design.min_sequences sequences;
+///   design.unit == token: summed over the queries, plus the influence through Sigma_j under
+///     normality, 2 tr((M Sigma_j)^2) / (n_j - 1), and the pair-sampling variance: conditional on
+///     the keys and on the query positions and buckets (queries independent given them).
+/// The bias is the second-order bias of the plug-in estimate (of order 1/n_j). Shapes:
+/// std::invalid_argument; non-finite values: std::domain_error.
+template <class ET, class EB, class EE, class EX>
+plasticity_uncertainty plasticity_standard_errors(const xt::xexpression<ET>& t, const xt::xexpression<EB>& buckets,
+                                                  const xt::xexpression<EE>& example_ids,
+                                                  const xt::xexpression<EX>& x_rot,
+                                                  const position_component_fit& component0, double slope_norm,
+                                                  const std::vector<bucket_query_model>& models,
+                                                  const std::vector<bucket_estimate>& estimates,
+                                                  const uncertainty_design& design)
+{
+    constexpr const char* fn = "plasticity_standard_errors";
+    const auto tv = detail::as_vector<double>(t, fn, "t");
+    const auto bv = detail::as_vector<std::int64_t>(buckets, fn, "buckets");
+    const auto ev = detail::as_vector<std::int64_t>(example_ids, fn, "example_ids");
+    const auto x = detail::as_matrix<detail::float_or_double_t<EX>>(x_rot, fn, "x_rot");
+    detail::check_uncertainty_input(fn, tv, bv, x, component0, slope_norm, models, estimates);
+    const bool by_sequence = design.unit == sampling_unit::sequence;
+    if (by_sequence && ev.size != x.rows)
+    {
+        detail::throw_invalid(fn, "example_ids has ", ev.size, " entries but x_rot has ", x.rows,
+                              " rows (the sequence unit needs one example id per query)");
+    }
+    if (by_sequence)
+    {
+        for (std::size_t j = 0; j < models.size(); ++j)
+        {
+            if (!detail::is_nan(estimates[j].plasticity) && estimates[j].pair_deviation.empty())
+            {
+                detail::throw_invalid(fn, "estimates[", j, "] has a plasticity but no pair_sequence/pair_deviation "
+                                          "(the sequence unit needs them: pair_sequences, pair_deviations)");
+            }
+        }
+        if (!std::is_sorted(design.sequences.begin(), design.sequences.end())
+            || std::adjacent_find(design.sequences.begin(), design.sequences.end()) != design.sequences.end())
+        {
+            detail::throw_invalid(fn, "design.sequences must be sorted and distinct");
+        }
+    }
+    if (!detail::is_nan(design.context_length) && !(design.context_length > 0.0 && std::isfinite(design.context_length)))
+    {
+        detail::throw_invalid(fn, "design.context_length must be > 0 and finite (or NaN), got ", design.context_length);
+    }
+    return detail::standard_errors_raw(tv.data, bv.data, by_sequence ? ev.data : nullptr, x, component0, slope_norm,
+                                       models, estimates, design);
+}
+
+/// plasticity_standard_errors with the token as the sampling unit (no example ids): the errors
+/// conditional on the keys, the query positions and buckets (docs/method.md §8.3), for
+/// independent draws.
 template <class ET, class EB, class EX>
 plasticity_uncertainty plasticity_standard_errors(const xt::xexpression<ET>& t, const xt::xexpression<EB>& buckets,
                                                   const xt::xexpression<EX>& x_rot,
@@ -552,55 +1098,68 @@ plasticity_uncertainty plasticity_standard_errors(const xt::xexpression<ET>& t, 
     const auto tv = detail::as_vector<double>(t, fn, "t");
     const auto bv = detail::as_vector<std::int64_t>(buckets, fn, "buckets");
     const auto x = detail::as_matrix<detail::float_or_double_t<EX>>(x_rot, fn, "x_rot");
-    const std::size_t n = x.rows;
-    if (x.cols == 0)
+    detail::check_uncertainty_input(fn, tv, bv, x, component0, slope_norm, models, estimates);
+    uncertainty_design design;
+    design.unit = sampling_unit::token;
+    return detail::standard_errors_raw(tv.data, bv.data, nullptr, x, component0, slope_norm, models, estimates, design);
+}
+
+/// The example id of each pair of the cells (docs/method.md §8.3): the sequence of its keys,
+/// `key_example_ids` indexed by the pairs' rows (those of the key table the key buckets were
+/// grouped from), in the cells' order (as a bucket's pair_plasticity).
+template <class EE>
+std::vector<std::int64_t> pair_sequences(const std::vector<cell_pairs>& cells, const xt::xexpression<EE>& key_example_ids)
+{
+    constexpr const char* fn = "pair_sequences";
+    const auto ids = detail::as_vector<std::int64_t>(key_example_ids, fn, "key_example_ids");
+    std::vector<std::int64_t> out;
+    out.reserve(detail::total_pairs(cells));
+    for (const cell_pairs& cell : cells)
     {
-        detail::throw_invalid(fn, "x_rot has 0 columns (d = 0)");
-    }
-    if (tv.size != n || bv.size != n || component0.residual.size() != n)
-    {
-        detail::throw_invalid(fn, "t (", tv.size, "), buckets (", bv.size, ") and component0.residual (",
-                              component0.residual.size(), ") must have one entry per row of x_rot (", n, ")");
-    }
-    if (n < 3)
-    {
-        detail::throw_invalid(fn, "needs at least 3 queries, got ", n);
-    }
-    if (estimates.size() != models.size())
-    {
-        detail::throw_invalid(fn, "estimates has ", estimates.size(), " entries but there are ", models.size(),
-                              " models");
-    }
-    const std::size_t m = x.cols - 1;
-    for (std::size_t j = 0; j < models.size(); ++j)
-    {
-        if (j > 0 && !(models[j - 1].bucket < models[j].bucket))
+        for (std::size_t p = 0; p < cell.pairs.size(); ++p)
         {
-            detail::throw_invalid(fn, "models must be in increasing bucket id, models[", j, "].bucket = ",
-                                  models[j].bucket, " follows ", models[j - 1].bucket);
-        }
-        const bucket_sensitivity& s = estimates[j].sensitivity;
-        if (models[j].semantic.mean.size() != m || models[j].semantic.covariance.shape()[0] != m
-            || s.semantic_mean.size() != m || s.mixed.size() != m || s.semantic_covariance.shape()[0] != m
-            || s.semantic_covariance.shape()[1] != m)
-        {
-            detail::throw_invalid(fn, "models[", j, "] or estimates[", j, "] do not have d - 1 = ", m,
-                                  " semantic components");
-        }
-        if (models[j].n_queries < 2)
-        {
-            detail::throw_invalid(fn, "models[", j, "].n_queries must be >= 2, got ", models[j].n_queries);
+            const std::size_t row = cell.pairs.first(p);
+            if (row >= ids.size)
+            {
+                detail::throw_invalid(fn, "a pair of cell (", cell.q_bucket, ", ", cell.k_bucket, ") uses key row ", row,
+                                      " but key_example_ids has ", ids.size, " entries");
+            }
+            out.push_back(ids[row]);
         }
     }
-    detail::require_finite(fn, "t", tv);
-    detail::require_finite(fn, "x_rot", x);
-    detail::require_finite(fn, "component0.residual", component0.residual.data(), n);
-    if (detail::is_non_finite(slope_norm) || slope_norm < 0.0 || detail::is_non_finite(component0.residual_variance))
+    return out;
+}
+
+/// Each pair's PP minus the mean PP of its cell (docs/method.md §8.3), in the cells' order.
+template <class EP>
+std::vector<double> pair_deviations(const xt::xexpression<EP>& pair_plasticity, const std::vector<cell_pairs>& cells)
+{
+    constexpr const char* fn = "pair_deviations";
+    const auto pp = detail::as_vector<double>(pair_plasticity, fn, "pair_plasticity");
+    const std::size_t total = detail::total_pairs(cells);
+    if (pp.size != total)
     {
-        detail::throw_domain(fn, "slope_norm (", slope_norm, ") and component0.residual_variance (",
-                             component0.residual_variance, ") must be finite, slope_norm >= 0");
+        detail::throw_invalid(fn, "pair_plasticity has ", pp.size, " entries but the cells hold ", total, " pairs");
     }
-    return detail::standard_errors_raw(tv.data, bv.data, x, component0, slope_norm, models, estimates);
+    detail::require_finite(fn, "pair_plasticity", pp);
+    std::vector<double> out(total);
+    std::size_t at = 0;
+    for (const cell_pairs& cell : cells)
+    {
+        const std::size_t count = cell.pairs.size();
+        double mean = 0.0;
+        for (std::size_t p = 0; p < count; ++p)
+        {
+            mean += pp[at + p];
+        }
+        mean /= static_cast<double>(count > 0 ? count : 1);
+        for (std::size_t p = 0; p < count; ++p)
+        {
+            out[at + p] = pp[at + p] - mean;
+        }
+        at += count;
+    }
+    return out;
 }
 
 /// A two-sided interval [low, high].

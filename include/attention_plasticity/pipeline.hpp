@@ -95,7 +95,7 @@ namespace detail
                                     "example, docs/method.md §2.12); got none");
         }
         if (tokens.position.size() != n || tokens.bucket.size() != n
-            || (need_example_id && tokens.example_id.size() != n))
+            || ((need_example_id || tokens.example_id.size() != 0) && tokens.example_id.size() != n))
         {
             // The vectors are [n, d], one row per token; [d, n] is the usual slip.
             const bool transposed = d == tokens.position.size() && d != n;
@@ -355,7 +355,9 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     const std::size_t max_rows = options.max_tokens_per_head;
     // The keys' positions as double only for §8.5.
     const bool companion = options.planar_rotation || options.pca_roles;
-    const auto q = detail::kept_tokens_of(queries, max_rows, seeds.query_subsample, "queries.vectors", true, false);
+    // The queries' example ids when they have them: the sequences of the errors of §8.3.
+    const bool query_ids = queries.example_id.size() != 0;
+    const auto q = detail::kept_tokens_of(queries, max_rows, seeds.query_subsample, "queries.vectors", true, query_ids);
     const auto k = detail::kept_tokens_of(keys, max_rows, seeds.key_subsample, nullptr, companion, true);
     detail::row_source<TQ> q_rows = detail::oriented_rows(queries, q, signs);
     detail::row_source<TK> k_rows = detail::oriented_rows(keys, k, signs);
@@ -416,7 +418,7 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     result.metrics = make_head_metrics({q.n, k.n}, fit, rotated.scalar, first, noise, aggregates);
     detail::add_companion_measures(moments, options, result.metrics);
     clock.lap(&stage_timings::kernel);
-    extensions.finish(models, component0, fit.beta_norm, result);
+    extensions.finish(models, component0, fit.beta_norm, context_length, result);
     clock.lap(&stage_timings::extensions);
     return result;
 }

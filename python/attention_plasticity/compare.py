@@ -20,11 +20,12 @@ def frame(text):
 
 class CompareResult(NamedTuple):
     """The tables of a comparison (docs/method.md §8.6): ``heads`` (compare_heads.csv, one row per
-    pair of consecutive sets, head and quantity), ``changed`` (compare_changed.csv, the heads with
-    a change at q <= alpha), ``summary`` (compare_summary.csv, the mean over heads, all layers and
-    by layer), ``trajectory`` (compare_trajectory.csv, each set's means over heads, in order);
-    ``notes`` (heads left out, what the intervals mean for one dump), the number of
-    heads compared and of head changes."""
+    pair of consecutive sets, head and quantity, with the ``design`` used), ``changed``
+    (compare_changed.csv, the heads with a change at q <= alpha), ``summary`` (compare_summary.csv,
+    the mean over heads, all layers and by layer), ``trajectory`` (compare_trajectory.csv, each
+    set's means over heads, in order); ``notes`` (the design used, heads left out, how the
+    model-level errors were made, what the intervals mean for one dump), the number of heads
+    compared and of head changes."""
 
     heads: "pandas.DataFrame"
     changed: "pandas.DataFrame"
@@ -35,21 +36,40 @@ class CompareResult(NamedTuple):
     changed_heads: int
 
 
-def compare_runs(sets, output_dir=None, names=None, alpha=0.05, common_heads=False, same_dump=False):
+def compare_runs(sets, output_dir=None, names=None, alpha=0.05, common_heads=False, same_dump=False,
+                 design="unpaired"):
     """Compares result sets (output folders of ap_analyze, ap_merge or ``analyze_dump``), given in
     order (checkpoints, variants), each with the next, head by head: for ap_overall, ap_first20,
     ap_last20, ap_drop and each query bucket's AP_j, the bias-corrected difference, its standard
-    error from the intervals of §8.3 (variances added), z, the two-sided p-value, the
-    Benjamini-Hochberg q-value and Holm's adjusted p-value across heads, and the model-level mean
-    with its interval. ``names``: the sets' names in the tables (default: the folders' names).
-    Sets with other heads are refused (UsageError) unless ``common_heads``; ``same_dump``: the sets
-    analyzed the same dump under different options (the tests are then conservative). With
-    ``output_dir``, the CSVs are written there as one result set, as ap_compare writes them.
-    Returns CompareResult."""
+    error, z, the two-sided p-value, the Benjamini-Hochberg q-value and Holm's adjusted p-value
+    across heads, and the model-level mean with its interval. Every estimate, bias and standard
+    error is read from the sets (head_metrics.csv, head_profile.csv): sets written before
+    head_metrics.csv had the errors of ap_first20, ap_last20 and ap_drop are refused.
+
+    What the errors cover: the analyses' own, by default sequence-level (§8.3: the texts and the
+    tokens drawn are samples, the tokens of one text dependent). A head's quantity **changed**
+    when its Benjamini-Hochberg q-value across heads is at most ``alpha``: the difference is
+    larger than that sampling explains, in a selection whose false discovery rate is ``alpha`` for
+    independent heads.
+
+    ``design``: ``"unpaired"`` (default) takes the sets as independent samples of texts, the
+    standard error sqrt(s_A^2 + s_B^2); ``"paired"`` states that the sets were analyzed on the same
+    texts (the same example_id is the same text in every set; ids alone do not show it) and takes
+    the standard error of the per-sequence differences of the two sets' influences
+    (head_sequence_influence.csv): each set must have been analyzed with
+    ``sequence_influences="on"`` (``--sequence-influences on``), else UsageError. The design used
+    is in ``heads.design`` and in ``notes``. When the sets have influence tables, the model-level
+    means over heads (``summary``, ``trajectory``) have errors that account for the heads sharing
+    sequences; otherwise the heads are taken as independent (a note says so).
+
+    ``names``: the sets' names in the tables (default: the folders' names). Sets with other heads
+    are refused (UsageError) unless ``common_heads``; ``same_dump``: the sets analyzed the same
+    dump under different options (unpaired tests are then conservative). With ``output_dir``, the
+    CSVs are written there as one result set, as ap_compare writes them. Returns CompareResult."""
     folders = [os.fspath(s) for s in sets]
     tables, notes, compared, changed = _compare_result_sets(
         folders, list(names) if names is not None else [], float(alpha), bool(common_heads), bool(same_dump),
-        os.fspath(output_dir) if output_dir is not None else None)
+        str(design), os.fspath(output_dir) if output_dir is not None else None)
     return CompareResult(heads=frame(tables["compare_heads"]), changed=frame(tables["compare_changed"]),
                          summary=frame(tables["compare_summary"]), trajectory=frame(tables["compare_trajectory"]),
                          notes=list(notes),

@@ -69,6 +69,10 @@ _NAN_RULES = {
         ("ap_last20", "no query bucket with a defined AP_j has tau_j >= 0.8 C (docs/method.md §2.14; "
                       "usual with logarithmic buckets, whose last mean position is about 0.75 C)"),
         ("ap_drop", "ap_first20 or ap_last20 is NaN (docs/method.md §2.14)"),
+        ("ap_overall_se", "sequence-level standard errors (sampling_unit 'sequence', the default) need at least "
+                          "10 sequences (n_sequences: distinct example ids of the head's queries and keys) and "
+                          "queries with example ids (docs/method.md §8.3); sampling_unit='token' gives the errors "
+                          "conditional on the keys, meant for synthetic data whose tokens are independent"),
         ("ap_overall_ci_low", "the intervals are NaN when a bucket has no pair, a cell has exactly one "
                               "pair, or the kernel had to rescale (docs/method.md §8.3)"),
     ],
@@ -95,6 +99,8 @@ def nan_reasons(tables_):
                 continue
             if column.startswith("ap_overall_ci") and frame["ap_overall_se"].isna().all() \
                     and frame["ap_overall_bias"].isna().all():
+                continue  # intervals off
+            if column == "ap_overall_se" and frame["ap_overall_bias"].isna().all():
                 continue  # intervals off
             bad = frame[column].isna()
             if bad.any():

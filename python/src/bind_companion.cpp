@@ -111,13 +111,15 @@ namespace
         m.def(
             "_compare_result_sets",
             [](const std::vector<std::string>& folders, const std::vector<std::string>& names, double alpha,
-               bool common_heads, bool same_dump, const std::optional<std::string>& output_dir) {
+               bool common_heads, bool same_dump, const std::string& design,
+               const std::optional<std::string>& output_dir) {
                 attention_plasticity::run::compare_options options;
                 options.folders = folders;
                 options.names = names;
                 options.alpha = alpha;
                 options.common_heads = common_heads;
                 options.same_dump = same_dump;
+                options.design = attention_plasticity::run::parse_design(design, "compare_runs: design");
                 std::vector<std::string> notes;
                 const attention_plasticity::run::compare_result result = without_gil([&] {
                     if (output_dir)
@@ -142,7 +144,7 @@ namespace
                 notes.insert(notes.end(), result.notes.begin(), result.notes.end());
                 return nb::make_tuple(tables, notes, result.compared_heads, result.changed_heads);
             },
-            "folders"_a, "names"_a, "alpha"_a, "common_heads"_a, "same_dump"_a, "output_dir"_a = nb::none(),
+            "folders"_a, "names"_a, "alpha"_a, "common_heads"_a, "same_dump"_a, "design"_a, "output_dir"_a = nb::none(),
             "The comparison of result sets of docs/method.md §8.6 (include/attention_plasticity/run/compare_runs.hpp, as ap_compare):\n"
             "({table name: CSV text}, notes, compared heads, head changes), the tables written into output_dir\n"
             "as one result set when given. Use attention_plasticity.compare_runs.");

@@ -207,7 +207,10 @@ namespace
             for (const auto& option : ex::head_option_table())
             {
                 const std::string metavar = option.metavar;
-                const char* type = metavar == "on|off" ? "bool" : metavar == "X" ? "float" : "int";
+                const char* type = metavar == "on|off"                   ? "bool"
+                                   : metavar == "X"                      ? "float"
+                                   : metavar.find('|') != std::string::npos ? "str"
+                                                                            : "int";
                 sig += std::string(", ") + option.name + ": " + type + " = "
                        + nb::cast<std::string>(nb::repr(defaults.attr(option.name)));
             }
@@ -275,6 +278,18 @@ namespace
                         "The PCA roles of §8.5 (pc0_r_q, pc0_r_k, pca_class): a SYRK of the vectors; off by default.");
         option_property(cls, "confidence_level", &ap::head_options::confidence_level,
                         "Level of the intervals (§8.3), in (0, 1).");
+        cls.def_prop_rw(
+            "sampling_unit",
+            [](const ap::head_options& o) {
+                return std::string(o.sampling_unit == ap::sampling_unit::sequence ? "sequence" : "token");
+            },
+            [](ap::head_options& o, nb::handle value) { set_head_option(o, "sampling_unit", value); },
+            "What the standard errors of §8.3 take as independent draws: 'sequence' (the default: the\n"
+            "sequences, example_id, whose queries, keys and pairs are dependent; the honest errors on real\n"
+            "text) or 'token' (queries independent given their positions, keys fixed; for synthetic data).");
+        option_property(cls, "sequence_influences", &ap::head_options::sequence_influences,
+                        "Keep each sequence's influence on ap_* and AP_j (§8.3; head_sequence_influence.csv), for\n"
+                        "paired comparisons (§8.6).");
         cls.def(
             "__init__",
             [](ap::head_options* self, nb::kwargs kwargs) {
@@ -349,6 +364,18 @@ namespace
                     "Upper end of the interval of ap_overall at confidence_level (§8.3).")
             .def_ro("ap_overall_corrected", &hm::ap_overall_corrected,
                     "ap_overall - ap_overall_bias: the bias-corrected estimate the interval is centred on (§8.3).")
+            .def_ro("ap_first20_se", &hm::ap_first20_se, "Standard error of ap_first20 (§8.3).")
+            .def_ro("ap_first20_bias", &hm::ap_first20_bias, "Estimated bias of ap_first20 (§8.3).")
+            .def_ro("ap_last20_se", &hm::ap_last20_se, "Standard error of ap_last20 (§8.3).")
+            .def_ro("ap_last20_bias", &hm::ap_last20_bias, "Estimated bias of ap_last20 (§8.3).")
+            .def_ro("ap_drop_se", &hm::ap_drop_se,
+                    "Standard error of ap_drop, with the covariance of its two terms (§8.3).")
+            .def_ro("ap_drop_bias", &hm::ap_drop_bias, "Estimated bias of ap_drop (§8.3).")
+            .def_ro("context_length", &hm::context_length,
+                    "C of §2.14: the largest kept query position + 1 (ap_first20: tau_j < 0.2 C; ap_last20: >= 0.8 C).")
+            .def_ro("n_sequences", &hm::n_sequences,
+                    "The head's sequences (distinct example ids of its kept queries and keys) when the intervals are\n"
+                    "on (§8.3); 0 otherwise.")
             .def_ro("bias_strength", &hm::bias_strength, "mu_Q^a alpha_K of the planar rotation model (§8.5).")
             .def_ro("drift_slope_k", &hm::drift_slope_k, "alpha_K, the keys' slope along the drift direction (§8.5).")
             .def_ro("drift_query_mean", &hm::drift_query_mean, "mu_Q^a, the queries' mean on the drift direction (§8.5).")

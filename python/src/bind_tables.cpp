@@ -142,6 +142,7 @@ namespace
             sample.cells.resize(1);
             sample.profile.resize(1);
             sample.distance_map.resize(1);
+            sample.sequence_influences.resize(1);
             sample.component_r2 = xt::zeros<double>({std::size_t{1}});
             sample.component_weight = xt::zeros<double>({std::size_t{1}});
             column_sink sink(named_tables(), true);

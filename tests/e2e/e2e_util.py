@@ -102,7 +102,7 @@ def close(a, b, rel=0.0, abs_tol=0.0):
 # ---- result sets (include/attention_plasticity/run/result_set.hpp): OUT/<csv> -> .ap_results/current/<csv>
 
 CSVS = ("head_metrics.csv", "head_bucket_plasticity.csv", "head_profile.csv", "head_component_weights.csv",
-        "head_distance_plasticity.csv")
+        "head_distance_plasticity.csv", "head_sequence_influence.csv")
 STATE = ".ap_results"
 
 

@@ -13,8 +13,9 @@ usage: test_interval_calibration.py AP_SYNTH AP_ANALYZE WORK_DIR
 The dump: 12 layers x 16 query heads (4 key heads) = 192 heads, d = 16, 4096 tokens per head
 (4 examples x 1024 positions, 8 uniform buckets: 512 queries per bucket), sliding windows on
 layers 3 and 7, drift strengths from 0.3 (AP about 0.99) to 150 (AP about 0.01). The intervals
-condition on the keys and the query positions, as the truth does; the queries and the pairs are
-the random part. With 192 heads the binomial standard error of a coverage of 0.95 is 0.016:
+condition on the keys and the query positions, as the truth does (--sampling-unit token, §8.3: the
+synthetic tokens are independent draws and the truth is conditional on the generated keys); the
+queries and the pairs are the random part. With 192 heads the binomial standard error of a coverage of 0.95 is 0.016:
 [0.88, 0.99] is more than 2.5 standard errors away on either side.
 """
 
@@ -55,7 +56,8 @@ def main():
     c = u.Checker()
     for level, lo, hi in ((0.95, 0.88, 0.99), (0.8, 0.70, 0.90)):
         out = os.path.join(work, "results_%g" % level)
-        u.run([analyze, "--data-root", dump, "--output-dir", out, "--threads", 2, "--confidence-level", level],
+        u.run([analyze, "--data-root", dump, "--output-dir", out, "--threads", 2, "--confidence-level", level,
+               "--sampling-unit", "token"],
               expect=0)
         _, metrics = u.read_csv(os.path.join(out, "head_metrics.csv"))
         _, profile = u.read_csv(os.path.join(out, "head_profile.csv"))
@@ -101,7 +103,7 @@ def small_buckets(c, synth, analyze, work):
     truth = {u.head_key(r) + (int(r["q_bucket"]),): {"ap_true": float(r["ap_true"])} for r in true_buckets}
     out = os.path.join(work, "small_min2")
     u.run([analyze, "--data-root", dump, "--output-dir", out, "--threads", 2, "--min-bucket-queries", 2,
-           "--num-pairs-per-bucket", 64], expect=0)
+           "--num-pairs-per-bucket", 64, "--sampling-unit", "token"], expect=0)
     _, profile = u.read_csv(os.path.join(out, "head_profile.csv"))
     rows = [r for r in profile if r["plasticity_ci_low"] != "nan"]
     c.check(all(int(r["n_queries"]) == 8 and r["small_bucket"] == "0" for r in rows), "buckets of 8 queries")
@@ -109,7 +111,8 @@ def small_buckets(c, synth, analyze, work):
                            "plasticity_ci_low", "plasticity_ci_high", "ap_true")
     report(c, "level 0.95, AP_j of %d buckets of 8 queries" % count, hits, count, 0.88, 0.99)
     out = os.path.join(work, "small_default")
-    u.run([analyze, "--data-root", dump, "--output-dir", out, "--threads", 2, "--num-pairs-per-bucket", 64], expect=0)
+    u.run([analyze, "--data-root", dump, "--output-dir", out, "--threads", 2, "--num-pairs-per-bucket", 64,
+           "--sampling-unit", "token"], expect=0)
     _, profile = u.read_csv(os.path.join(out, "head_profile.csv"))
     _, metrics = u.read_csv(os.path.join(out, "head_metrics.csv"))
     c.check(all(r["small_bucket"] == "1" and r["plasticity_ci_low"] == "nan" for r in profile),

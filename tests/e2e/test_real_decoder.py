@@ -61,7 +61,7 @@ def check_python_front_end(c, fixture, out, work):
         return
     want = sorted(n for n in os.listdir(out) if n.endswith(".csv"))
     got = sorted(n for n in os.listdir(py_out) if n.endswith(".csv"))
-    c.check(want == got and len(want) == 5, "CSV sets differ: %s vs %s" % (want, got))
+    c.check(want == got and len(want) == 6, "CSV sets differ: %s vs %s" % (want, got))
     for name in want:
         with open(os.path.join(out, name), "rb") as a, open(os.path.join(py_out, name), "rb") as b:
             c.check(a.read() == b.read(), "%s: python -m attention_plasticity's bytes differ "

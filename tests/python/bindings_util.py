@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "reference"))
 sys.path.insert(0, HERE)
 
 CSV_FILES = ("head_metrics.csv", "head_bucket_plasticity.csv", "head_profile.csv",
-             "head_component_weights.csv", "head_distance_plasticity.csv")
+             "head_component_weights.csv", "head_distance_plasticity.csv", "head_sequence_influence.csv")
 
 
 def program(name, env):

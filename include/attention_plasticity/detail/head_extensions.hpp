@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include <xtensor/xtensor.hpp>
@@ -127,6 +128,17 @@ namespace detail
                     sensitivity_raw(matrix_of(w), bucket.moments.mean.data(), bucket.moments.variance.data(), model);
                 estimate.pair_variance = bucket.n_pairs > 0 ? pair_sampling_variance(bucket.pair_plasticity, cells)
                                                             : std::numeric_limits<double>::quiet_NaN();
+                if (m_options.sampling_unit == sampling_unit::sequence && bucket.n_pairs > 0)
+                {
+                    for (const cell_pairs& cell : cells)
+                    {
+                        for (std::size_t p = 0; p < cell.pairs.size(); ++p)
+                        {
+                            estimate.pair_sequence.push_back(m_k.example_id[cell.pairs.first(p)]);
+                        }
+                    }
+                    estimate.pair_deviation = pair_deviations(bucket.pair_plasticity, cells);
+                }
                 m_estimates.push_back(std::move(estimate));
             }
         }
@@ -134,7 +146,7 @@ namespace detail
         /// The head-level results, once every bucket was added: ap_empirical_overall, the
         /// intervals, the distance map.
         void finish(const std::vector<bucket_query_model>& models, const position_component_fit& component0,
-                    double slope_norm, head_result& result)
+                    double slope_norm, double context_length, head_result& result)
         {
             head_metrics& m = result.metrics;
             if (m_options.empirical_ap)
@@ -170,8 +182,18 @@ namespace detail
                 const double level = m_options.confidence_level;
                 // §8.3's passes read the rotated queries row by row from the source (no copy).
                 const loaded_rows<TQ> rotated(m_q_rows);
-                const plasticity_uncertainty u = standard_errors_raw(m_q.t.data(), m_q.bucket, rotated, component0,
-                                                                     slope_norm, models, m_estimates);
+                uncertainty_design design;
+                design.unit = m_options.sampling_unit;
+                design.context_length = context_length;
+                design.keep_influences = m_options.sequence_influences;
+                if (design.unit == sampling_unit::sequence && m_q.example_id != nullptr)
+                {
+                    design.sequences = head_sequences();
+                }
+                plasticity_uncertainty u =
+                    standard_errors_raw(m_q.t.data(), m_q.bucket, m_q.example_id, rotated, component0, slope_norm,
+                                        models, m_estimates, design);
+                m.n_sequences = u.n_sequences;
                 for (std::size_t j = 0; j < result.profile.size(); ++j)
                 {
                     bucket_profile& row = result.profile[j];
@@ -188,6 +210,13 @@ namespace detail
                 m.ap_overall_ci_low = ci.low;
                 m.ap_overall_ci_high = ci.high;
                 m.ap_overall_corrected = ci.centre;
+                m.ap_first20_se = u.first20.standard_error;
+                m.ap_first20_bias = u.first20.bias;
+                m.ap_last20_se = u.last20.standard_error;
+                m.ap_last20_bias = u.last20.bias;
+                m.ap_drop_se = u.drop.standard_error;
+                m.ap_drop_bias = u.drop.bias;
+                result.sequence_influences = std::move(u.influences);
             }
             if (m_options.distance_map)
             {
@@ -198,6 +227,16 @@ namespace detail
         }
 
     private:
+        /// The distinct example ids of the kept queries and keys, sorted: the head's sequences.
+        std::vector<std::int64_t> head_sequences() const
+        {
+            std::vector<std::int64_t> ids(m_q.example_id, m_q.example_id + m_q.n);
+            ids.insert(ids.end(), m_k.example_id, m_k.example_id + m_k.n);
+            std::sort(ids.begin(), ids.end());
+            ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+            return ids;
+        }
+
         void add_distances(const std::vector<cell_pairs>& cells, double tau, const xt::xtensor<double, 1>& pp)
         {
             const pair_distances d = pair_distances_raw(m_k.position, cells, tau);

@@ -28,7 +28,8 @@ inline const char* const metrics_header =
     "q_mae_proj,q_mae_ratio,q_resid0_skew,q_resid0_kurt,q_resid0_ks_p,q_noise_med_abs_skew,"
     "q_noise_med_abs_kurt,q_noise_med_ks_p,q_noise_frac_ks_p_lt_alpha,ap_overall,ap_first20,ap_last20,ap_drop,"
     "ap_empirical_overall,ap_empirical_overall_se,ap_overall_se,ap_overall_bias,ap_overall_ci_low,ap_overall_ci_high,"
-    "ap_overall_corrected,bias_strength,drift_slope_k,drift_query_mean,pc0_r_q,pc0_r_k,pca_class";
+    "ap_overall_corrected,ap_first20_se,ap_first20_bias,ap_last20_se,ap_last20_bias,ap_drop_se,ap_drop_bias,"
+    "context_length,n_sequences,bias_strength,drift_slope_k,drift_query_mean,pc0_r_q,pc0_r_k,pca_class";
 inline const char* const bucket_header = "layer,q_head,k_head,q_bucket,k_bucket,plasticity,n_pairs,plasticity_empirical";
 inline const char* const profile_header =
     "layer,q_head,k_head,q_bucket,tau,n_queries,plasticity,n_pairs,plasticity_empirical,plasticity_empirical_se,"
@@ -37,12 +38,14 @@ inline const char* const component_header = "layer,q_head,k_head,component,compo
 inline const char* const distance_header =
     "layer,q_head,k_head,key_distance_low,key_distance_high,query_distance_low,query_distance_high,plasticity,"
     "n_pairs";
+inline const char* const influence_header = "layer,q_head,k_head,example_id,quantity,q_bucket,influence";
 
 inline const char* const metrics_csv = "head_metrics.csv";
 inline const char* const bucket_csv = "head_bucket_plasticity.csv";
 inline const char* const profile_csv = "head_profile.csv";
 inline const char* const component_csv = "head_component_weights.csv";
 inline const char* const distance_csv = "head_distance_plasticity.csv";
+inline const char* const influence_csv = "head_sequence_influence.csv";
 
 /// "%.17g" (round-trips a double); NaN (of either sign) as "nan", infinities as "inf" and
 /// "-inf". Every number a program writes in a CSV goes through here.
@@ -76,6 +79,10 @@ struct head_rows
     std::string profile;
     std::string components;
     std::string distances;  // docs/method.md §8.1
+    std::string influences;  // docs/method.md §8.3, with sequence_influences on
+    // The head asked for sequence-level errors (§8.3) but has too few sequences (or queries
+    // without example ids): its standard errors are NaN (the run says so).
+    bool undefined_sequence_errors = false;
     /// The head's result itself, kept only when a run is asked to (analyze_config::keep_results:
     /// the Python package builds its DataFrames from the numbers, emit_head below).
     std::shared_ptr<const attention_plasticity::head_result> result;
@@ -89,6 +96,7 @@ enum table_index : std::size_t
     profile_table,
     component_table,
     distance_table,
+    influence_table,
     table_count
 };
 
@@ -118,8 +126,13 @@ void emit_head(const attention_plasticity::head_result& r, Sink& sink)
                      m.q_noise_med_abs_kurt, m.q_noise_med_ks_p, m.q_noise_frac_ks_p_lt_alpha, m.ap_overall,
                      m.ap_first20, m.ap_last20, m.ap_drop, m.ap_empirical_overall, m.ap_empirical_overall_se,
                      m.ap_overall_se, m.ap_overall_bias, m.ap_overall_ci_low, m.ap_overall_ci_high,
-                     m.ap_overall_corrected, m.bias_strength, m.drift_slope_k, m.drift_query_mean, m.pc0_r_q,
-                     m.pc0_r_k})
+                     m.ap_overall_corrected, m.ap_first20_se, m.ap_first20_bias, m.ap_last20_se, m.ap_last20_bias,
+                     m.ap_drop_se, m.ap_drop_bias, m.context_length})
+    {
+        sink.real(x);
+    }
+    count(m.n_sequences);
+    for (double x : {m.bias_strength, m.drift_slope_k, m.drift_query_mean, m.pc0_r_q, m.pc0_r_k})
     {
         sink.real(x);
     }
@@ -170,6 +183,15 @@ void emit_head(const attention_plasticity::head_result& r, Sink& sink)
         sink.real(r.component_weight(c));
         sink.end();
     }
+    for (const auto& e : r.sequence_influences)
+    {
+        start(influence_table);
+        sink.integer(e.example_id);
+        sink.text(attention_plasticity::influence_quantity_name(e.quantity));
+        sink.integer(e.q_bucket);
+        sink.real(e.influence);
+        sink.end();
+    }
 }
 
 inline std::string format_number(double x)
@@ -193,7 +215,8 @@ inline const std::vector<csv_table>& result_tables()
                                                   {bucket_csv, bucket_header, &head_rows::buckets},
                                                   {profile_csv, profile_header, &head_rows::profile},
                                                   {component_csv, component_header, &head_rows::components},
-                                                  {distance_csv, distance_header, &head_rows::distances}};
+                                                  {distance_csv, distance_header, &head_rows::distances},
+                                                  {influence_csv, influence_header, &head_rows::influences}};
     return tables;
 }
 

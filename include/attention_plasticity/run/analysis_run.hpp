@@ -275,6 +275,17 @@ public:
         {
             outcome.notes.push_back(m_state.thread_note);
         }
+        const std::size_t few = std::count_if(m_state.results.begin(), m_state.results.end(), [](const auto& rows) {
+            return rows && rows->undefined_sequence_errors;
+        });
+        if (few > 0)
+        {
+            outcome.notes.push_back(
+                "warning: " + plural(few, "head has", "heads have")
+                + " fewer than 10 sequences (distinct example ids, n_sequences) or queries without example ids: "
+                  "the sequence-level standard errors and intervals are NaN (docs/method.md §8.3; "
+                  "sampling_unit token gives the errors conditional on the keys, for independent synthetic tokens)");
+        }
         outcome.counts = counts();
         outcome.has_results = has_results();
         outcome.output_dir = m_config.output_dir;

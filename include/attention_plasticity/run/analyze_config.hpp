@@ -137,7 +137,7 @@ inline const option_table<attention_plasticity::head_options>& head_option_table
          on_off(&o::empirical_ap)},
         {"empirical_max_queries", "N", "queries per bucket for the empirical AP, seeded subsample; 0 = all (§8.2) [0]",
          count(&o::empirical_max_queries, 0, std::uint64_t{1} << 40)},
-        {"confidence_intervals", "on|off", "standard errors, bias and intervals of AP_j and ap_overall (§8.3) [on]",
+        {"confidence_intervals", "on|off", "standard errors, bias and intervals of AP_j and ap_* (§8.3) [on]",
          on_off(&o::confidence_intervals)},
         {"planar_rotation", "on|off", "head_metrics.csv bias_strength, drift_slope_k, drift_query_mean (§8.5) [on]",
          on_off(&o::planar_rotation)},
@@ -153,6 +153,22 @@ inline const option_table<attention_plasticity::head_options>& head_option_table
              }
              options.confidence_level = level;
          }},
+        {"sampling_unit", "sequence|token",
+         "what the standard errors take as independent draws: the sequences (example_id: their queries, keys and "
+         "pairs dependent) or the tokens (queries independent given position, keys fixed; for synthetic data) "
+         "(§8.3) [sequence]",
+         [](o& options, const std::string& label, const std::string& text) {
+             if (text != "sequence" && text != "token")
+             {
+                 throw usage_error(label + ": '" + text + "' is not sequence or token");
+             }
+             options.sampling_unit = text == "sequence" ? attention_plasticity::sampling_unit::sequence
+                                                        : attention_plasticity::sampling_unit::token;
+         }},
+        {"sequence_influences", "on|off",
+         "head_sequence_influence.csv: each sequence's influence on ap_* and AP_j, for paired comparisons "
+         "(§8.3, §8.6) [off]",
+         on_off(&o::sequence_influences)},
         // The library's only (not options of ap_analyze).
         {"covariance_epsilon", "X", "ridge added to the diagonal of Sigma_j (§2.10), finite, >= 0 [1e-12]",
          [](o& options, const std::string& label, const std::string& text) {
@@ -240,6 +256,8 @@ inline const option_table<analyze_config>& analyze_options()
         head("planar_rotation"),
         head("pca_roles"),
         head("confidence_level"),
+        head("sampling_unit"),
+        head("sequence_influences"),
     };
     static const bool recording = [] {
         for (auto& option : table)
@@ -295,6 +313,8 @@ inline std::vector<std::pair<std::string, std::string>> result_options(const ana
         {"planar_rotation", o.planar_rotation ? "on" : "off"},
         {"pca_roles", o.pca_roles ? "on" : "off"},
         {"confidence_level", format_number(o.confidence_level)},
+        {"sampling_unit", o.sampling_unit == attention_plasticity::sampling_unit::sequence ? "sequence" : "token"},
+        {"sequence_influences", o.sequence_influences ? "on" : "off"},
     };
     std::vector<std::pair<std::string, std::string>> out;
     for (const auto& option : analyze_options())

@@ -5,9 +5,12 @@
 // ap_analyze (or ap_merge, or the Python package), named and ordered (checkpoints, variants),
 // each compared with the next. Per head and quantity (ap_overall, ap_first20, ap_last20,
 // ap_drop, and AP_j of each query bucket): the bias-corrected difference, its standard error
-// from the intervals of §8.3, z, the two-sided p-value, Benjamini-Hochberg q-values and Holm's
-// adjusted p-values across heads; the heads that changed; a model-level summary by layer; and
-// each set's means over heads in order (the trajectory of checkpoints).
+// (the sequence-level errors of the analysis, §8.3: unpaired, the two sets' variances added;
+// paired, the per-sequence differences of the two sets' influences), z, the two-sided p-value,
+// Benjamini-Hochberg q-values and Holm's adjusted p-values across heads; the heads that changed;
+// a model-level summary by layer (its standard error from the per-sequence influences summed
+// over heads when the sets have them); and each set's means over heads in order (the
+// trajectory of checkpoints).
 // ap_compare (ap_compare_main.cpp) and attention_plasticity.compare_runs (python/src) both
 // call compare_result_sets() below and write its files, so their CSVs are the same bytes.
 
@@ -19,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -45,6 +49,32 @@ namespace attention_plasticity::run
 // The run layer reads and writes through the io layer (run -> io -> core, never back).
 using namespace attention_plasticity::io;
 
+/// How the standard error of a head's change is made (docs/method.md §8.6).
+enum class compare_design
+{
+    unpaired,  // the sets are independent samples of sequences: s = sqrt(s_A^2 + s_B^2)
+    paired,    // the sets share their sequences: the per-sequence differences of the influences
+};
+
+inline const char* design_name(compare_design design)
+{
+    return design == compare_design::paired ? "paired" : "unpaired";
+}
+
+/// "paired" or "unpaired"; anything else: usage_error naming `label` (the option) and the text.
+inline compare_design parse_design(const std::string& text, const std::string& label)
+{
+    if (text == "paired")
+    {
+        return compare_design::paired;
+    }
+    if (text == "unpaired")
+    {
+        return compare_design::unpaired;
+    }
+    throw usage_error(label + ": '" + text + "' is not paired or unpaired");
+}
+
 /// What to compare and how.
 struct compare_options
 {
@@ -53,6 +83,7 @@ struct compare_options
     double alpha = 0.05;               // level of the BH procedure (and of the intervals: 1 - alpha)
     bool common_heads = false;         // compare the heads common to all sets instead of refusing
     bool same_dump = false;            // the sets analyzed the same dump (different options)
+    compare_design design = compare_design::unpaired;  // paired: the sets share their sequences
 };
 
 inline const char* const compare_heads_csv = "compare_heads.csv";
@@ -61,12 +92,22 @@ inline const char* const compare_summary_csv = "compare_summary.csv";
 inline const char* const compare_trajectory_csv = "compare_trajectory.csv";
 
 inline const char* const compare_heads_header =
-    "set_a,set_b,layer,q_head,k_head,quantity,q_bucket,value_a,value_b,difference,se,z,p,q_bh,p_holm,significant";
+    "set_a,set_b,layer,q_head,k_head,quantity,q_bucket,value_a,value_b,difference,se,z,p,q_bh,p_holm,significant,"
+    "design";
 inline const char* const compare_changed_header = "set_a,set_b,layer,q_head,k_head,n_significant,quantities";
 inline const char* const compare_summary_header =
     "set_a,set_b,quantity,layer,n_heads,mean_a,mean_b,mean_difference,se,ci_low,ci_high,z,p,sd_difference,"
     "n_significant";
 inline const char* const compare_trajectory_header = "set,order,quantity,layer,n_heads,mean,se,ci_low,ci_high";
+
+// The per-sequence influences of a result set analyzed with sequence_influences on (issue 23;
+// docs/method.md §8.3): one row per (head, sequence, quantity).
+
+/// The columns of head_metrics.csv the comparison reads besides the identity and ap_overall's:
+/// a set without one of them (written before the sequence-level errors) is refused.
+inline const char* const compare_metrics_columns[] = {
+    "ap_first20",   "ap_last20",      "ap_drop",    "ap_first20_se", "ap_first20_bias",
+    "ap_last20_se", "ap_last20_bias", "ap_drop_se", "ap_drop_bias",  "context_length"};
 
 namespace compare_detail
 {
@@ -81,18 +122,33 @@ namespace compare_detail
     struct bucket_row
     {
         std::int64_t q_bucket = 0;
-        double tau = 0.0;
-        double n_queries = 0.0;
         estimate ap;
     };
+
+    /// A head-level quantity (ap_overall, ap_first20, ap_last20, ap_drop: -1) or a query
+    /// bucket's AP_j (ap_bucket, q_bucket) of one head.
+    using quantity_key = std::pair<std::string, std::int64_t>;
+
+    /// The per-sequence influences Phi_e of one quantity of one head: (example_id, Phi_e), in
+    /// increasing example_id.
+    using influence_list = std::vector<std::pair<std::int64_t, double>>;
 
     /// One head of one set: its four head-level estimates and its buckets.
     struct head
     {
         std::int64_t layer = 0, q_head = 0, k_head = 0, d_model = 0;
         estimate overall, first20, last20, drop;
+        double context_length = std::numeric_limits<double>::quiet_NaN();  // C of §2.14
         double bias_strength = std::numeric_limits<double>::quiet_NaN();  // §8.5; NaN when not written
         std::vector<bucket_row> buckets;  // in q_bucket order
+        std::map<quantity_key, influence_list> influences;  // empty without an influence table
+
+        /// The influences of a quantity, or nullptr when the set has none for it.
+        const influence_list* influences_of(const quantity_key& key) const
+        {
+            const auto it = influences.find(key);
+            return it == influences.end() ? nullptr : &it->second;
+        }
     };
 
     using head_key = std::pair<std::int64_t, std::int64_t>;
@@ -101,7 +157,20 @@ namespace compare_detail
     {
         std::string name, folder;
         std::map<head_key, head> heads;
+        bool has_influences = false;  // head_sequence_influence.csv was read
     };
+
+    inline std::string number_text(double x)
+    {
+        std::string s;
+        append_double(s, x);
+        return s;
+    }
+
+    inline std::string head_text(std::int64_t layer, std::int64_t q_head)
+    {
+        return "head layer " + std::to_string(layer) + " q_head " + std::to_string(q_head);
+    }
 
     /// A CSV of the set: its header's column indices and its rows' fields.
     struct table
@@ -251,65 +320,147 @@ namespace compare_detail
         return text;
     }
 
-    /// §2.14's aggregate over the buckets of `keep` (in q_bucket order, NaN AP_j skipped), with
-    /// the bias and standard error of §8.6 (buckets taken as independent).
-    template <class Keep>
-    estimate aggregate(const std::vector<bucket_row>& buckets, Keep&& keep)
+    /// The per-sequence influences of `path` (head_sequence_influence.csv) into the heads of `s`,
+    /// read line by line (a large table is not held as text); the number of rows. Throws
+    /// compare_error naming the file, the line and the problem.
+    inline std::size_t read_influences(loaded_set& s, const std::string& path, const std::string& file,
+                                const std::string& label)
     {
-        double numerator = 0.0, weight = 0.0, bias = 0.0, variance = 0.0;
-        for (const bucket_row& b : buckets)
+        std::ifstream in(path, std::ios::binary);
+        if (!in)
         {
-            if (!std::isnan(b.ap.value) && keep(b))
+            throw compare_error(label + ": cannot open " + path + ": " + errno_text(errno));
+        }
+        table t;
+        t.file = file;
+        std::string line;
+        if (!std::getline(in, line))
+        {
+            throw compare_error(file + ": is empty (no header line)");
+        }
+        const std::vector<std::string> header = split(line);
+        for (std::size_t i = 0; i < header.size(); ++i)
+        {
+            t.column[header[i]] = i;
+        }
+        for (const std::string& name : split(influence_header))
+        {
+            if (t.column.count(name) == 0)
             {
-                numerator += b.n_queries * b.ap.value;
-                weight += b.n_queries;
-                bias += b.n_queries * b.ap.bias;
-                variance += b.n_queries * b.n_queries * b.ap.se * b.ap.se;
+                throw compare_error(file + ": has no column '" + name + "' (its header should be "
+                                    + influence_header + ")");
             }
         }
-        estimate e;
-        if (weight > 0.0)
+        const std::size_t quantity_column = t.index("quantity"), bucket_column = t.index("q_bucket");
+        std::size_t line_number = 1;
+        bool ended = true;
+        while (std::getline(in, line))
         {
-            e.value = numerator / weight;
-            e.bias = bias / weight;
-            e.se = std::sqrt(variance) / weight;
+            ++line_number;
+            ended = !in.eof();
+            const std::vector<std::string> row = split(line);
+            const std::string where = file + ": line " + std::to_string(line_number);
+            if (row.size() != header.size())
+            {
+                throw compare_error(where + " has " + std::to_string(row.size()) + " fields, the header "
+                                    + std::to_string(header.size()));
+            }
+            const std::int64_t layer = integer(t, row, "layer"), q_head = integer(t, row, "q_head");
+            const auto it = s.heads.find(head_key{layer, q_head});
+            if (it == s.heads.end())
+            {
+                throw compare_error(where + ": " + head_text(layer, q_head) + " has no row in " + metrics_csv);
+            }
+            if (integer(t, row, "k_head") != it->second.k_head)
+            {
+                throw compare_error(where + ": " + head_text(layer, q_head) + " has k_head " + row[t.index("k_head")]
+                                    + ", " + std::to_string(it->second.k_head) + " in " + metrics_csv);
+            }
+            const std::string& quantity = row[quantity_column];
+            std::int64_t bucket = -1;
+            if (quantity == "ap_bucket")
+            {
+                bucket = integer(t, row, "q_bucket");
+            }
+            else if (quantity != "ap_overall" && quantity != "ap_first20" && quantity != "ap_last20"
+                     && quantity != "ap_drop")
+            {
+                throw compare_error(where + ": quantity '" + quantity
+                                    + "' is not ap_overall, ap_first20, ap_last20, ap_drop or ap_bucket");
+            }
+            else if (row[bucket_column] != "0")
+            {
+                throw compare_error(where + ": " + quantity + " has q_bucket '" + row[bucket_column]
+                                    + "' (0 on the head-level rows; only ap_bucket rows name a bucket, docs/method.md §3.7)");
+            }
+            it->second.influences[{quantity, bucket}].emplace_back(integer(t, row, "example_id"),
+                                                                 number(t, row, "influence"));
         }
-        return e;
+        if (in.bad())
+        {
+            throw compare_error(label + ": cannot read " + path);
+        }
+        if (!ended)
+        {
+            throw compare_error(file + ": the last line has no end (a truncated file?)");
+        }
+        const std::size_t rows = line_number - 1;
+        for (auto& [key, h] : s.heads)
+        {
+            for (auto& [quantity, list] : h.influences)
+            {
+                std::stable_sort(list.begin(), list.end(),
+                                 [](const auto& u, const auto& v) { return u.first < v.first; });
+                for (std::size_t i = 1; i < list.size(); ++i)
+                {
+                    if (list[i].first == list[i - 1].first)
+                    {
+                        throw compare_error(file + ": " + head_text(key.first, key.second) + ", "
+                                            + quantity.first
+                                            + (quantity.second >= 0 ? " " + std::to_string(quantity.second) : "")
+                                            + ": example_id " + std::to_string(list[i].first) + " has two rows");
+                    }
+                }
+            }
+        }
+        return rows;
     }
 
-    /// The buckets of ap_first20 (tau_j < 0.2 C) or ap_last20 (tau_j >= 0.8 C): C is not
-    /// written, so the set is the shortest run of buckets from the lowest (highest) tau whose
-    /// aggregate is the head's value, bit for bit. NaN: none.
-    inline estimate tail_estimate(const std::vector<bucket_row>& buckets, double value, bool from_low,
-                                  const std::string& where)
+    /// Every quantity of `s` with a standard error has its sequences' influences (a table of
+    /// another run, or cut short, would pair the wrong numbers); else compare_error naming `file`.
+    inline void check_influences(const loaded_set& s, const std::string& file)
     {
-        if (std::isnan(value))
+        for (const auto& [key, h] : s.heads)
         {
-            return estimate{};
-        }
-        std::vector<double> taus;
-        for (const bucket_row& b : buckets)
-        {
-            taus.push_back(b.tau);
-        }
-        std::sort(taus.begin(), taus.end());
-        if (!from_low)
-        {
-            std::reverse(taus.begin(), taus.end());
-        }
-        for (const double limit : taus)
-        {
-            const estimate e = aggregate(buckets, [&](const bucket_row& b) {
-                return from_low ? b.tau <= limit : b.tau >= limit;
-            });
-            if (e.value == value)
+            const std::pair<const char*, const estimate*> quantities[] = {
+                {"ap_overall", &h.overall}, {"ap_first20", &h.first20}, {"ap_last20", &h.last20},
+                {"ap_drop", &h.drop}};
+            std::vector<quantity_key> needed;
+            for (const auto& [quantity, e] : quantities)
             {
-                return e;
+                if (std::isfinite(e->value) && std::isfinite(e->se))
+                {
+                    needed.push_back({quantity, -1});
+                }
+            }
+            for (const bucket_row& b : h.buckets)
+            {
+                if (std::isfinite(b.ap.value) && std::isfinite(b.ap.se))
+                {
+                    needed.push_back({"ap_bucket", b.q_bucket});
+                }
+            }
+            for (const quantity_key& q : needed)
+            {
+                if (h.influences_of(q) == nullptr)
+                {
+                    throw compare_error(file + ": " + head_text(key.first, key.second) + " has no rows of "
+                                        + q.first + (q.second >= 0 ? " " + std::to_string(q.second) : "")
+                                        + ", which has a standard error in " + metrics_csv + "/" + profile_csv
+                                        + " (files of different runs?)");
+                }
             }
         }
-        throw compare_error(where + ": no run of its buckets in head_profile.csv gives its "
-                            + std::string(from_low ? "ap_first20" : "ap_last20")
-                            + " (head_metrics.csv and head_profile.csv of different runs?)");
     }
 
     inline loaded_set load_set(const std::string& folder, const std::string& name)
@@ -328,14 +479,32 @@ namespace compare_detail
             ::close(lock);
             throw compare_error(label + ": a run is writing into it; wait for it to finish, then compare");
         }
+        struct lock_guard
+        {
+            int fd;
+            ~lock_guard()
+            {
+                if (fd >= 0)
+                {
+                    ::close(fd);
+                }
+            }
+        } guard{lock};
         const table metrics = parse_table(read_whole((fs::path(dir) / metrics_csv).string(), label),
                                           folder + "/" + metrics_csv);
         const table profile = parse_table(read_whole((fs::path(dir) / profile_csv).string(), label),
                                           folder + "/" + profile_csv);
-        if (lock >= 0)
+        for (const char* column : compare_metrics_columns)
         {
-            ::close(lock);
+            if (metrics.column.count(column) == 0)
+            {
+                throw compare_error(metrics.file + ": has no column '" + column
+                                    + "' (written before head_metrics.csv had the standard errors of ap_first20, "
+                                      "ap_last20 and ap_drop: analyze the dump again with this version; "
+                                      "docs/method.md §8.6)");
+            }
         }
+        const bool with_sequences = metrics.column.count("n_sequences") != 0;
         for (const auto& row : metrics.rows)
         {
             head h;
@@ -345,23 +514,34 @@ namespace compare_detail
             h.d_model = integer(metrics, row, "d_model");
             h.overall = {number(metrics, row, "ap_overall"), number(metrics, row, "ap_overall_bias"),
                          number(metrics, row, "ap_overall_se")};
-            h.first20.value = number(metrics, row, "ap_first20");
-            h.last20.value = number(metrics, row, "ap_last20");
+            h.first20 = {number(metrics, row, "ap_first20"), number(metrics, row, "ap_first20_bias"),
+                         number(metrics, row, "ap_first20_se")};
+            h.last20 = {number(metrics, row, "ap_last20"), number(metrics, row, "ap_last20_bias"),
+                        number(metrics, row, "ap_last20_se")};
+            h.drop = {number(metrics, row, "ap_drop"), number(metrics, row, "ap_drop_bias"),
+                      number(metrics, row, "ap_drop_se")};
+            h.context_length = number(metrics, row, "context_length");
             if (metrics.column.count("bias_strength") != 0)
             {
                 h.bias_strength = number(metrics, row, "bias_strength");
             }
             if (!std::isnan(h.overall.value) && std::isnan(h.overall.se))
             {
-                throw compare_error(label + ": head layer " + std::to_string(h.layer) + " q_head "
-                                    + std::to_string(h.q_head)
+                const double sequences =
+                    with_sequences ? number(metrics, row, "n_sequences") : std::numeric_limits<double>::quiet_NaN();
+                throw compare_error(label + ": " + head_text(h.layer, h.q_head)
                                     + " has no standard error (ap_overall_se is nan): analyze it with "
-                                      "confidence_intervals on (docs/method.md §8.3)");
+                                      "confidence_intervals on (docs/method.md §8.3)"
+                                    + (sequences < 10.0
+                                           ? "; it has " + number_text(sequences)
+                                                 + " sequences (n_sequences), and sequence-level errors need at "
+                                                   "least 10: give it more sequences, or analyze it with "
+                                                   "sampling_unit token (errors that take the tokens as independent)"
+                                           : std::string()));
             }
             if (!s.heads.emplace(head_key{h.layer, h.q_head}, h).second)
             {
-                throw compare_error(metrics.file + ": head layer " + std::to_string(h.layer) + " q_head "
-                                    + std::to_string(h.q_head) + " has two rows");
+                throw compare_error(metrics.file + ": " + head_text(h.layer, h.q_head) + " has two rows");
             }
         }
         for (const auto& row : profile.rows)
@@ -370,28 +550,93 @@ namespace compare_detail
             const auto it = s.heads.find(key);
             if (it == s.heads.end())
             {
-                throw compare_error(profile.file + ": head layer " + std::to_string(key.first) + " q_head "
-                                    + std::to_string(key.second) + " has no row in " + metrics_csv);
+                throw compare_error(profile.file + ": " + head_text(key.first, key.second) + " has no row in "
+                                    + metrics_csv);
             }
             bucket_row b;
             b.q_bucket = integer(profile, row, "q_bucket");
-            b.tau = number(profile, row, "tau");
-            b.n_queries = number(profile, row, "n_queries");
             b.ap = {number(profile, row, "plasticity"), number(profile, row, "plasticity_bias"),
                     number(profile, row, "plasticity_se")};
             it->second.buckets.push_back(b);
         }
-        for (auto& [key, h] : s.heads)
+        const std::string influence_path = (fs::path(dir) / influence_csv).string();
+        struct stat st;
+        if (::lstat(influence_path.c_str(), &st) == 0)
         {
-            const std::string where = label + ": head layer " + std::to_string(key.first) + " q_head "
-                                      + std::to_string(key.second);
-            h.first20 = tail_estimate(h.buckets, h.first20.value, true, where);
-            h.last20 = tail_estimate(h.buckets, h.last20.value, false, where);
-            h.drop.value = h.first20.value - h.last20.value;
-            h.drop.bias = h.first20.bias - h.last20.bias;
-            h.drop.se = std::sqrt(h.first20.se * h.first20.se + h.last20.se * h.last20.se);
+            const std::string file = folder + "/" + influence_csv;
+            // A table of its header only: the set was analyzed without the influences.
+            s.has_influences = read_influences(s, influence_path, file, label) > 0;
+            if (s.has_influences)
+            {
+                check_influences(s, file);
+            }
         }
         return s;
+    }
+
+    /// f(example_id, Phi^A_e, Phi^B_e) over the union of the example ids of `a` and `b` (each in
+    /// increasing example_id), in increasing example_id; an id of one list only has 0 in the other.
+    template <class F>
+    void for_union(const influence_list& a, const influence_list& b, F&& f)
+    {
+        std::size_t i = 0, k = 0;
+        while (i < a.size() || k < b.size())
+        {
+            if (k == b.size() || (i < a.size() && a[i].first < b[k].first))
+            {
+                f(a[i].first, a[i].second, 0.0);
+                ++i;
+            }
+            else if (i == a.size() || b[k].first < a[i].first)
+            {
+                f(b[k].first, 0.0, b[k].second);
+                ++k;
+            }
+            else
+            {
+                f(a[i].first, a[i].second, b[k].second);
+                ++i;
+                ++k;
+            }
+        }
+    }
+
+    /// The sequence-level standard error of a sum of per-sequence terms x_e (influences, or their
+    /// differences): sqrt(G/(G-1) sum_e (x_e - mean x)^2) over the G sequences; NaN when G < 2.
+    template <class Values>
+    double sequence_se(const Values& x)
+    {
+        const double g = static_cast<double>(x.size());
+        if (x.size() < 2)
+        {
+            return std::numeric_limits<double>::quiet_NaN();
+        }
+        double mean = 0.0;
+        for (const auto& v : x)
+        {
+            mean += v.second;
+        }
+        mean /= g;
+        double sum = 0.0;
+        for (const auto& v : x)
+        {
+            sum += (v.second - mean) * (v.second - mean);
+        }
+        return std::sqrt(g / (g - 1.0) * sum);
+    }
+
+    /// The paired standard error of a head's change: D_e = Phi^B_e - Phi^A_e over the union of
+    /// the two sets' example ids; NaN when either set has no influences for the quantity.
+    inline double paired_se(const influence_list* a, const influence_list* b)
+    {
+        if (a == nullptr || b == nullptr)
+        {
+            return std::numeric_limits<double>::quiet_NaN();
+        }
+        std::vector<std::pair<std::int64_t, double>> d;
+        d.reserve(std::max(a->size(), b->size()));
+        for_union(*a, *b, [&](std::int64_t id, double x, double y) { d.emplace_back(id, y - x); });
+        return sequence_se(d);
     }
 
     /// One compared quantity of one head.
@@ -401,6 +646,8 @@ namespace compare_detail
         std::string quantity;
         std::int64_t q_bucket = -1;  // -1: a head-level quantity
         estimate x, y;
+        const influence_list* influence_a = nullptr;  // the sets' per-sequence influences, when read
+        const influence_list* influence_b = nullptr;
         double difference = std::numeric_limits<double>::quiet_NaN();
         double se = std::numeric_limits<double>::quiet_NaN();
         double z = std::numeric_limits<double>::quiet_NaN();
@@ -409,8 +656,10 @@ namespace compare_detail
         double p_holm = std::numeric_limits<double>::quiet_NaN();
     };
 
-    inline comparison compare(const head& a, const std::string& quantity, std::int64_t bucket, const estimate& x,
-                              const estimate& y)
+    /// The change of one quantity from head `a` (estimate x) to head `b` (estimate y), its
+    /// standard error by `design` (§8.6), z and p.
+    inline comparison compare(const head& a, const head& b, const std::string& quantity, std::int64_t bucket,
+                              const estimate& x, const estimate& y, compare_design design)
     {
         comparison c;
         c.a = &a;
@@ -418,14 +667,77 @@ namespace compare_detail
         c.q_bucket = bucket;
         c.x = x;
         c.y = y;
+        const quantity_key key{quantity, bucket};
+        c.influence_a = a.influences_of(key);
+        c.influence_b = b.influences_of(key);
         c.difference = (y.value - y.bias) - (x.value - x.bias);
-        c.se = std::sqrt(x.se * x.se + y.se * y.se);
+        if (design == compare_design::paired)
+        {
+            // Both sets need an error of their own: a quantity without one (too few sequences,
+            // no interval) is not tested in either design.
+            c.se = std::isfinite(x.se) && std::isfinite(y.se) ? paired_se(c.influence_a, c.influence_b)
+                                                               : std::numeric_limits<double>::quiet_NaN();
+        }
+        else
+        {
+            c.se = std::sqrt(x.se * x.se + y.se * y.se);
+        }
         if (std::isfinite(c.difference) && c.se > 0.0)
         {
             c.z = c.difference / c.se;
             c.p = std::erfc(std::abs(c.z) / std::sqrt(2.0));  // two-sided, accurate in the tail
         }
         return c;
+    }
+
+    /// The sequence-level standard error of the mean over `members` (n heads) of one set's
+    /// estimates: the per-sequence influences averaged over the heads (an example id a head
+    /// lacks contributes 0 to it), then sequence_se. NaN when a member has no influences.
+    inline double mean_se_of_set(const std::vector<const influence_list*>& members)
+    {
+        const double n = static_cast<double>(members.size());
+        std::map<std::int64_t, double> sum;
+        for (const influence_list* list : members)
+        {
+            if (list == nullptr)
+            {
+                return std::numeric_limits<double>::quiet_NaN();
+            }
+            for (const auto& [id, phi] : *list)
+            {
+                sum[id] += phi / n;
+            }
+        }
+        return sequence_se(sum);
+    }
+
+    /// The standard error of the mean change over heads (the model-level summary) from the
+    /// per-sequence influences, the heads sharing their sequences: paired, the per-sequence
+    /// mean over heads of D_e; unpaired, each set's mean_se_of_set, variances added.
+    inline double mean_se_of_changes(const std::vector<const comparison*>& members, compare_design design)
+    {
+        if (design == compare_design::unpaired)
+        {
+            std::vector<const influence_list*> a, b;
+            for (const comparison* c : members)
+            {
+                a.push_back(c->influence_a);
+                b.push_back(c->influence_b);
+            }
+            return std::hypot(mean_se_of_set(a), mean_se_of_set(b));
+        }
+        const double n = static_cast<double>(members.size());
+        std::map<std::int64_t, double> sum;
+        for (const comparison* c : members)
+        {
+            if (c->influence_a == nullptr || c->influence_b == nullptr)
+            {
+                return std::numeric_limits<double>::quiet_NaN();
+            }
+            for_union(*c->influence_a, *c->influence_b,
+                      [&](std::int64_t id, double x, double y) { sum[id] += (y - x) / n; });
+        }
+        return sequence_se(sum);
     }
 
     /// Benjamini-Hochberg q-values and Holm's adjusted p-values of the finite p of `family`.
@@ -465,12 +777,6 @@ namespace compare_detail
         }
     }
 
-    inline std::string number_text(double x)
-    {
-        std::string s;
-        append_double(s, x);
-        return s;
-    }
 }  // namespace compare_detail
 
 /// The compared result sets as files (compare_heads.csv, compare_changed.csv,
@@ -483,6 +789,7 @@ struct compare_result
     std::vector<std::string> notes;  // e.g. heads left out with common_heads
     std::size_t compared_heads = 0;
     std::size_t changed_heads = 0;   // heads with a significant change, over all pairs
+    compare_design design = compare_design::unpaired;  // the design used (the options')
 };
 
 inline compare_result compare_result_sets(const compare_options& options)
@@ -520,9 +827,17 @@ inline compare_result compare_result_sets(const compare_options& options)
             throw compare_error("two result sets are named '" + name + "' (give --names)");
         }
         sets.push_back(load_set(options.folders[i], name));
+        if (options.design == compare_design::paired && !sets.back().has_influences)
+        {
+            throw compare_error("design paired (--design paired, design='paired'): result set '" + options.folders[i]
+                                + "' has no per-sequence influences (" + influence_csv
+                                + " absent, or without rows; the paired errors need them): analyze it with "
+                                  "--sequence-influences on (sequence_influences: on), or compare unpaired");
+        }
     }
     // The heads: the same layout in every set, or (common_heads) the heads of all of them.
     compare_result result;
+    result.design = options.design;
     std::vector<head_key> keys;
     for (const auto& [key, h] : sets[0].heads)
     {
@@ -572,6 +887,36 @@ inline compare_result compare_result_sets(const compare_options& options)
                                + std::to_string(total - keys.size()) + " heads of some sets left out)");
     }
     result.compared_heads = keys.size();
+    result.notes.push_back(
+        options.design == compare_design::paired
+            ? "design paired: a head's change has the standard error of the per-sequence differences of the two "
+              "sets' influences (head_sequence_influence.csv), the sets taken to share their sequences (the same "
+              "example_id is the same text in both, as stated by choosing paired); the errors cover what the "
+              "analyses' errors cover (by default sequence-level: the sampling of the texts and of the tokens, "
+              "docs/method.md §8.3, §8.6)"
+            : "design unpaired: a head's change has the standard error sqrt(s_A^2 + s_B^2) of the two sets' own "
+              "errors, the sets taken as independent samples of sequences (different texts); the errors cover what "
+              "the analyses' errors cover (by default sequence-level, docs/method.md §8.3, §8.6); for sets "
+              "analyzed on the same texts, --design paired (design='paired') is valid and more powerful");
+    {
+        std::string without;
+        for (const auto& set : sets)
+        {
+            if (!set.has_influences)
+            {
+                without += (without.empty() ? "'" : ", '") + set.name + "'";
+            }
+        }
+        if (!without.empty())
+        {
+            result.notes.push_back(
+                "the model-level standard errors (compare_summary.csv, compare_trajectory.csv) take the heads as "
+                "independent (sqrt(sum s^2)/n) where a set has no "
+                + std::string(influence_csv) + " (" + without
+                + "): the heads of a model see the same sequences, so their errors are correlated and these are "
+                  "likely too small; analyze with --sequence-influences on for errors that account for it");
+        }
+    }
 
     std::string heads_text = std::string(compare_heads_header) + "\n";
     std::string changed_text = std::string(compare_changed_header) + "\n";
@@ -583,15 +928,26 @@ inline compare_result compare_result_sets(const compare_options& options)
         const loaded_set& A = sets[s];
         const loaded_set& B = sets[s + 1];
         std::vector<comparison> rows;
+        std::size_t other_context = 0;
+        std::string context_example;
         for (const head_key& key : keys)
         {
             const head& a = A.heads.at(key);
             const head& b = B.heads.at(key);
+            if (std::isfinite(a.context_length) && std::isfinite(b.context_length)
+                && a.context_length != b.context_length)
+            {
+                if (other_context++ == 0)
+                {
+                    context_example = head_text(key.first, key.second) + ": C " + number_text(a.context_length)
+                                      + " and " + number_text(b.context_length);
+                }
+            }
             const estimate* ea[] = {&a.overall, &a.first20, &a.last20, &a.drop};
             const estimate* eb[] = {&b.overall, &b.first20, &b.last20, &b.drop};
             for (std::size_t q = 0; q < 4; ++q)
             {
-                rows.push_back(compare(a, head_quantities[q], -1, *ea[q], *eb[q]));
+                rows.push_back(compare(a, b, head_quantities[q], -1, *ea[q], *eb[q], options.design));
             }
             // The query buckets of either set (a bucket of one only: NaN in the other).
             std::map<std::int64_t, std::pair<estimate, estimate>> buckets;
@@ -605,7 +961,45 @@ inline compare_result compare_result_sets(const compare_options& options)
             }
             for (const auto& [bucket, pair] : buckets)
             {
-                rows.push_back(compare(a, "ap_bucket", bucket, pair.first, pair.second));
+                rows.push_back(compare(a, b, "ap_bucket", bucket, pair.first, pair.second, options.design));
+            }
+        }
+        if (other_context > 0)
+        {
+            result.notes.push_back("'" + A.name + "' and '" + B.name + "': " + std::to_string(other_context)
+                                   + " heads have another context length C (context_length; e.g. " + context_example
+                                   + "): their ap_first20 and ap_last20 are over other positions (tau < 0.2 C, "
+                                     "tau >= 0.8 C)");
+        }
+        if (options.design == compare_design::paired)
+        {
+            // Pairing assumes the same example ids in both sets: say how many are in one only.
+            std::set<std::int64_t> ids_a, ids_b;
+            for (const head_key& key : keys)
+            {
+                for (const auto& [set, ids] : {std::make_pair(&A, &ids_a), std::make_pair(&B, &ids_b)})
+                {
+                    if (const influence_list* list = set->heads.at(key).influences_of({"ap_overall", -1}))
+                    {
+                        for (const auto& entry : *list)
+                        {
+                            ids->insert(entry.first);
+                        }
+                    }
+                }
+            }
+            std::size_t common = 0;
+            for (const std::int64_t id : ids_a)
+            {
+                common += ids_b.count(id);
+            }
+            const std::size_t all = ids_a.size() + ids_b.size() - common;
+            if (common < all)
+            {
+                result.notes.push_back("design paired: '" + A.name + "' and '" + B.name + "' have "
+                                       + std::to_string(all - common) + " of their " + std::to_string(all)
+                                       + " example ids in one set only (their influences count as 0 in the other): "
+                                         "pairing assumes the same example_id is the same text in both sets");
             }
         }
         // Families: one per quantity (and bucket), across heads.
@@ -626,7 +1020,9 @@ inline compare_result compare_result_sets(const compare_options& options)
                           + "," + std::to_string(c.a->k_head) + "," + c.quantity + ","
                           + (c.quantity == "ap_bucket" ? std::to_string(c.q_bucket) : "");
             append_reals(heads_text, {c.x.value, c.y.value, c.difference, c.se, c.z, c.p, c.q_bh, c.p_holm});
-            heads_text += significant ? ",1\n" : ",0\n";
+            heads_text += significant ? ",1," : ",0,";
+            heads_text += design_name(options.design);
+            heads_text += '\n';
             if (significant)
             {
                 changed[{c.a->layer, c.a->q_head}].push_back(
@@ -646,6 +1042,7 @@ inline compare_result compare_result_sets(const compare_options& options)
         }
         result.changed_heads += changed.size();
         // The model-level summary: the mean over heads, all layers (layer -1) and per layer.
+        const bool sequence_level = A.has_influences && B.has_influences;
         for (std::size_t q = 0; q < 4; ++q)
         {
             std::map<std::int64_t, std::vector<const comparison*>> groups;
@@ -674,7 +1071,9 @@ inline compare_result compare_result_sets(const compare_options& options)
                 {
                     spread += (c->difference - mean_d) * (c->difference - mean_d);
                 }
-                const double se = std::sqrt(variance) / n;
+                // Heads share their sequences: with the per-sequence influences, the mean's error
+                // is the sequences' (§8.6); without, the heads are taken as independent.
+                const double se = sequence_level ? mean_se_of_changes(members, options.design) : std::sqrt(variance) / n;
                 const double z = se > 0.0 ? mean_d / se : std::numeric_limits<double>::quiet_NaN();
                 summary_text += A.name + "," + B.name + "," + head_quantities[q] + ","
                                 + (layer < 0 ? std::string("all") : std::to_string(layer)) + ","
@@ -694,10 +1093,11 @@ inline compare_result compare_result_sets(const compare_options& options)
         const char* const quantities[] = {"ap_overall", "ap_first20", "ap_last20", "ap_drop", "bias_strength"};
         for (std::size_t q = 0; q < 5; ++q)
         {
-            std::map<std::int64_t, std::vector<estimate>> groups;
+            std::map<std::int64_t, std::vector<std::pair<estimate, const influence_list*>>> groups;
             for (const head_key& key : keys)
             {
                 const head& h = sets[s].heads.at(key);
+                const influence_list* influences = q < 4 ? h.influences_of({quantities[q], -1}) : nullptr;
                 const estimate e = q == 0   ? h.overall
                                    : q == 1 ? h.first20
                                    : q == 2 ? h.last20
@@ -705,20 +1105,23 @@ inline compare_result compare_result_sets(const compare_options& options)
                                             : estimate{h.bias_strength, 0.0, std::numeric_limits<double>::quiet_NaN()};
                 if (std::isfinite(e.value))
                 {
-                    groups[-1].push_back(e);
-                    groups[key.first].push_back(e);
+                    groups[-1].push_back({e, influences});
+                    groups[key.first].push_back({e, influences});
                 }
             }
             for (const auto& [layer, members] : groups)
             {
                 const double n = static_cast<double>(members.size());
                 double mean = 0.0, variance = 0.0;
-                for (const estimate& e : members)
+                std::vector<const influence_list*> lists;
+                for (const auto& [e, influences] : members)
                 {
                     mean += e.value / n;
                     variance += e.se * e.se;
+                    lists.push_back(std::isfinite(e.se) ? influences : nullptr);
                 }
-                const double se = std::sqrt(variance) / n;
+                // As the summary's: the sequences' error of the mean when the set has influences.
+                const double se = q < 4 && sets[s].has_influences ? mean_se_of_set(lists) : std::sqrt(variance) / n;
                 trajectory_text += sets[s].name + "," + std::to_string(s) + "," + quantities[q] + ","
                                    + (layer < 0 ? std::string("all") : std::to_string(layer)) + ","
                                    + std::to_string(members.size());
@@ -730,9 +1133,12 @@ inline compare_result compare_result_sets(const compare_options& options)
     if (options.same_dump)
     {
         result.notes.push_back(
-            "same dump: the standard errors add the two analyses' variances as for independent samples; the "
-            "analyses share the query sample, so the difference's true variance is smaller and the tests are "
-            "conservative (docs/method.md §8.6)");
+            options.design == compare_design::paired
+                ? "same dump, design paired: the per-sequence differences of the influences account for the "
+                  "sequences and tokens the two analyses share (docs/method.md §8.6)"
+                : "same dump: the standard errors add the two analyses' variances as for independent samples; the "
+                  "analyses share the query sample, so the difference's true variance is smaller and the tests are "
+                  "conservative (docs/method.md §8.6; --design paired accounts for the shared sequences)");
     }
     result.names = {compare_heads_csv, compare_changed_csv, compare_summary_csv, compare_trajectory_csv};
     result.texts = {std::move(heads_text), std::move(changed_text), std::move(summary_text), std::move(trajectory_text)};

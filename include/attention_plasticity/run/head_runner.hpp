@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -215,6 +216,9 @@ inline head_rows analyze_one(const analyze_config& config, const dump_scan& scan
             [&](const auto& queries, const auto& keys) {
                 ap::head_result result = ap::analyze_head(queries, keys, hid, options);
                 head_rows rows = format_head(result);
+                rows.undefined_sequence_errors =
+                    options.confidence_intervals && options.sampling_unit == ap::sampling_unit::sequence
+                    && std::isnan(result.metrics.ap_overall_se) && !std::isnan(result.metrics.ap_overall_bias);
                 if (config.keep_results)
                 {
                     rows.result = std::make_shared<const ap::head_result>(std::move(result));
