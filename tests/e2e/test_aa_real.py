@@ -242,20 +242,23 @@ class Collected:
         self.z = {q: [] for q in QUANTITIES}          # per comparison: {key: z}
         self.p = {q: [] for q in QUANTITIES}
         self.flag = {q: [] for q in QUANTITIES}
+        self.z_raw = {q: [] for q in QUANTITIES}      # (value_b - value_a) / se: without the bias correction
         self.changed_heads = []                       # per comparison: heads in compare_changed.csv
 
     def add(self, folder):
         rows = read_rows(os.path.join(folder, "compare_heads.csv"))
         for q in QUANTITIES:
-            z, p, flag = {}, {}, {}
+            z, p, flag, z_raw = {}, {}, {}, {}
             for r in rows:
                 if r["quantity"] != q or r["p"] == "nan" or r["z"] == "nan":
                     continue
                 key = test_key(r)
                 z[key], p[key], flag[key] = float(r["z"]), float(r["p"]), r["significant"] == "1"
+                z_raw[key] = (float(r["value_b"]) - float(r["value_a"])) / float(r["se"])
             self.z[q].append(z)
             self.p[q].append(p)
             self.flag[q].append(flag)
+            self.z_raw[q].append(z_raw)
         self.changed_heads.append(len(read_rows(os.path.join(folder, "compare_changed.csv"))))
 
 
@@ -360,6 +363,14 @@ def summarize(col, c, label):
                 % (label, q, sd, SD_Z_BOUNDS[0], SD_Z_BOUNDS[1]))
         c.check(flagged <= bh_max, "%s %s: BH flags in %d of %d families, more than chance (%.1f)"
                 % (label, q, flagged, fams, bh_max))
+        raw = np.array([v for z in col.z_raw[q] for v in z.values()])
+        keys = sorted(set.intersection(*(set(z) for z in zs)))
+        per_key = sorted(((float(np.std([z[key] for z in zs], ddof=1)), key) for key in keys), reverse=True)
+        print("    diagnostics: without the bias correction ((value_b - value_a) / se) SD of z %.3f, p < 0.05 "
+              "for %.3f; the largest SDs of z of one test across the comparisons: %s"
+              % (raw.std(ddof=1), float(np.mean(np.abs(raw) > 1.959964)),
+                 ", ".join("%s %.2f" % (k, v) for v, k in per_key[:3])))
+        stats["sd_z_uncorrected"] = float(raw.std(ddof=1))
         if 3 * sd_se > min(1 - SD_Z_BOUNDS[0], SD_Z_BOUNDS[1] - 1):
             print("note: %s %s: the SD-of-z bound is within 3 null sampling SDs (%.3f) of 1"
                   % (label, q, sd_se))
