@@ -103,6 +103,59 @@ TEMPLATE_TEST_CASE("plasticity_standard_errors: SEs, biases and intervals as the
             total += static_cast<double>(models[j].n_queries);
         }
         ap_overall /= total;
+        // Sequence-level (§8.3): the same head with example ids on its queries and key rows.
+        std::vector<ap::bucket_estimate> with_pairs = estimates;
+        std::size_t first_cell = 0;
+        const auto key_ids = ap_test::int_column(seq_key_example, in_key_n);
+        for (std::size_t j = 0; j < models.size(); ++j)
+        {
+            std::vector<ap::cell_pairs> cells;
+            for (std::size_t k = 0; k < in_cell_count[j]; ++k)
+            {
+                const std::size_t start = in_cell_first_offsets[first_cell + k];
+                const std::size_t size = in_cell_first_offsets[first_cell + k + 1] - start;
+                cells.push_back(cell_of(models[j].bucket, in_cell_k_bucket[first_cell + k], in_cell_first + start,
+                                        in_cell_second + start, size));
+            }
+            first_cell += in_cell_count[j];
+            const auto bucket = ap::query_bucket_plasticity<double>(keys, cells, models[j]);
+            with_pairs[j].pair_sequence = ap::pair_sequences(cells, key_ids);
+            with_pairs[j].pair_deviation = ap::pair_deviations(bucket.pair_plasticity, cells);
+        }
+        ap::uncertainty_design design;
+        for (std::size_t i = 0; i < seq_sequences; ++i)
+        {
+            design.sequences.push_back(static_cast<std::int64_t>(i));
+        }
+        const auto query_ids = ap_test::int_column(seq_example, n);
+        for (std::size_t k = 0; k < 2; ++k)
+        {
+            CAPTURE(k);
+            design.context_length = seq_context[k];
+            const ap::plasticity_uncertainty v = ap::plasticity_standard_errors(
+                t, buckets, query_ids, x, component0, in_slope_norm[c], models, with_pairs, design);
+            const std::size_t at = c * 2 + k;
+            CHECK(v.n_sequences == seq_sequences);
+            for (std::size_t j = 0; j < models.size(); ++j)
+            {
+                CHECK(ap_test::near_rel(v.bucket_standard_error[j], seq_bucket_se[at * models.size() + j], 1e-9));
+                CHECK(v.bucket_bias[j] == u.bucket_bias[j]);  // the bias does not depend on the unit
+            }
+            CHECK(ap_test::near_rel(v.standard_error, seq_overall_se[at], 1e-9));
+            // NaN where the aggregate has no bucket (the reference says which).
+            const auto same_or_near = [](double got, double want) {
+                return std::isnan(want) ? std::isnan(got) : ap_test::near_rel(got, want, 1e-9);
+            };
+            CHECK(same_or_near(v.first20.standard_error, seq_first20_se[at]));
+            CHECK(same_or_near(v.last20.standard_error, seq_last20_se[at]));
+            CHECK(std::isnan(v.drop.standard_error));  // one of its two ends is empty
+            // Too few sequences for the design's minimum: NaN, never the token-level error.
+            ap::uncertainty_design strict = design;
+            strict.min_sequences = seq_sequences + 1;
+            CHECK(std::isnan(ap::plasticity_standard_errors(t, buckets, query_ids, x, component0, in_slope_norm[c],
+                                                            models, with_pairs, strict)
+                                 .standard_error));
+        }
         CHECK(ap_test::near_rel(ap_overall, in_overall_ap[c], 1e-12));
         CHECK(ap_test::near_rel(u.standard_error, in_overall_se[c], 1e-9));
         CHECK(ap_test::near_rel(u.bias, in_overall_bias[c], 1e-8));

@@ -233,16 +233,18 @@ bucket_plasticity_result query_bucket_empirical_plasticity(const xt::xexpression
 
 namespace detail
 {
-    /// (16 / n) * var_i(f_i), f_i = (1/P) sum_p (1 - 2 p_hat_p) s_ip, var with divisor n - 1.
+    /// f_i = (1/P) sum_p (1 - 2 p_hat_p) s_ip for every query: 4 (f_i - mean f) / n is query i's
+    /// first-order influence on the mean empirical PP of the pairs (docs/method.md §8.3). Empty
+    /// without pairs.
     template <class T>
-    double empirical_mean_variance_raw(const matrix_view<T>& q, const matrix_view<T>& w,
-                                       const empirical_preferences& preferences)
+    std::vector<double> empirical_query_scores_raw(const matrix_view<T>& q, const matrix_view<T>& w,
+                                                   const empirical_preferences& preferences)
     {
         const std::size_t n = q.rows;
         const std::size_t pairs = w.rows;
         if (pairs == 0)
         {
-            return 0.0;
+            return {};
         }
         std::vector<double> weight(pairs);
         for (std::size_t p = 0; p < pairs; ++p)
@@ -260,6 +262,20 @@ namespace detail
                     fi[i] += scores[i] > T(0) ? c : (scores[i] == T(0) ? 0.5 * c : 0.0);
                 }
             });
+        }
+        return f;
+    }
+
+    /// (16 / n) * var_i(f_i), f_i of empirical_query_scores_raw, var with divisor n - 1.
+    template <class T>
+    double empirical_mean_variance_raw(const matrix_view<T>& q, const matrix_view<T>& w,
+                                       const empirical_preferences& preferences)
+    {
+        const std::size_t n = q.rows;
+        const std::vector<double> f = empirical_query_scores_raw(q, w, preferences);
+        if (f.empty())
+        {
+            return 0.0;
         }
         double mean = 0.0;
         for (double x : f)

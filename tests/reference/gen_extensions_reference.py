@@ -11,7 +11,8 @@ distance bins by comparisons with 2 ** (k / b); the empirical preferences and pl
 exact integer arithmetic (the inputs are small integers, so every score q.w is exact in float and
 double alike); the delta-method standard errors and biases of §8.3 in NumPy, from the rotated
 queries, the keys and the cells' pairs (the query models, moments, sensitivities, influences and
-bias terms all recomputed here); Phi^-1 with scipy.stats.norm.ppf. Inputs are rounded to float32
+bias terms all recomputed here), and the sequence-level errors summed by sequence from the same
+influences; Phi^-1 with scipy.stats.norm.ppf. Inputs are rounded to float32
 so that one reference serves the float and the double instantiations.
 """
 
@@ -288,6 +289,7 @@ def uncertainty(slope_norm, level):
                                    low=min(1, max(0, centre - z * se)), high=min(1, max(0, centre + z * se)),
                                    sens=x["sens"]))
         var_over += weights[c] ** 2 * (x["cov_var"] + x["pair_var"])
+    out["pieces"] = dict(phi=phi, results=results, beta=beta, xs=xs, weights=weights)
     out["ap"] = float(weights @ np.array([x["ap"] for x in results]))
     out["se"] = float(np.sqrt(var_over))
     out["bias"] = float(weights @ np.array([x["bias"] for x in results]))
@@ -299,6 +301,72 @@ def uncertainty(slope_norm, level):
 IN_SLOPES = [0.0, 0.004]
 IN_LEVELS = [0.95, 0.8]
 in_results = [uncertainty(s, lv) for s, lv in zip(IN_SLOPES, IN_LEVELS)]
+
+# §8.3, sequence-level: each query and each key row belongs to one of 18 sequences; a pair lies in
+# the sequence of its first key. Per sequence e and bucket j, Phi_ej sums the queries' influences
+# (those of uncertainty() plus the ones through Sigma_j and tau_j) and the pairs' (PP_p -
+# P_cell) / P_j; a weighted aggregate adds sum_j (AP_j - A) n_ej / N_S; SE = sqrt(G / (G - 1) sum_e
+# (Phi_e - mean)^2). Two context lengths C: 1000 (ap_first20 = buckets with tau < 200, ap_last20
+# empty) and 300 (ap_first20 empty, ap_last20 = tau >= 240).
+SEQ_G = 18
+in_example = rng.integers(0, SEQ_G, IN)
+in_key_example = rng.integers(0, SEQ_G, KN)
+SEQ_CONTEXTS = [1000.0, 300.0]
+
+
+def sequence_uncertainty(case, context_length):
+    pieces = in_results[case]["pieces"]
+    results, weights, xs = pieces["results"], pieces["weights"], pieces["xs"]
+    phi = pieces["phi"].copy()
+    n = len(in_t)
+    for c, x in enumerate(results):
+        md, sens = x["md"], x["sens"]
+        rows = md["rows"]
+        u = xs[rows] - md["mu"]
+        form = np.einsum("ij,jk,ik->i", u, sens["M"], u)
+        phi[rows, c] += (form - form.mean()) / (md["n"] - 1)
+        phi[rows, c] += sens["G"] * pieces["beta"] * (in_t[rows] - md["tau"]) / md["n"]
+    ids = np.unique(np.concatenate([in_example, in_key_example]))
+    index = {e: i for i, e in enumerate(ids)}
+    g_count = len(ids)
+    big = np.zeros((g_count, len(results)))
+    counts = np.zeros((g_count, len(results)))
+    for i in range(n):
+        big[index[in_example[i]]] += phi[i]
+    for c, x in enumerate(results):
+        counts[:, c] = np.bincount([index[e] for e in in_example[x["md"]["rows"]]], minlength=g_count)
+        cells = in_pairs[x["md"]["j"]]
+        pp, at = x["pp"], 0
+        total = len(pp)
+        for _, first, _ in cells:
+            size = len(first)
+            if size:
+                dev = pp[at:at + size] - pp[at:at + size].mean()
+                for f, v in zip(first, dev):
+                    big[index[in_key_example[f]], c] += v / total
+            at += size
+    aps = np.array([x["ap"] for x in results])
+    sizes = np.array([x["md"]["n"] for x in results], dtype=float)
+    taus = np.array([x["md"]["tau"] for x in results])
+
+    def se_of(member):
+        if not member.any():
+            return float("nan")
+        w = np.where(member, sizes, 0.0) / sizes[member].sum()
+        value = w @ aps
+        kappa = np.where(member, (aps - value) / sizes[member].sum(), 0.0)
+        y = big @ w + counts @ kappa
+        return float(np.sqrt(g_count / (g_count - 1) * ((y - y.mean()) ** 2).sum()))
+
+    every = np.ones(len(results), dtype=bool)
+    out = dict(bucket_se=[float(np.sqrt(g_count / (g_count - 1) * ((big[:, c] - big[:, c].mean()) ** 2).sum()))
+                          for c in range(len(results))],
+               overall_se=se_of(every), first20_se=se_of(taus < 0.2 * context_length),
+               last20_se=se_of(taus >= 0.8 * context_length), sequences=g_count)
+    return out
+
+
+seq_results = [sequence_uncertainty(case, ctx) for case in range(len(in_results)) for ctx in SEQ_CONTEXTS]
 
 quantile_p = [0.5, 0.975, 0.995, 0.9, 0.6, 0.02, 1e-10, 1 - 1e-12, 0.02425, 0.97575]
 quantile_z = [float(scipy.stats.norm.ppf(p)) for p in quantile_p]
@@ -377,6 +445,15 @@ parts += [
     array("in_overall_bias", [r["bias"] for r in in_results]),
     array("in_overall_low", [r["low"] for r in in_results]),
     array("in_overall_high", [r["high"] for r in in_results]),
+    "\n// ---- §8.3, sequence-level: example ids of the queries and of the key rows; per case (slope_norm)\n"
+    "// and context length C: the SEs of AP_j, ap_overall, ap_first20, ap_last20 (NaN: undefined).\n",
+    array("seq_example", in_example, "std::int64_t", 10),
+    array("seq_key_example", in_key_example, "std::int64_t", 10),
+    array("seq_context", SEQ_CONTEXTS), scalar("seq_sequences", seq_results[0]["sequences"], "std::size_t"),
+    array("seq_bucket_se", [v for r in seq_results for v in r["bucket_se"]]),
+    array("seq_overall_se", [r["overall_se"] for r in seq_results]),
+    array("seq_first20_se", [r["first20_se"] for r in seq_results], nan_name="nan"),
+    array("seq_last20_se", [r["last20_se"] for r in seq_results], nan_name="nan"),
     "\n// ---- Phi^-1(p), scipy.stats.norm.ppf.\n",
     array("quantile_p", quantile_p), array("quantile_z", quantile_z),
     "}  // namespace extensions_ref\n\n#endif\n",

@@ -70,6 +70,11 @@ namespace detail
                         const row_source<TQ>& q_rows, const row_source<TK>& k_rows, std::uint64_t pair_sampler_seed)
             : m_options(options), m_q(q), m_k(k), m_q_rows(q_rows), m_k_rows(k_rows), m_pair_seed(pair_sampler_seed)
         {
+            if (options.confidence_intervals && options.sampling_unit == sampling_unit::sequence
+                && q.example_id != nullptr)
+            {
+                m_sequences = head_sequences(q, k);
+            }
             if (options.empirical_ap)
             {
                 m_query_rows = rows_by_bucket(q.bucket, q.n);
@@ -100,7 +105,8 @@ namespace detail
             bucket_profile& row = result.profile.back();
             if (m_options.empirical_ap && bucket.n_pairs > 0)
             {
-                const xt::xtensor<double, 2> queries = empirical_queries(model);
+                const std::vector<std::size_t> used = empirical_rows(model);
+                const xt::xtensor<double, 2> queries = empirical_queries(used);
                 const matrix_view<double> qv = matrix_of(queries);
                 const matrix_view<double> wv = matrix_of(w);
                 const empirical_preferences preferences = preferences_raw(qv, wv);
@@ -111,12 +117,42 @@ namespace detail
                     result.cells[first_cell + c].plasticity_empirical = empirical.cells[c].plasticity;
                 }
                 row.plasticity_empirical = empirical.plasticity;
-                if (m_options.confidence_intervals)
+                if (m_options.confidence_intervals && m_options.sampling_unit == sampling_unit::token)
                 {
                     const double variance = empirical_mean_variance_raw(qv, wv, preferences)
                                             + pair_sampling_variance(empirical.pair_plasticity, cells);
                     row.plasticity_empirical_se = std::sqrt(variance);
                     m_empirical_variance.push_back(variance);
+                }
+                else if (m_options.confidence_intervals && !m_sequences.empty())
+                {
+                    // §8.3 by sequence: each used query's 4 (f_i - mean f) / n and each pair's
+                    // (PP_p - P_cell) / P, summed by sequence; a cell of one pair: NaN.
+                    std::vector<double> phi(m_sequences.size(), 0.0);
+                    const std::vector<double> f = empirical_query_scores_raw(qv, wv, preferences);
+                    double f_mean = 0.0;
+                    for (double x : f)
+                    {
+                        f_mean += x / static_cast<double>(f.size());
+                    }
+                    for (std::size_t r = 0; r < used.size(); ++r)
+                    {
+                        phi[sequence_index(m_sequences, m_q.example_id[used[r]])] +=
+                            4.0 * (f[r] - f_mean) / static_cast<double>(used.size());
+                    }
+                    const std::vector<double> deviation = pair_deviations(empirical.pair_plasticity, cells);
+                    std::size_t p = 0;
+                    for (const cell_pairs& cell : cells)
+                    {
+                        for (std::size_t i = 0; i < cell.pairs.size(); ++i, ++p)
+                        {
+                            phi[sequence_index(m_sequences, m_k.example_id[cell.pairs.first(i)])] +=
+                                deviation[p] / static_cast<double>(deviation.size());
+                        }
+                    }
+                    const bool measured = !is_nan(pair_sampling_variance(empirical.pair_plasticity, cells));
+                    row.plasticity_empirical_se = measured ? sequence_standard_error(phi, nullptr) : nan_value;
+                    m_empirical_influence[model.bucket] = measured ? std::move(phi) : std::vector<double>{};
                 }
             }
             if (m_options.confidence_intervals)
@@ -160,7 +196,8 @@ namespace detail
                     tau.push_back(row.tau);
                     n_queries.push_back(static_cast<double>(row.n_queries));
                     empirical.push_back(value_in_d(row, row.plasticity_empirical));
-                    if (m_options.confidence_intervals && !is_nan(row.plasticity_empirical))
+                    if (m_options.confidence_intervals && m_options.sampling_unit == sampling_unit::token
+                        && !is_nan(row.plasticity_empirical))
                     {
                         const double bucket_variance = m_empirical_variance[next++];
                         if (!row.small_bucket)
@@ -175,6 +212,10 @@ namespace detail
                 if (total > 0.0)
                 {
                     m.ap_empirical_overall_se = std::sqrt(variance) / total;
+                }
+                if (m_options.confidence_intervals && !m_sequences.empty())
+                {
+                    m.ap_empirical_overall_se = empirical_overall_sequence_error(result, m.ap_empirical_overall);
                 }
             }
             if (m_options.confidence_intervals)
@@ -253,21 +294,99 @@ namespace detail
             add_distances(extra, model.tau, pp.pair_plasticity);
         }
 
-        /// §8.2: the bucket's queries (rotated), all of them or a seeded subsample of the cap.
-        xt::xtensor<double, 2> empirical_queries(const bucket_query_model& model) const
+        /// §8.2: the kept rows of the bucket's queries it uses, all of them or a seeded subsample of the cap.
+        std::vector<std::size_t> empirical_rows(const bucket_query_model& model) const
         {
             const std::vector<std::size_t>& rows = m_query_rows.at(model.bucket);
             std::vector<std::size_t> picked;
             const std::size_t cap = m_options.empirical_max_queries;
             subsample_rows_into(rows.size(), cap > 0 ? cap : rows.size(), empirical_query_seed(m_pair_seed, model.bucket),
                                 picked);
-            const std::size_t d = m_q_rows.cols;
-            xt::xtensor<double, 2> out = xt::xtensor<double, 2>::from_shape({picked.size(), d});
-            for (std::size_t r = 0; r < picked.size(); ++r)
+            for (std::size_t& r : picked)
             {
-                m_q_rows.load(rows[picked[r]], out.data() + r * d);
+                r = rows[r];
+            }
+            return picked;
+        }
+
+        /// Those rows, rotated.
+        xt::xtensor<double, 2> empirical_queries(const std::vector<std::size_t>& used) const
+        {
+            const std::size_t d = m_q_rows.cols;
+            xt::xtensor<double, 2> out = xt::xtensor<double, 2>::from_shape({used.size(), d});
+            for (std::size_t r = 0; r < used.size(); ++r)
+            {
+                m_q_rows.load(used[r], out.data() + r * d);
             }
             return out;
+        }
+
+        /// sqrt(G / (G - 1) sum_e (phi_e - mean)^2) over the head's G sequences (NaN below the
+        /// minimum of §8.3); phi + counts * kappa when counts are given.
+        double sequence_standard_error(const std::vector<double>& phi, const std::vector<double>* shift) const
+        {
+            const std::size_t g = phi.size();
+            if (g < uncertainty_design{}.min_sequences)
+            {
+                return nan_value;
+            }
+            double mean = 0.0;
+            for (std::size_t e = 0; e < g; ++e)
+            {
+                mean += phi[e] + (shift != nullptr ? (*shift)[e] : 0.0);
+            }
+            mean /= static_cast<double>(g);
+            double squares = 0.0;
+            for (std::size_t e = 0; e < g; ++e)
+            {
+                const double x = phi[e] + (shift != nullptr ? (*shift)[e] : 0.0) - mean;
+                squares += x * x;
+            }
+            return std::sqrt(static_cast<double>(g) / static_cast<double>(g - 1) * squares);
+        }
+
+        /// §8.3 by sequence for ap_empirical_overall: sum_j omega_j Phi_ej + sum_j (AP_j - A) n_ej / N
+        /// over the buckets in its aggregate (not small, with an empirical AP); NaN when one of them
+        /// has no sequence-level influence.
+        double empirical_overall_sequence_error(const head_result& result, double overall) const
+        {
+            const std::size_t g = m_sequences.size();
+            double total = 0.0;
+            for (const bucket_profile& row : result.profile)
+            {
+                if (!is_nan(value_in_d(row, row.plasticity_empirical)))
+                {
+                    total += static_cast<double>(row.n_queries);
+                }
+            }
+            if (total == 0.0)
+            {
+                return nan_value;
+            }
+            std::vector<double> phi(g, 0.0), shift(g, 0.0);
+            for (const bucket_profile& row : result.profile)
+            {
+                if (is_nan(value_in_d(row, row.plasticity_empirical)))
+                {
+                    continue;
+                }
+                const auto it = m_empirical_influence.find(row.q_bucket);
+                if (it == m_empirical_influence.end() || it->second.empty())
+                {
+                    return nan_value;
+                }
+                const double weight = static_cast<double>(row.n_queries) / total;
+                const double kappa = (row.plasticity_empirical - overall) / total;
+                for (std::size_t e = 0; e < g; ++e)
+                {
+                    phi[e] += weight * it->second[e];
+                }
+                for (std::size_t r : m_query_rows.at(row.q_bucket))
+                {
+                    shift[sequence_index(m_sequences, m_q.example_id[r])] += kappa;
+                }
+            }
+            return sequence_standard_error(phi, &shift);
         }
 
         const head_options& m_options;
@@ -280,6 +399,9 @@ namespace detail
         std::vector<double> m_key_distance, m_query_distance, m_plasticity;
         std::vector<bucket_estimate> m_estimates;
         std::vector<double> m_empirical_variance;
+        std::vector<std::int64_t> m_sequences;  // §8.3, sequence unit: the head's sequences
+        std::map<std::int64_t, std::vector<double>> m_empirical_influence;  // per bucket, per sequence
+        static constexpr double nan_value = std::numeric_limits<double>::quiet_NaN();
     };
 }  // namespace detail
 }  // namespace attention_plasticity
