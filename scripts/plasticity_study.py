@@ -19,16 +19,35 @@ Steps (each one the project's own tool, nothing re-implemented here):
      same tokens; into OUT/dumps/<set>/, with OUT/dumps/study.json (the sets, in order, with
      their phase, step, context, RoPE base and held-out loss, and the capture's command);
   2. analyze (attention_plasticity.analyze_dump, ap_analyze's CSVs) each dump into
-     OUT/results/<set>/;
+     OUT/results/<set>/, with ap_analyze's defaults (sequence-level standard errors,
+     docs/method.md §8.3; --sampling-unit token gives the former, token-level ones) and
+     sequence_influences on (head_sequence_influence.csv, the per-sequence influences a
+     paired comparison needs);
   3. compare (attention_plasticity.compare_runs, ap_compare's CSVs, docs/method.md §8.6) the
      result sets in order into OUT/compare/ (compare_trajectory.csv: each set's means over
-     heads with their intervals, all layers and by layer);
+     heads with their intervals, all layers and by layer), with the design of --design:
+     paired (default; every checkpoint is captured on the same texts with the same tokens
+     kept, which the script checks from the dumps' example ids and positions) or unpaired;
+     the design used is printed, and is in compare_heads.csv's column `design`;
+  3b. with the paired design, the power of the pairing (OUT/study_power.csv): each pair of
+     consecutive sets, the first pre-training checkpoint against the last and the last
+     pre-training checkpoint against the last set, compared in both designs (in memory):
+     for each quantity the heads changed at q <= 0.05 in each design and the ratio of the
+     standard errors of a change, paired / unpaired (median, and the share of tests where
+     the paired one is smaller);
   4. plot (examples/plots/plot_trajectory.py): OUT/figures/trajectory.png (AP_first20 and
      AP_last20 with the gap shaded, bias_strength below), trajectory_layers_<group>.png for
      the layer groups of the decoder (RoPE full attention, NoPE, sliding window) and the
      per-head change of AP_last20 at the extension's onset (trajectory_changes.png).
 OUT/study_summary.csv gathers, per set in order, the means over all heads of ap_first20,
 ap_last20, ap_drop and bias_strength (read from compare_trajectory.csv) and the held-out loss.
+
+study_power.csv columns: set_a, set_b, quantity (ap_overall, ap_first20, ap_last20, ap_drop,
+ap_bucket: the AP_j of every query bucket), n_tests (heads, or head-buckets, tested in both
+designs), changed_paired, changed_unpaired (tests with BH q <= 0.05 in each design),
+se_ratio_median (the median over the tests of se_paired / se_unpaired), paired_se_smaller
+(the share of tests whose paired standard error is the smaller), mean_difference (of the
+tests' bias-corrected differences: the same in both designs).
 
 Every step is deterministic (seeded capture on one torch thread, analyze_dump's results are
 independent of threads). Exit status: 0 done; 1 a step failed (its message says which);
@@ -49,6 +68,8 @@ CAPTURE_QK = os.path.join(REPO, "examples", "capture_qk.py")
 PLOT_TRAJECTORY = os.path.join(REPO, "examples", "plots", "plot_trajectory.py")
 DEFAULT_RUN = "/work/artifacts/decoder/run"
 STUDY_JSON = "study.json"
+DESIGNS = ("paired", "unpaired")
+POWER_QUANTITIES = ("ap_overall", "ap_first20", "ap_last20", "ap_drop", "ap_bucket")
 # The quantities of the summary, as compare_trajectory.csv names them (docs/method.md §8.6).
 SUMMARY_QUANTITIES = ("ap_overall", "ap_first20", "ap_last20", "ap_drop", "bias_strength")
 
@@ -163,7 +184,7 @@ def read_study(dumps):
     return study
 
 
-def analyze(study, dumps, out, threads):
+def analyze(study, dumps, out, threads, sampling_unit="sequence"):
     import attention_plasticity as ap
 
     results = os.path.join(out, "results")
@@ -175,8 +196,11 @@ def analyze(study, dumps, out, threads):
             shutil.rmtree(target)  # a rerun replaces the set (analyze_dump wants a new folder)
         t0 = time.monotonic()
         # warn=False: a failed head is counted here (and listed in the set); no warnings.
+        # sequence_influences: head_sequence_influence.csv, which the paired design needs (and
+        # with which the means over heads account for the heads sharing sequences, §8.6).
         res = ap.analyze_dump(os.path.join(dumps, s["name"]), target, progress=False, warn=False,
-                              threads=threads, **study["layout"])
+                              threads=threads, sequence_influences="on", sampling_unit=sampling_unit,
+                              **study["layout"])
         failed = len(res.errors)
         print(f"plasticity_study: analyzed {s['name']} in {time.monotonic() - t0:.1f} s"
               + (f" ({failed} head(s) failed, see {target})" if failed else ""), flush=True)
@@ -184,17 +208,114 @@ def analyze(study, dumps, out, threads):
     return folders
 
 
-def compare(study, folders, out):
+def query_tokens(dump):
+    """{query folder: sorted (example_id, position) of its rows}: which tokens a dump kept."""
+    import pyarrow.parquet as pq
+
+    tokens = {}
+    for name in sorted(os.listdir(dump)):
+        path = os.path.join(dump, name, "data.parquet")
+        if name.endswith("q") and os.path.isfile(path):
+            t = pq.read_table(path, columns=["example_id", "position"])
+            tokens[name] = sorted(zip(t.column("example_id").to_pylist(), t.column("position").to_pylist()))
+    return tokens
+
+
+def check_same_tokens(study, dumps):
+    """The paired design states that the same example_id is the same text in every set. The
+    capture makes it so (one command, one seed, the same examples; the draws depend on the seed
+    and the example only); what the dumps can show is checked here: every set kept the same
+    (example_id, position) for every query head. (The texts themselves are not in the dumps:
+    --no-token-strings.)"""
+    first = study["sets"][0]["name"]
+    want = query_tokens(os.path.join(dumps, first))
+    for s in study["sets"][1:]:
+        got = query_tokens(os.path.join(dumps, s["name"]))
+        if got != want:
+            heads = sorted(set(got) ^ set(want)) or [h for h in want if got.get(h) != want[h]]
+            raise UsageError(f"--design paired: set {s['name']} did not keep the same tokens as {first} "
+                             f"(query heads {', '.join(heads[:4])}): its dumps are not of the same texts "
+                             "and token draws; use --design unpaired")
+
+
+def compare(study, folders, out, design):
     import attention_plasticity as ap
 
     target = os.path.join(out, "compare")
     if os.path.isdir(target):
         shutil.rmtree(target)
     names = [s["name"] for s in study["sets"]]
-    result = ap.compare_runs(folders, target, names=names)
+    try:
+        result = ap.compare_runs(folders, target, names=names, design=design)
+    except ap.UsageError as exc:
+        raise StudyError(f"compare_runs (design {design}): {exc}") from None
+    used = sorted(set(result.heads["design"]))
+    if used != [design]:
+        raise StudyError(f"compare_runs: design {used} in compare_heads.csv, asked for {design}")
+    why = ("the same texts and tokens in every set" if design == "paired"
+           else "the sets taken as independent samples of text")
     print(f"plasticity_study: compared {len(names)} sets, {result.compared_heads} heads, "
-          f"{result.changed_heads} significant head changes", flush=True)
+          f"{result.changed_heads} significant head changes (design {design}: {why})", flush=True)
     return target, result
+
+
+def power_pairs(study):
+    """The pairs of study_power.csv, in order and without repeats: consecutive sets, the first
+    pre-training checkpoint against the last, the last pre-training checkpoint against the last
+    set (the whole extension)."""
+    sets = study["sets"]
+    idx = [(i, i + 1) for i in range(len(sets) - 1)]
+    phase0 = [i for i, s in enumerate(sets) if s["phase"] == sets[0]["phase"]]
+    idx.append((phase0[0], phase0[-1]))
+    if phase0[-1] != len(sets) - 1:
+        idx.append((phase0[-1], len(sets) - 1))
+    pairs = []
+    for a, b in idx:
+        if b - a >= 1 and (a, b) not in pairs:
+            pairs.append((a, b))
+    return pairs
+
+
+def power(study, folders, out, alpha=0.05):
+    """OUT/study_power.csv: for the pairs of power_pairs, both designs' tests of each quantity
+    (compare_runs in memory, the same sets): how many changes each finds, the ratio of the
+    standard errors. Returns its rows."""
+    import attention_plasticity as ap
+
+    sets = study["sets"]
+    rows = []
+    for a, b in power_pairs(study):
+        pair = [folders[a], folders[b]]
+        names = [sets[a]["name"], sets[b]["name"]]
+        heads = {d: ap.compare_runs(pair, names=names, alpha=alpha, design=d).heads for d in DESIGNS}
+        key = ["layer", "q_head", "quantity", "q_bucket"]
+        both = heads["paired"].merge(heads["unpaired"], on=key, suffixes=("_p", "_u"))
+        both = both[both["se_p"].notna() & both["se_u"].notna() & (both["se_u"] > 0)]
+        for q in POWER_QUANTITIES:
+            t = both[both["quantity"] == q]
+            n = len(t)
+            ratio = (t["se_p"] / t["se_u"]) if n else None
+            rows.append({"set_a": names[0], "set_b": names[1], "quantity": q, "n_tests": n,
+                         "changed_paired": int((t["q_bh_p"] <= alpha).sum()),
+                         "changed_unpaired": int((t["q_bh_u"] <= alpha).sum()),
+                         "se_ratio_median": float(ratio.median()) if n else float("nan"),
+                         "paired_se_smaller": float((ratio < 1).mean()) if n else float("nan"),
+                         "mean_difference": float(t["difference_p"].mean()) if n else float("nan")})
+    path = os.path.join(out, "study_power.csv")
+    tmp = path + ".tmp"
+    columns = ["set_a", "set_b", "quantity", "n_tests", "changed_paired", "changed_unpaired",
+               "se_ratio_median", "paired_se_smaller", "mean_difference"]
+    with open(tmp, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(columns)
+        for r in rows:
+            w.writerow([f"{r[c]:.6g}" if isinstance(r[c], float) else r[c] for c in columns])
+    os.replace(tmp, path)
+    every = [r for r in rows if r["quantity"] != "ap_bucket"]
+    print(f"plasticity_study: power ({len(rows) // len(POWER_QUANTITIES)} pairs, head-level quantities): "
+          f"{sum(r['changed_paired'] for r in every)} changes paired, "
+          f"{sum(r['changed_unpaired'] for r in every)} unpaired; {path}", flush=True)
+    return rows
 
 
 def plot_step(what, argv):
@@ -281,6 +402,13 @@ def build_parser():
     p.add_argument("--heads", help="query heads per layer to capture, e.g. 0 or 0-1 (default: all)")
     p.add_argument("--seed", type=int, default=0, help="seed of the capture's draws (default: %(default)s)")
     p.add_argument("--threads", type=int, default=2, help="analysis threads (default: %(default)s)")
+    p.add_argument("--design", choices=DESIGNS, default="paired",
+                   help="the comparison's design (docs/method.md §8.6): paired (default: every "
+                        "checkpoint captured on the same texts, checked from the dumps' tokens) or unpaired")
+    p.add_argument("--sampling-unit", choices=("sequence", "token"), default="sequence",
+                   help="the analysis' standard errors (docs/method.md §8.3): sequence (default: the "
+                        "texts and the tokens of a text as samples) or token (the former errors, "
+                        "conditional on the keys, far too small on real text; unpaired design only)")
     p.add_argument("--capture-only", action="store_true",
                    help="stop after the capture (then --from-dumps OUT/dumps goes on)")
     p.add_argument("--no-plots", action="store_true", help="stop after the comparison")
@@ -305,9 +433,16 @@ def main(argv=None):
         if args.capture_only:
             print(f"plasticity_study: dumps in {dumps}")
             return 0
-        folders = analyze(study, dumps, out, args.threads)
-        compare_dir, _ = compare(study, folders, out)
+        if args.design == "paired":
+            if args.sampling_unit != "sequence":
+                raise UsageError("--design paired needs --sampling-unit sequence (the per-sequence "
+                                 "influences); token-level errors: --design unpaired")
+            check_same_tokens(study, dumps)
+        folders = analyze(study, dumps, out, args.threads, args.sampling_unit)
+        compare_dir, _ = compare(study, folders, out, args.design)
         path = summary(study, compare_dir, out)
+        if args.design == "paired":
+            power(study, folders, out)
         if not args.no_plots:
             plot(study, compare_dir, out)
     except UsageError as exc:
