@@ -66,7 +66,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CAPTURE_QK = os.path.join(REPO, "examples", "capture_qk.py")
 PLOT_TRAJECTORY = os.path.join(REPO, "examples", "plots", "plot_trajectory.py")
-DEFAULT_RUN = "/work/artifacts/decoder/run"
+DEFAULT_RUN = os.path.join("..", "decoder_run")  # train_decoder.py's RUN folder, beside the repository
 STUDY_JSON = "study.json"
 DESIGNS = ("paired", "unpaired")
 POWER_QUANTITIES = ("ap_overall", "ap_first20", "ap_last20", "ap_drop", "ap_bucket")
