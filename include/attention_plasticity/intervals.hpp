@@ -529,7 +529,8 @@ namespace detail
     /// bucket's covariance Sigma_j, (u' M u - its mean over the bucket) / (n_j - 1) with
     /// u = x_sem - mu_j, into column c of its bucket. Summed over the bucket's queries and
     /// squared, it is under normality 2 tr((M Sigma_j)^2) / (n_j - 1), the term the token-level
-    /// errors add outside the influences. One GEMM with M per block of a bucket's rows.
+    /// errors add outside the influences. u' M u = 2 u' T u with T the upper triangle of the
+    /// symmetric M, its diagonal halved: one TRMM per block of a bucket's rows (half a GEMM).
     template <class X>
     void add_covariance_influences(const X& x, const std::vector<bucket_query_model>& models,
                                    const std::vector<bucket_estimate>& estimates, const query_statistics& q,
@@ -552,12 +553,19 @@ namespace detail
                 rows[target - 1].push_back(i);
             }
         }
-        std::vector<double> u(block * m), y(block * m);
+        std::vector<double> u(block * m), y(block * m), upper(m * m);
         for (std::size_t c = 0; c < targets; ++c)
         {
             const std::size_t j = d.in_d[c];
             const double* mu = models[j].semantic.mean.data();
             const double* weights = estimates[j].sensitivity.semantic_covariance.data();
+            for (std::size_t k = 0; k < m; ++k)
+            {
+                for (std::size_t l = 0; l < m; ++l)
+                {
+                    upper[k * m + l] = l > k ? weights[k * m + l] : (l == k ? 0.5 * weights[k * m + l] : 0.0);
+                }
+            }
             const std::vector<std::size_t>& own = rows[c];
             std::vector<double> form(own.size());
             double mean = 0.0;
@@ -572,7 +580,8 @@ namespace detail
                         u[r * m + k] = static_cast<double>(row[k + 1]) - mu[k];
                     }
                 }
-                gemm<double>(false, false, size, m, m, 1.0, u.data(), m, weights, m, 0.0, y.data(), m);
+                std::copy(u.begin(), u.begin() + static_cast<std::ptrdiff_t>(size * m), y.begin());
+                trmm_right_upper<double>(size, m, upper.data(), m, y.data(), m);
                 for (std::size_t r = 0; r < size; ++r)
                 {
                     double dot = 0.0;
@@ -580,8 +589,8 @@ namespace detail
                     {
                         dot += u[r * m + k] * y[r * m + k];
                     }
-                    form[start + r] = dot;
-                    mean += dot;
+                    form[start + r] = 2.0 * dot;
+                    mean += 2.0 * dot;
                 }
             }
             mean /= static_cast<double>(own.size());

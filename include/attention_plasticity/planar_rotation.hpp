@@ -161,10 +161,14 @@ namespace detail
         const std::size_t d = rows.cols;
         const std::size_t stride = 3 + 2 * d;
         std::vector<double> row(d);
+        double* out = nullptr;
         for (std::size_t i = 0; i < rows.rows; ++i)
         {
-            const auto it = std::lower_bound(sequences.begin(), sequences.end(), ids[i]);
-            double* out = sums.data() + static_cast<std::size_t>(it - sequences.begin()) * stride;
+            if (i == 0 || ids[i] != ids[i - 1])  // the rows of a sequence usually follow each other
+            {
+                const auto it = std::lower_bound(sequences.begin(), sequences.end(), ids[i]);
+                out = sums.data() + static_cast<std::size_t>(it - sequences.begin()) * stride;
+            }
             rows.load(i, row.data());
             out[0] += 1.0;
             out[1] += t[i];

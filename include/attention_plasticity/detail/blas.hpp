@@ -43,6 +43,20 @@ namespace detail
                                 static_cast<blas_int>(k), alpha, a, static_cast<blas_int>(lda), beta, c,
                                 static_cast<blas_int>(ldc));
     }
+
+    /// B (m x n, row-major, ldb) = B * T, T the upper triangle (diagonal included) of an n x n
+    /// row-major matrix (its lower triangle is not read): half the flops of a GEMM.
+    template <class T>
+    void trmm_right_upper(std::size_t m, std::size_t n, const T* t, std::size_t ldt, T* b, std::size_t ldb)
+    {
+        if (m == 0 || n == 0)
+        {
+            return;
+        }
+        cxxblas::trmm<blas_int>(cxxblas::RowMajor, cxxblas::Right, cxxblas::Upper, cxxblas::NoTrans,
+                                cxxblas::NonUnit, static_cast<blas_int>(m), static_cast<blas_int>(n), T(1), t,
+                                static_cast<blas_int>(ldt), b, static_cast<blas_int>(ldb));
+    }
 }  // namespace detail
 }  // namespace attention_plasticity
 
