@@ -16,6 +16,8 @@
 //     docs/method.md §8 switched on one after another (see there).
 // BM_pipeline_qwen3_8b_companion/v: the same head, one thread, the companion measures of §8.5:
 //     none (0), the planar rotation model (1), and the PCA roles too (2).
+// BM_pipeline_qwen3_8b_sequences/threads:T: ap_analyze's defaults on the same shape in 50
+//     sequences (the sequence-level errors of §8.3 need 10 or more), with the stage times.
 // BM_scaling_tokens/n, BM_scaling_dim/d, BM_scaling_buckets/b, BM_scaling_pairs/p: one
 //     thread, no subsampling; total time and peak memory.
 // After the run: the stage table (median of the rounds) and the fitted exponents of time ~ x^a.
@@ -32,6 +34,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -100,15 +103,20 @@ namespace
 {
 namespace ap = attention_plasticity;
 
-const ap_bench::head_pair& head_of(std::size_t n, std::size_t d, std::size_t buckets)
+/// The synthetic head of bench_common.hpp (8 sequences), or the same in `examples` sequences.
+const ap_bench::head_pair& head_of(std::size_t n, std::size_t d, std::size_t buckets, std::size_t examples = 8)
 {
-    static std::map<std::tuple<std::size_t, std::size_t, std::size_t>, std::unique_ptr<ap_bench::head_pair>> cache;
-    auto& slot = cache[{n, d, buckets}];
+    using key = std::tuple<std::size_t, std::size_t, std::size_t, std::size_t>;
+    static std::map<key, std::unique_ptr<ap_bench::head_pair>> cache;
+    auto& slot = cache[key{n, d, buckets, examples}];
     if (!slot)
     {
         cache.clear();  // one head at a time: the large ones need the memory
-        auto& fresh = cache[{n, d, buckets}];
-        fresh = std::make_unique<ap_bench::head_pair>(ap_bench::synthetic_head(n, d, buckets));
+        auto& fresh = cache[key{n, d, buckets, examples}];
+        fresh = std::make_unique<ap_bench::head_pair>(
+            examples == 8 ? ap_bench::synthetic_head(n, d, buckets)
+                          : ap_bench::head_pair{ap_bench::synthetic_tokens<float>(n, d, examples, buckets, 6.0, 1),
+                                                ap_bench::synthetic_tokens<float>(n, d, examples, buckets, 2.0, 2)});
         return *fresh;
     }
     return *slot;
@@ -387,6 +395,66 @@ void BM_pipeline_qwen3_8b_extensions(benchmark::State& state)
 }
 BENCHMARK(BM_pipeline_qwen3_8b_extensions)->DenseRange(0, 4)->Unit(benchmark::kMillisecond)->UseRealTime()
     ->MinTime(2.0);
+
+// ap_analyze's defaults (run/analyze_config.hpp: the library's with the intervals of §8.3 on;
+// since issue 23 with the sequence as their sampling unit) on the Qwen-shaped head in 50
+// sequences of 1,000 positions instead of 8: below 10 sequences the sequence-level errors are
+// NaN and their work is skipped, so the 8-sequence head does not measure it. Arg: threads.
+// Written against head_options' fields common to the library before and after issue 23, for
+// A/B runs of the same source on both (--benchmark_filter=qwen3_8b_sequences).
+template <class M>
+auto sequences_of(const M& m, int) -> decltype(static_cast<double>(m.n_sequences))
+{
+    return static_cast<double>(m.n_sequences);
+}
+template <class M>
+double sequences_of(const M&, long)
+{
+    return -1.0;  // a library without the sequence-level errors
+}
+
+void BM_pipeline_qwen3_8b_sequences(benchmark::State& state)
+{
+    const auto threads = static_cast<std::size_t>(state.range(0));
+    ap::head_options options;  // ap_analyze's defaults: the library's ...
+    options.confidence_intervals = true;  // ... with the intervals on
+    options.threads = threads;
+    const auto& head = head_of(50000, 128, 12, 50);
+    stage_row row;
+    ap::head_metrics metrics;
+    for (auto _ : state)
+    {
+        const pipeline_run run = run_head(head, options);
+        row.preparation.push_back(run.stages.preparation);
+        row.regression.push_back(run.stages.regression);
+        row.rotation.push_back(run.stages.rotation);
+        row.normality.push_back(run.stages.normality);
+        row.bucket_statistics.push_back(run.stages.bucket_statistics);
+        row.sampling.push_back(run.stages.sampling);
+        row.kernel.push_back(run.stages.kernel);
+        row.extensions.push_back(run.stages.extensions);
+        row.total.push_back(run.stages.total);
+        row.peak_extra_mb = std::max(row.peak_extra_mb, run.peak_extra_bytes / 1e6);
+        metrics = run.result.metrics;
+    }
+    const auto ms = [](const std::vector<double>& v) { return median(v) * 1e3; };
+    state.counters["threads"] = static_cast<double>(threads);
+    state.counters["total_ms"] = ms(row.total);
+    state.counters["prep_ms"] = ms(row.preparation);
+    state.counters["regression_ms"] = ms(row.regression);
+    state.counters["rotation_ms"] = ms(row.rotation);
+    state.counters["normality_ms"] = ms(row.normality);
+    state.counters["bucket_stats_ms"] = ms(row.bucket_statistics);
+    state.counters["sampling_ms"] = ms(row.sampling);
+    state.counters["kernel_ms"] = ms(row.kernel);
+    state.counters["extensions_ms"] = ms(row.extensions);
+    state.counters["peak_extra_MB"] = row.peak_extra_mb;
+    state.counters["ap_overall"] = metrics.ap_overall;
+    state.counters["ap_overall_se"] = metrics.ap_overall_se;
+    state.counters["n_sequences"] = sequences_of(metrics, 0);
+}
+BENCHMARK(BM_pipeline_qwen3_8b_sequences)->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)
+    ->UseRealTime()->MinTime(2.0);
 
 // The companion measures of docs/method.md §8.5 on the same head, one thread, A/B in one
 // invocation (--benchmark_filter=qwen3_8b_companion): 0 neither, 1 the planar rotation model
