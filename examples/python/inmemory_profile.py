@@ -70,7 +70,7 @@ def head_profiles(vectors, columns, num_q_heads, num_k_heads, options):
         queries, keys = vectors[layer, "q"], vectors[layer, "k"]
         for q_head in range(num_q_heads):
             k_head = q_head // group
-            q = ap.Tokens(queries[q_head], columns["position"], columns["bucket"])
+            q = ap.Tokens(queries[q_head], columns["position"], columns["bucket"], columns["example_id"])
             k = ap.Tokens(keys[k_head], columns["position"], columns["bucket"], columns["example_id"])
             results.append(ap.analyze_head(q, k, ap.HeadId(layer, q_head, k_head), options))
     return results

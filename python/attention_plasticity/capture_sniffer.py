@@ -491,7 +491,8 @@ def analyze_in_memory(sink, plan, num_q_heads, num_k_heads, head_options=None):
                     q["sliding_window"] or 0  # the query folder's window (§1.4)
                 try:
                     results.append(ap.analyze_head(
-                        ap.Tokens(q["vector"], q["position"], q["bucket"]),
+                        # the queries' example ids too: the sequences of the errors (§8.3)
+                        ap.Tokens(q["vector"], q["position"], q["bucket"], q["example_id"]),
                         ap.Tokens(k["vector"], k["position"], k["bucket"], k["example_id"]),
                         ap.HeadId(layer, q_head, k_head), options))
                 finally:

@@ -26,7 +26,12 @@ from ._core.tables import result_columns
 def frames(columns):
     """{table name: {column: array}} -> {table name: pandas.DataFrame} (columns in order)."""
     import pandas as pd
-    return {name: pd.DataFrame(dict(cols), copy=False) for name, cols in columns.items()}
+
+    def column(values):
+        # A column of names comes as a list: the "str" dtype, also when the table has no row.
+        return pd.array(values, dtype="str") if isinstance(values, list) else values
+
+    return {name: pd.DataFrame({k: column(v) for k, v in cols.items()}, copy=False) for name, cols in columns.items()}
 
 
 def tables(results, *, warn=True):

@@ -54,7 +54,9 @@ def main():
 
     def command(front, dump, out, threads):
         program = [analyze] if front == "cpp" else [sys.executable, "-m", "attention_plasticity"]
-        return program + ["--data-root", dump, "--output-dir", out, "--threads", str(threads)]
+        # synthetic dumps of few sequences: the token-level errors (no NaN-error warning, docs/method.md §8.3)
+        return program + ["--data-root", dump, "--output-dir", out, "--threads", str(threads), "--sampling-unit",
+                          "token"]
 
     def run(front, name, dump, **env):
         """(exit status, stderr, output folder) of one front end's run."""

@@ -49,7 +49,9 @@ def main():
         dump = os.path.join(work, "dump_" + layout)
         out = os.path.join(work, "results_" + layout)
         u.run([synth, "--out", dump, "--query-positions", layout] + SHAPE, expect=0)
-        u.run([analyze, "--data-root", dump, "--output-dir", out, "--empirical-ap", "on", "--threads", 2], expect=0)
+        # the synthetic tokens are independent draws and the truth conditional on the keys: token-level errors
+        u.run([analyze, "--data-root", dump, "--output-dir", out, "--empirical-ap", "on", "--threads", 2,
+               "--sampling-unit", "token"], expect=0)
         _, truth = u.read_csv(os.path.join(dump, "true_ap.csv"))
         _, metrics = u.read_csv(os.path.join(out, "head_metrics.csv"))
         _, profile = u.read_csv(os.path.join(out, "head_profile.csv"))

@@ -314,7 +314,8 @@ def main():
         for name in u.CSVS:
             ck.check(merged[name] is not None and merged[name] == reference[name],
                      "%s of the Slurm run differs from the unsharded run's" % name)
-            ck.check(reference[name].count(b"\n") > 1, "%s of the unsharded run has no rows" % name)
+            if name != "head_sequence_influence.csv":  # off by default (docs/method.md §3.7): its header only
+                ck.check(reference[name].count(b"\n") > 1, "%s of the unsharded run has no rows" % name)
         passed = not ck.failures
     except Exception:
         cluster.show_logs()

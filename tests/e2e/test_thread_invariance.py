@@ -30,7 +30,7 @@ def main():
     for threads in (1, 3):
         out = os.path.join(work, "synth_t%d" % threads)
         u.run([synth, "--out", out, "--num-layers", 2, "--num-q-heads", 4, "--num-k-heads", 2, "--dim", 16,
-               "--tokens", 2048, "--examples", 4, "--buckets", 8, "--sliding-window-layers", 0,
+               "--tokens", 2048, "--examples", 16, "--buckets", 8, "--sliding-window-layers", 0,
                "--threads", threads, "--seed", 3], expect=0)
         dumps[threads] = out
     c.check(same_tree(dumps[1], dumps[3]), "ap_synth: dumps with 1 and 3 threads differ")
@@ -40,13 +40,15 @@ def main():
         for threads in (1, 4):
             out = os.path.join(work, "%s_t%d" % (name, threads))
             u.run([analyze, "--data-root", root, "--output-dir", out, "--threads", threads,
-                   "--normality-max-dims", 4], expect=0)
+                   "--normality-max-dims", 4, "--sequence-influences", "on"], expect=0)
             outs[threads] = out
-        for f in u.CSVS:  # every CSV of the set, the distance map of §8.1 included
+        for f in u.CSVS:  # every CSV of the set, the distance map of §8.1 and the influences of §8.3 included
             a = open(os.path.join(outs[1], f), "rb").read()
             b = open(os.path.join(outs[4], f), "rb").read()
             c.check(a == b, "%s: %s differs between 1 and 4 threads" % (name, f))
-            c.check(a.count(b"\n") > 1, "%s: %s has no rows" % (name, f))
+            # small_dump's heads have fewer than 10 sequences: no sequence-level errors, no influences
+            if not (name == "small_dump" and f == "head_sequence_influence.csv"):
+                c.check(a.count(b"\n") > 1, "%s: %s has no rows" % (name, f))
     c.close("test_thread_invariance")
 
 

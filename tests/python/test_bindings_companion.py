@@ -85,5 +85,5 @@ def test_analyze_head_columns():
     r = ap.analyze_head(queries, keys, options=options)
     assert np.isnan(r.metrics.bias_strength) and r.metrics.pca_class == roles["pca_class"]
     table = r.tables()["head_metrics"]
-    assert list(table.columns[-6:]) == ["bias_strength", "drift_slope_k", "drift_query_mean", "pc0_r_q", "pc0_r_k",
-                                        "pca_class"]
+    assert list(table.columns[-7:]) == ["bias_strength", "bias_strength_se", "drift_slope_k", "drift_query_mean",
+                                        "pc0_r_q", "pc0_r_k", "pca_class"]

@@ -431,7 +431,8 @@ def test_extensions_composed_in_python_equal_analyze_head(window, max_tokens, dt
     options = ap.HeadOptions(max_tokens_per_head=max_tokens, normality_max_dims=5, seed=17, num_pairs_per_bucket=40,
                              max_rel_dist=0.1, sliding_window=window, distance_map_extra_pairs=15,
                              distance_bins_per_octave=2, empirical_ap=True, empirical_max_queries=20,
-                             confidence_intervals=True, confidence_level=0.9)
+                             confidence_intervals=True, confidence_level=0.9,
+                             sampling_unit="token")  # the token-level errors, which the Python steps compose
     result = ap.analyze_head(ap.Tokens(*queries[:3]), ap.Tokens(*keys), head_id, options)
     distance_map, u, empirical, empirical_variance, cells_empirical, empirical_overall, empirical_se = \
         compose_extensions(queries, keys, head_id, options)

@@ -85,7 +85,8 @@ def test_analyze_head_writes_the_rows_of_ap_analyze(tmp_path, dtype, window):
     bu.check_run([bu.ap_analyze(), "--data-root", tmp_path / "dump", "--output-dir", tmp_path / "out",
                   "--num-layers", 2, "--num-q-heads", 4, "--num-k-heads", 2, "--seed", 5,
                   "--num-pairs-per-bucket", 100, "--max-tokens-per-head", 2500])
-    result = ap.analyze_head(ap.Tokens(q, position, bucket), ap.Tokens(k, position, bucket, example_id),
+    # The queries with their example ids, as the dump has them (the sequences of §8.3's errors).
+    result = ap.analyze_head(ap.Tokens(q, position, bucket, example_id), ap.Tokens(k, position, bucket, example_id),
                              ap.HeadId(1, 2, 1), options)
     written = bu.result_files(tmp_path / "out")
     rows = result.csv_rows()

@@ -42,7 +42,9 @@ def analyze(seed=0, options=None, **head):
     q, k, position, bucket, example_id = synthetic_head(seed=seed, **head)
     return ap.analyze_head(ap.Tokens(q, position, bucket), ap.Tokens(k, position, bucket, example_id),
                            ap.HeadId(layer=seed % 3, q_head=seed, k_head=seed),
-                           options or ap.HeadOptions(confidence_intervals=True, empirical_ap=True), timings=True)
+                           # independent synthetic tokens in 4 sequences: token-level errors (§8.3)
+                           options or ap.HeadOptions(confidence_intervals=True, empirical_ap=True,
+                                                     sampling_unit="token"), timings=True)
 
 
 def parse_csv_text(text):
@@ -159,8 +161,8 @@ def test_tables_of_the_real_heads_are_faster_than_the_analyses():
         if name.startswith("l") and os.path.isdir(os.path.join(REAL, name)):
             folders[name] = sniffed.read_sniffed_folder(os.path.join(REAL, name))
 
-    def tokens(data, keys):
-        return ap.Tokens(data["vector"], data["position"], data["bucket"], data["example_id"] if keys else None)
+    def tokens(data, keys):  # the queries' example ids too, as the dump's: the sequences of §8.3
+        return ap.Tokens(data["vector"], data["position"], data["bucket"], data["example_id"])
     options = ap.analyze_default_options()
     start = time.perf_counter()
     results = [ap.analyze_head(tokens(folders[f"l{layer:02d}h{q_head:02d}q"], False),
@@ -208,7 +210,8 @@ def test_the_plots_read_columns_of_the_csv_writers_tables(tmp_path):
             frame = _common.load_csv(os.path.join(tmp_path, file), columns)
             assert len(frame) > 0 and list(frame.columns) == header.split(",")
             read.add(file)
-    assert read == set(tables) and sorted(os.path.basename(p) for p in paths.values()) == sorted(tables)
+    plotted = set(tables) - {"head_sequence_influence.csv"}  # the influences serve comparisons (§8.6), not plots
+    assert read == plotted and sorted(os.path.basename(p) for p in paths.values()) == sorted(plotted)
     # a column the writer does not have is an error of the synthetic set, not a silent extra column
     with pytest.raises(ValueError, match="'ap_drop'.* not in the table's header"):
         write_synthetic_results(str(tmp_path / "renamed"), schema=dict(schema, head_metrics=[
@@ -371,8 +374,10 @@ def test_small_buckets_are_flagged_and_kept_out_of_the_aggregates():
     keep = (bucket % 3 != 0) | (position % 50 < 1)  # buckets 3, 6, 9: 4 queries (one per example)
     queries = ap.Tokens(np.ascontiguousarray(q[keep]), position[keep], bucket[keep])
     keys = ap.Tokens(k, position, bucket, example_id)
-    default = ap.analyze_head(queries, keys, options=ap.HeadOptions(confidence_intervals=True))
-    method = ap.analyze_head(queries, keys, options=ap.HeadOptions(confidence_intervals=True, min_bucket_queries=2))
+    # 4 sequences of independent synthetic tokens: the token-level errors (§8.3)
+    default = ap.analyze_head(queries, keys, options=ap.HeadOptions(confidence_intervals=True, sampling_unit="token"))
+    method = ap.analyze_head(queries, keys, options=ap.HeadOptions(confidence_intervals=True, min_bucket_queries=2,
+                                                                   sampling_unit="token"))
     small = [row for row in default.profile if row.small_bucket]
     assert [row.q_bucket for row in small] == [3, 6, 9] and all(row.n_queries == 4 for row in small)
     assert not any(row.small_bucket for row in method.profile)

@@ -25,11 +25,13 @@ namespace
 {
 namespace fs = std::filesystem;
 
-/// The five tables of docs/method.md §3.2-§3.6, in that order.
-const strings table_names = {"head_metrics.csv", "head_bucket_plasticity.csv", "head_profile.csv",
-                             "head_component_weights.csv", "head_distance_plasticity.csv"};
+/// The six tables of docs/method.md §3.2-§3.7, in that order.
+const strings table_names = {"head_metrics.csv",           "head_bucket_plasticity.csv",
+                             "head_profile.csv",           "head_component_weights.csv",
+                             "head_distance_plasticity.csv", "head_sequence_influence.csv"};
 const char* const table_list = "[head_metrics.csv, head_bucket_plasticity.csv, head_profile.csv, "
-                               "head_component_weights.csv, head_distance_plasticity.csv]";
+                               "head_component_weights.csv, head_distance_plasticity.csv, "
+                               "head_sequence_influence.csv]";
 
 /// A head of the test run: its shard, and its rows in each table (or its error).
 struct test_head
@@ -45,14 +47,14 @@ struct test_head
 // Layers 0-1 of 3 query heads (the key head is made up: the merge moves it as bytes), head (0, 2) not in the
 // dump; head (1, 2) failed in shard 1. Row counts differ per head and table (0 to 2).
 const std::vector<test_head> run_heads = {
-    {1, 0, 0, 0, {"0,0,0,m00\n", "0,0,0,b1\n0,0,0,b2\n", "0,0,0,p\n", "", "0,0,0,d\n"}, ""},
-    {0, 0, 1, 0, {"0,1,0,m01\n", "0,1,0,b\n", "", "0,1,0,c1\n0,1,0,c2\n", "0,1,0,d\n"}, ""},
-    {2, 1, 0, 1, {"1,0,1,m10\n", "", "1,0,1,p1\n1,0,1,p2\n", "1,0,1,c\n", ""}, ""},
-    {0, 1, 1, 1, {"1,1,1,m11\n", "1,1,1,b\n", "1,1,1,p\n", "1,1,1,c\n", "1,1,1,d1\n1,1,1,d2\n"}, ""},
+    {1, 0, 0, 0, {"0,0,0,m00\n", "0,0,0,b1\n0,0,0,b2\n", "0,0,0,p\n", "", "0,0,0,d\n", "0,0,0,i\n"}, ""},
+    {0, 0, 1, 0, {"0,1,0,m01\n", "0,1,0,b\n", "", "0,1,0,c1\n0,1,0,c2\n", "0,1,0,d\n", ""}, ""},
+    {2, 1, 0, 1, {"1,0,1,m10\n", "", "1,0,1,p1\n1,0,1,p2\n", "1,0,1,c\n", "", "1,0,1,i1\n1,0,1,i2\n"}, ""},
+    {0, 1, 1, 1, {"1,1,1,m11\n", "1,1,1,b\n", "1,1,1,p\n", "1,1,1,c\n", "1,1,1,d1\n1,1,1,d2\n", ""}, ""},
     {1, 1, 2, 1, {}, "l01h02q/vector.npy: file not found"},
 };
 const strings headers = {"layer,q_head,k_head,m\n", "layer,q_head,k_head,b\n", "layer,q_head,k_head,p\n",
-                         "layer,q_head,k_head,c\n", "layer,q_head,k_head,d\n"};
+                         "layer,q_head,k_head,c\n", "layer,q_head,k_head,d\n", "layer,q_head,k_head,i\n"};
 
 // What an unsharded run writes: each header, then the rows of heads (0,0), (0,1), (1,0), (1,1).
 const strings merged_tables = {
@@ -61,6 +63,7 @@ const strings merged_tables = {
     "layer,q_head,k_head,p\n0,0,0,p\n1,0,1,p1\n1,0,1,p2\n1,1,1,p\n",
     "layer,q_head,k_head,c\n0,1,0,c1\n0,1,0,c2\n1,0,1,c\n1,1,1,c\n",
     "layer,q_head,k_head,d\n0,0,0,d\n0,1,0,d\n1,1,1,d1\n1,1,1,d2\n",
+    "layer,q_head,k_head,i\n0,0,0,i\n1,0,1,i1\n1,0,1,i2\n",
 };
 
 /// One shard of the test run before it is written: its manifest and its tables' text.
@@ -187,7 +190,7 @@ TEST_CASE("shard_merge: the merged tables are the shards' rows in (layer, q_head
         CHECK(merge.failed()[0].error == "l01h02q/vector.npy: file not found");
         CHECK(merge.failed()[0].folder == run.s1);
         const auto files = merge.files();
-        REQUIRE(files.size() == 5);
+        REQUIRE(files.size() == 6);
         for (std::size_t f = 0; f < files.size(); ++f)
         {
             std::string bytes;

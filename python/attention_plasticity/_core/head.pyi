@@ -66,7 +66,7 @@ class HeadOptions:
     keyword (with the closest name) or a value outside the option's domain.
     """
 
-    def __init__(self, *, max_tokens_per_head: int = 50000, normality_max_dims: int = 64, p_alpha: float = 0.01, seed: int = 0, num_pairs_per_bucket: int = 256, max_rel_dist: float = 0.05, min_bucket_queries: int = 16, distance_map: bool = True, distance_map_extra_pairs: int = 0, distance_bins_per_octave: int = 1, empirical_ap: bool = False, empirical_max_queries: int = 0, confidence_intervals: bool = False, planar_rotation: bool = True, pca_roles: bool = False, confidence_level: float = 0.95, covariance_epsilon: float = 1e-12, sliding_window: int = 0, threads: int = 1) -> None:
+    def __init__(self, *, max_tokens_per_head: int = 50000, normality_max_dims: int = 64, p_alpha: float = 0.01, seed: int = 0, num_pairs_per_bucket: int = 256, max_rel_dist: float = 0.05, min_bucket_queries: int = 16, distance_map: bool = True, distance_map_extra_pairs: int = 0, distance_bins_per_octave: int = 1, empirical_ap: bool = False, empirical_max_queries: int = 0, confidence_intervals: bool = False, planar_rotation: bool = True, pca_roles: bool = False, confidence_level: float = 0.95, sampling_unit: str = 'sequence', sequence_influences: bool = False, covariance_epsilon: float = 1e-12, sliding_window: int = 0, threads: int = 1) -> None:
         """
         The options, by keyword (None: the default); defaults as docs/method.md §2 and §8. Each value
         is checked as ap_analyze checks its flag (UsageError naming the keyword).
@@ -227,6 +227,27 @@ class HeadOptions:
     @confidence_level.setter
     def confidence_level(self, arg: object, /) -> None: ...
 
+    @property
+    def sampling_unit(self) -> str:
+        """
+        What the standard errors of §8.3 take as independent draws: 'sequence' (the default: the
+        sequences, example_id, whose queries, keys and pairs are dependent; the honest errors on real
+        text) or 'token' (queries independent given their positions, keys fixed; for synthetic data).
+        """
+
+    @sampling_unit.setter
+    def sampling_unit(self, arg: object, /) -> None: ...
+
+    @property
+    def sequence_influences(self) -> bool:
+        """
+        Keep each sequence's influence on ap_* and AP_j (§8.3; head_sequence_influence.csv), for
+        paired comparisons (§8.6).
+        """
+
+    @sequence_influences.setter
+    def sequence_influences(self, arg: object, /) -> None: ...
+
     def __repr__(self) -> str: ...
 
     def to_dict(self) -> dict:
@@ -365,8 +386,53 @@ class HeadMetrics:
         """
 
     @property
+    def ap_first20_se(self) -> float:
+        """Standard error of ap_first20 (§8.3)."""
+
+    @property
+    def ap_first20_bias(self) -> float:
+        """Estimated bias of ap_first20 (§8.3)."""
+
+    @property
+    def ap_last20_se(self) -> float:
+        """Standard error of ap_last20 (§8.3)."""
+
+    @property
+    def ap_last20_bias(self) -> float:
+        """Estimated bias of ap_last20 (§8.3)."""
+
+    @property
+    def ap_drop_se(self) -> float:
+        """
+        Standard error of ap_drop, with the covariance of its two terms (§8.3).
+        """
+
+    @property
+    def ap_drop_bias(self) -> float:
+        """Estimated bias of ap_drop (§8.3)."""
+
+    @property
+    def context_length(self) -> float:
+        """
+        C of §2.14: the largest kept query position + 1 (ap_first20: tau_j < 0.2 C; ap_last20: >= 0.8 C).
+        """
+
+    @property
+    def n_sequences(self) -> int:
+        """
+        The head's sequences (distinct example ids of its kept queries and keys) when the intervals are
+        on (§8.3); 0 otherwise.
+        """
+
+    @property
     def bias_strength(self) -> float:
         """mu_Q^a alpha_K of the planar rotation model (§8.5)."""
+
+    @property
+    def bias_strength_se(self) -> float:
+        """
+        Sequence-level standard error of bias_strength: the delete-one-sequence jackknife (§8.5, §8.3).
+        """
 
     @property
     def drift_slope_k(self) -> float:
