@@ -30,8 +30,10 @@ set(excluded "^(python_|install_consumer$|e2e_synthetic_accuracy$|e2e_interval_c
 if(known)
   set(excluded "${excluded}|^(${known})$")
 endif()
+# Two at a time (the machines have 2 cores; most of these tests run one process on one core):
+# the tests that must not run side by side say so by their RESOURCE_LOCK and RUN_SERIAL.
 execute_process(
-  COMMAND ${CMAKE_CTEST_COMMAND} --test-dir ${BUILD_DIR} --output-on-failure -E "${excluded}"
+  COMMAND ${CMAKE_CTEST_COMMAND} --test-dir ${BUILD_DIR} --output-on-failure --parallel 2 -E "${excluded}"
   RESULT_VARIABLE status)
 file(GLOB found ${reports}/*)
 foreach(report ${found})

@@ -32,12 +32,22 @@ add_test(NAME sanitizer_build
                  -DCXX=${AP_SANITIZER_CXX} -DFUZZ=${AP_SANITIZER_FUZZ} -DGENERATOR=${CMAKE_GENERATOR}
                  -DPYTHON=${AP_TEST_PYTHON}
                  -P ${AP_SANITIZER_SCRIPTS}/sanitizer_build.cmake)
-set_tests_properties(sanitizer_build PROPERTIES FIXTURES_SETUP sanitizer TIMEOUT 1800 LABELS sanitizer)
+# COST: under ctest -j, the longest chain (this build, then sanitizer_tests) starts first.
+set_tests_properties(sanitizer_build PROPERTIES FIXTURES_SETUP sanitizer TIMEOUT 1800 LABELS sanitizer COST 10000)
 
 add_test(NAME sanitizer_tests
          COMMAND ${CMAKE_COMMAND} -DBUILD_DIR=${AP_SANITIZER_DIR}
                  -P ${AP_SANITIZER_SCRIPTS}/run_sanitized_tests.cmake)
-set_tests_properties(sanitizer_tests PROPERTIES FIXTURES_REQUIRED sanitizer TIMEOUT 1200 LABELS sanitizer)
+# Under ctest -j: the end-to-end tests there run the installed Python package's front ends
+# (with the full environment), so after python_package_install has made it current; and the
+# hostile-matrix case that runs as nobody under a process limit of 1 (counted over every process
+# of that user) never beside the normal build's (examples/CMakeLists.txt, the same lock).
+set(_ap_sanitizer_fixtures sanitizer)
+if(AP_TEST_PYTHON_FULL)
+  list(APPEND _ap_sanitizer_fixtures ap_python_package)
+endif()
+set_tests_properties(sanitizer_tests PROPERTIES FIXTURES_REQUIRED "${_ap_sanitizer_fixtures}" TIMEOUT 1200
+                                                LABELS sanitizer RESOURCE_LOCK ap_user_nobody COST 5000)
 
 foreach(target fuzz_npy fuzz_config fuzz_cmdline)
   if(AP_SANITIZER_FUZZ)
