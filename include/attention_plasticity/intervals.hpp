@@ -377,7 +377,6 @@ namespace detail
     {
         std::vector<std::size_t> in_d;
         std::vector<std::size_t> target_of;  // model slot -> target + 1 (0: none); one slot past the models
-        double weight_total = 0.0;           // sum of n_j over D
     };
 
     inline targets_of_head targets_with_plasticity(const std::vector<bucket_query_model>& models,
@@ -391,7 +390,6 @@ namespace detail
             {
                 d.in_d.push_back(j);
                 d.target_of[j] = d.in_d.size();
-                d.weight_total += static_cast<double>(models[j].n_queries);
             }
         }
         return d;
@@ -498,22 +496,18 @@ namespace detail
     }
 
     /// Influences through the positional line and sigma2 (every query) into columns
-    /// 0..targets-1; returns the weights n_j / sum n_k of the targets in ap_overall.
-    inline std::vector<double> add_line_influences(const double* t, std::size_t n,
-                                                   const std::vector<bucket_query_model>& models,
-                                                   const std::vector<bucket_estimate>& estimates,
-                                                   const query_statistics& q, const targets_of_head& d,
-                                                   const double* residual, double sigma2, std::size_t stride,
-                                                   std::vector<double>& influence)
+    /// 0..targets-1.
+    inline void add_line_influences(const double* t, std::size_t n, const std::vector<bucket_query_model>& models,
+                                    const std::vector<bucket_estimate>& estimates, const query_statistics& q,
+                                    const targets_of_head& d, const double* residual, double sigma2,
+                                    std::size_t stride, std::vector<double>& influence)
     {
         const auto count = static_cast<double>(n);
         const bool slope_known = q.t_spread > 0.0;
-        std::vector<double> weight(d.in_d.size());
         for (std::size_t c = 0; c < d.in_d.size(); ++c)
         {
             const std::size_t j = d.in_d[c];
             const bucket_sensitivity& s = estimates[j].sensitivity;
-            weight[c] = static_cast<double>(models[j].n_queries) / d.weight_total;
             const double dtau = models[j].tau - q.t_mean;
             for (std::size_t i = 0; i < n; ++i)
             {
@@ -522,7 +516,6 @@ namespace detail
                 influence[i * stride + c] += s.position_mean * r * line + s.position_variance * (r * r - sigma2) / count;
             }
         }
-        return weight;
     }
 
     /// Sequence-level errors (docs/method.md §8.3): the influence of each query through its

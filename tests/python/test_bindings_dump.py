@@ -33,7 +33,7 @@ def dumps(tmp_path_factory):
     root = tmp_path_factory.mktemp("dumps")
     npy, parquet = root / "npy", root / "parquet"
     bu.check_run([bu.ap_synth(), "--out", npy, "--num-layers", 2, "--num-q-heads", 4, "--num-k-heads", 2,
-                  "--dim", 16, "--tokens", 1536, "--examples", 3, "--buckets", 8, "--sliding-window-layers", 1,
+                  "--dim", 16, "--tokens", 1536, "--examples", 12, "--buckets", 8, "--sliding-window-layers", 1,
                   "--int-dtype", "int32", "--seed", 3])
     for name in sorted(os.listdir(npy)):
         if not name.startswith("l"):
@@ -64,7 +64,7 @@ def test_analyze_dump_writes_ap_analyzes_bytes(dumps, tmp_path, layout):
     assert result.summary == "8 of the 8 query heads of the layout present: 8 analyzed, 0 failed"
     assert len(result.head_metrics) == 8 and result["head_profile"] is result.tables["head_profile"]
     assert list(result.tables) == ["head_metrics", "head_bucket_plasticity", "head_profile",
-                                   "head_component_weights", "head_distance_plasticity"]
+                                   "head_component_weights", "head_distance_plasticity", "head_sequence_influence"]
     assert sorted(dumps["csv"]) == sorted(bu.CSV_FILES)
     # ap_analyze's defaults for the extensions (docs/method.md §8): the distance map and the
     # intervals on, the empirical AP off

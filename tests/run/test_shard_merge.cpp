@@ -301,7 +301,7 @@ TEST_CASE("shard_merge: a shard's own files are checked: the §3 tables only, ro
         CHECK(merge_error_of({run.s0, run.s1, run.s2})
               == "shard folder '" + run.s1
                      + "': shard.json lists the files [head_metrics.csv, head_bucket_plasticity.csv, head_profile.csv, "
-                       "head_component_weights.csv, notes.csv], but a shard's set holds exactly "
+                       "head_component_weights.csv, notes.csv, head_sequence_influence.csv], but a shard's set holds exactly "
                      + table_list
                      + " (docs/method.md §3); it was not written by this version of ap_analyze, or edited");
     }
