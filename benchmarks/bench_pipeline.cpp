@@ -294,6 +294,38 @@ struct stage_row
     double peak_ratio = 0.0;
     double peak_extra_mb = 0.0;
     double input_mb = 0.0;
+
+    /// One run's stage times and peak memory.
+    void add(const pipeline_run& run)
+    {
+        preparation.push_back(run.stages.preparation);
+        regression.push_back(run.stages.regression);
+        rotation.push_back(run.stages.rotation);
+        normality.push_back(run.stages.normality);
+        bucket_statistics.push_back(run.stages.bucket_statistics);
+        sampling.push_back(run.stages.sampling);
+        kernel.push_back(run.stages.kernel);
+        extensions.push_back(run.stages.extensions);
+        total.push_back(run.stages.total);
+        peak_extra_mb = std::max(peak_extra_mb, run.peak_extra_bytes / 1e6);
+    }
+
+    /// The stages' medians (ms) as the benchmark's counters.
+    void set_stage_counters(benchmark::State& state, std::size_t threads) const
+    {
+        const auto ms = [](const std::vector<double>& v) { return median(v) * 1e3; };
+        state.counters["threads"] = static_cast<double>(threads);
+        state.counters["total_ms"] = ms(total);
+        state.counters["prep_ms"] = ms(preparation);
+        state.counters["regression_ms"] = ms(regression);
+        state.counters["rotation_ms"] = ms(rotation);
+        state.counters["normality_ms"] = ms(normality);
+        state.counters["bucket_stats_ms"] = ms(bucket_statistics);
+        state.counters["sampling_ms"] = ms(sampling);
+        state.counters["kernel_ms"] = ms(kernel);
+        state.counters["extensions_ms"] = ms(extensions);
+        state.counters["peak_extra_MB"] = peak_extra_mb;
+    }
 };
 
 std::map<std::size_t, stage_row>& stage_tables()
@@ -316,16 +348,7 @@ void BM_pipeline_qwen3_8b(benchmark::State& state)
     {
         const pipeline_run run = run_head(head, options);
         checksum = run.result.metrics.ap_overall;
-        row.preparation.push_back(run.stages.preparation);
-        row.regression.push_back(run.stages.regression);
-        row.rotation.push_back(run.stages.rotation);
-        row.normality.push_back(run.stages.normality);
-        row.bucket_statistics.push_back(run.stages.bucket_statistics);
-        row.sampling.push_back(run.stages.sampling);
-        row.kernel.push_back(run.stages.kernel);
-        row.extensions.push_back(run.stages.extensions);
-        row.total.push_back(run.stages.total);
-        row.peak_extra_mb = std::max(row.peak_extra_mb, run.peak_extra_bytes / 1e6);
+        row.add(run);
         // The floors, interleaved with the pipeline (not part of the timed iteration).
         state.PauseTiming();
         if (!blas)
@@ -343,21 +366,11 @@ void BM_pipeline_qwen3_8b(benchmark::State& state)
     row.input_mb = static_cast<double>(head.input_bytes()) / 1e6;
     row.peak_ratio = (row.input_mb + row.peak_extra_mb) / row.input_mb;
     const auto ms = [](const std::vector<double>& v) { return median(v) * 1e3; };
-    state.counters["threads"] = static_cast<double>(threads);
-    state.counters["total_ms"] = ms(row.total);
-    state.counters["prep_ms"] = ms(row.preparation);
-    state.counters["regression_ms"] = ms(row.regression);
-    state.counters["rotation_ms"] = ms(row.rotation);
-    state.counters["normality_ms"] = ms(row.normality);
-    state.counters["bucket_stats_ms"] = ms(row.bucket_statistics);
-    state.counters["sampling_ms"] = ms(row.sampling);
-    state.counters["kernel_ms"] = ms(row.kernel);
-    state.counters["extensions_ms"] = ms(row.extensions);
+    row.set_stage_counters(state, threads);
     state.counters["stream_floor_ms"] = ms(row.stream);
     state.counters["syrk_floor_ms"] = ms(row.syrk);
     state.counters["gemm_floor_ms"] = ms(row.gemm);
     state.counters["sort_floor_ms"] = ms(row.sort);
-    state.counters["peak_extra_MB"] = row.peak_extra_mb;
     state.counters["input_MB"] = row.input_mb;
     state.counters["peak_over_input"] = row.peak_ratio;
     state.counters["ap_overall"] = checksum;
@@ -425,30 +438,10 @@ void BM_pipeline_qwen3_8b_sequences(benchmark::State& state)
     for (auto _ : state)
     {
         const pipeline_run run = run_head(head, options);
-        row.preparation.push_back(run.stages.preparation);
-        row.regression.push_back(run.stages.regression);
-        row.rotation.push_back(run.stages.rotation);
-        row.normality.push_back(run.stages.normality);
-        row.bucket_statistics.push_back(run.stages.bucket_statistics);
-        row.sampling.push_back(run.stages.sampling);
-        row.kernel.push_back(run.stages.kernel);
-        row.extensions.push_back(run.stages.extensions);
-        row.total.push_back(run.stages.total);
-        row.peak_extra_mb = std::max(row.peak_extra_mb, run.peak_extra_bytes / 1e6);
+        row.add(run);
         metrics = run.result.metrics;
     }
-    const auto ms = [](const std::vector<double>& v) { return median(v) * 1e3; };
-    state.counters["threads"] = static_cast<double>(threads);
-    state.counters["total_ms"] = ms(row.total);
-    state.counters["prep_ms"] = ms(row.preparation);
-    state.counters["regression_ms"] = ms(row.regression);
-    state.counters["rotation_ms"] = ms(row.rotation);
-    state.counters["normality_ms"] = ms(row.normality);
-    state.counters["bucket_stats_ms"] = ms(row.bucket_statistics);
-    state.counters["sampling_ms"] = ms(row.sampling);
-    state.counters["kernel_ms"] = ms(row.kernel);
-    state.counters["extensions_ms"] = ms(row.extensions);
-    state.counters["peak_extra_MB"] = row.peak_extra_mb;
+    row.set_stage_counters(state, threads);
     state.counters["ap_overall"] = metrics.ap_overall;
     state.counters["ap_overall_se"] = metrics.ap_overall_se;
     state.counters["n_sequences"] = sequences_of(metrics, 0);
