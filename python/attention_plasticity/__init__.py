@@ -53,10 +53,14 @@ from ._core.head import *  # noqa: F401,F403  (Tokens, HeadOptions, analyze_head
 from ._core.dump import *  # noqa: F401,F403  (DumpRun, the options of ap_analyze, BLAS threads)
 from ._core.companion import *  # noqa: F401,F403  (§8.5-8.6: planar rotation, PCA roles)
 from ._core.tables import *  # noqa: F401,F403  (§3: the tables' files, schema and columns)
-from .capture_sniffer import profile_model  # noqa: F401  (attention_plasticity.capture, in memory)
+from .capture import CaptureError  # noqa: F401
+from .capture_sniffer import (ModelProfile, from_activation_cache,  # noqa: F401
+                              from_nnsight_inputs, notebook_capture, profile_model,
+                              profile_vectors)
 from .dump import (DumpResult, HeadError, HeadFailedWarning,  # noqa: F401
                    analyze_dump)
 from .results import NaNColumnWarning, nan_reasons, tables  # noqa: F401
+from .result_set import ResultSet, read_results, result_set  # noqa: F401
 from .compare import CompareResult, compare_runs  # noqa: F401
 
 __version__ = "0.1.0"

@@ -27,13 +27,17 @@ Padding tokens are never seen: a batch is padded on the right and only the first
 converted and handed to the sink inside the attention call that produced them.
 """
 
+import difflib
 import os
+import re
+import sys
 from dataclasses import dataclass, fields
 
 import numpy as np
 
 from . import capture as _capture
-from .dump import DumpResult as _DumpResult  # the table access of profile_model's result
+from . import results as _results
+from .dump import DumpResult as _DumpResult  # profile_model's result is a DumpResult
 
 CaptureError = _capture.CaptureError
 SAMPLERS = ("uniform", "log_uniform", "all")
@@ -223,8 +227,9 @@ class Sniffer:
             rows = example["rows"][kind]
             if not len(rows):
                 continue
-            kept = x[b][example["rows_t"][kind]]  # [m, H, d]
-            kept = kept[:, self.heads[layer, kind]] if len(heads) != x.shape[2] else kept
+            # The kept rows are selected where the states are (a GPU, say): only they are copied.
+            kept = x[b][example["rows_t"][kind].to(x.device)]  # [m, H, d]
+            kept = kept[:, self.heads[layer, kind].to(x.device)] if len(heads) != x.shape[2] else kept
             if self.options.bf16:
                 kept = kept.to(torch.bfloat16)
             kept = kept.to(device="cpu", dtype=torch.float32).numpy()
@@ -258,6 +263,7 @@ def run_capture(model, examples, sink, options, *, example_ids=None, batch_size=
         raise CaptureError(f"batch_size {batch_size}: must be at least 1")
     sniffer = Sniffer(options, {}, sink)
     tokens_seen = 0
+    device = next((p.device for p in model.parameters()), torch.device("cpu"))
     with _capture.AttentionCapture(model, sniffer, pre_rope=options.capture_pre_rope) as cap:
         plan = plan_heads(cap.layers, options)
         sniffer.set_plan(plan, cap.layers)
@@ -275,7 +281,7 @@ def run_capture(model, examples, sink, options, *, example_ids=None, batch_size=
                 tokens = [token_strings(ids) for ids in chunk] \
                     if options.capture_token_strings and token_strings else None
                 sniffer.begin_batch(example_ids[start:start + batch_size], lengths, tokens)
-                model(input_ids=input_ids, attention_mask=mask)
+                model(input_ids=input_ids.to(device), attention_mask=mask.to(device))
                 tokens_seen += sum(lengths)
                 if on_batch is not None:
                     on_batch(start + len(chunk))
@@ -442,114 +448,286 @@ class MemorySink:
 # In memory: profile_model
 # ---------------------------------------------------------------------------
 
+# The name of an in-memory capture where a dump's folder would be named (messages, errors).
+MEMORY_NAME = "<in memory>"
+_FOLDER = re.compile(r"l(\d+)h(\d+)([qk])$")
+# Capture settings chosen for a notebook run (capture_preset="notebook", the default of
+# profile_model and profile_vectors): buckets of about max_seq_len / BUCKETS_PER_CONTEXT
+# positions, and at least KEYS_PER_BUCKET keys of one example in a bucket on average, so that
+# the early buckets of ap_first20 / ap_drop have key pairs (§2.12 pairs keys of one example).
+BUCKETS_PER_CONTEXT = 16
+KEYS_PER_BUCKET = 8
+CAPTURE_PRESETS = ("notebook", "qk-sniffer")
+# The analysis options the capture decides (layout, selection) or that name files.
+_RUN_ONLY = ("data_root", "output_dir", "model_config", "num_layers", "num_q_heads", "num_k_heads",
+             "shard", "layers", "heads")
+
+
+def notebook_capture(max_seq_len, tokens, max_tokens_per_head=50000, min_bucket_size=None):
+    """The capture settings of capture_preset="notebook" for examples of at most ``max_seq_len``
+    tokens, ``tokens`` in all: ``min_bucket_size`` the power of two nearest max_seq_len / 16
+    (at least 4; or the one given) and every token kept with ``sampling_rate`` =
+    min(1, max(8 / min_bucket_size, max_tokens_per_head / tokens)): about 8 keys of one example in
+    each bucket (the early buckets get key pairs, so ap_first20 and ap_drop are defined) and
+    about max_tokens_per_head rows per head (what the analysis uses, docs/method.md §2.2)."""
+    if min_bucket_size is None:
+        target = max(1.0, max_seq_len / BUCKETS_PER_CONTEXT)
+        min_bucket_size = max(4, 2 ** int(round(np.log2(target))))
+    rate = min(1.0, max(KEYS_PER_BUCKET / min_bucket_size, max_tokens_per_head / max(tokens, 1)))
+    return {"sampler": "uniform", "min_bucket_size": int(min_bucket_size), "sampling_rate": rate}
+
+
 class ModelProfile(_DumpResult):
-    """What profile_model returns: a DumpResult without a dump (its table access:
-    ``tables`` ({name: DataFrame}, the CSVs of docs/method.md §3), ``profile["head_metrics"]``,
-    ``profile.head_metrics``, ``csv_text(name)``), with ``results`` (the HeadResults),
-    ``errors`` ([(layer, q_head, message)]), ``plan``, ``layers`` ({layer: LayerInfo}) and
-    ``tokens`` (tokens read)."""
+    """What profile_model and profile_vectors return: a DumpResult of a capture held in memory,
+    analyzed by the run of analyze_dump (``tables``, ``head_metrics``, ``csv_text(name)``,
+    ``errors``, ``summary``, ``write(dir)`` — a result set ap_compare and compare_runs read —,
+    ``results()``), with ``plan`` ({layer: (query heads, key heads)}), ``layers`` ({layer:
+    LayerInfo}), ``tokens`` (tokens read) and ``capture`` (the SnifferOptions used)."""
 
-    def __init__(self, texts, results, errors, plan, layers, tokens):
-        from .results import tables
-        self._texts = texts
-        # The §3 DataFrames from the results' numbers (attention_plasticity.tables), as a dump's.
-        self.tables = tables(list(results), warn=False)
-        self.results, self.errors, self.plan, self.layers, self.tokens = \
-            results, errors, plan, layers, tokens
-
-    @property
-    def analyzed(self):
-        return len(self.results)
-
-    @property
-    def failed(self):
-        return len(self.errors)
+    def __init__(self, run, errors, plan, layers, tokens, capture):
+        super().__init__(run, errors, None)
+        self.plan, self.layers, self.tokens, self.capture = plan, layers, tokens, capture
 
     def __repr__(self):
         return (f"ModelProfile({self.analyzed} heads analyzed, {self.failed} failed; tables: "
                 f"{', '.join(f'{k} {len(v)} rows' for k, v in self.tables.items())})")
 
 
-def analyze_in_memory(sink, plan, num_q_heads, num_k_heads, head_options=None):
-    """analyze_head on every planned query head of a MemorySink, in (layer, q_head) order:
-    (results, errors, {table name: CSV text}) as analyze_dump would give for the same dump."""
-    import attention_plasticity as ap
+def _memory_reader(sink):
+    """reader(folder) -> the arrays of a head folder of ``sink`` (MemorySink), as the run reads a
+    Parquet folder's."""
+    def read(folder):
+        layer, head, kind = _FOLDER.search(folder).groups()
+        data = sink.columns(int(layer), int(head), kind)
+        if data is None:
+            raise ValueError(f"{folder}: no rows were kept")
+        window = data.pop("sliding_window")
+        data.pop("token_str", None)
+        if window:
+            data["sliding_window"] = np.full(len(data["position"]), int(window), np.int64)
+        return data
+    return read
 
-    options = ap.analyze_default_options() if head_options is None else head_options
-    group = num_q_heads // num_k_heads
-    results, errors = [], []
+
+def _early_bucket_shortfall(sink, plan, group):
+    """The planned query heads whose capture cannot define ap_first20 (docs/method.md §2.14): no
+    query bucket below 0.2 C with >= 2 queries, or no key bucket below 0.2 C where one example
+    has >= 2 keys (the key pairs of §2.12). A warning before the analysis, not a rule of it."""
+    short = []
     for layer, (q_heads, _k_heads) in sorted(plan.items()):
         for q_head in q_heads:
-            k_head = q_head // group
-            q = sink.columns(layer, q_head, "q")
-            k = sink.columns(layer, k_head, "k")
-            try:
-                if q is None or k is None:
-                    raise ValueError(f"layer {layer} q_head {q_head}: no "
-                                     f"{'queries' if q is None else 'keys'} were kept")
-                saved, options.sliding_window = options.sliding_window, \
-                    q["sliding_window"] or 0  # the query folder's window (§1.4)
-                try:
-                    results.append(ap.analyze_head(
-                        # the queries' example ids too: the sequences of the errors (§8.3)
-                        ap.Tokens(q["vector"], q["position"], q["bucket"], q["example_id"]),
-                        ap.Tokens(k["vector"], k["position"], k["bucket"], k["example_id"]),
-                        ap.HeadId(layer, q_head, k_head), options))
-                finally:
-                    options.sliding_window = saved
-            except Exception as exc:  # a failed head does not stop the others
-                errors.append((layer, q_head, str(exc)))
-    return results, errors, ap._core.tables._tables_text(results)  # the CSVs' text, as ap_analyze's
+            q, k = sink.columns(layer, q_head, "q"), sink.columns(layer, q_head // group, "k")
+            if q is None or k is None or len(q["position"]) < 2:
+                short.append((layer, q_head))
+                continue
+            limit = 0.2 * (int(q["position"].max()) + 1)
+
+            def early(cols):
+                buckets = cols["bucket"]
+                out = []
+                for b in np.unique(buckets):
+                    rows = buckets == b
+                    if cols["position"][rows].mean() < limit:
+                        out.append(rows)
+                return out
+            queries = any(rows.sum() >= 2 for rows in early(q))
+            pairs = any(np.bincount(np.unique(k["example_id"][rows], return_inverse=True)[1]).max() >= 2
+                        for rows in early(k) if rows.any())
+            if not (queries and pairs):
+                short.append((layer, q_head))
+    return short
 
 
-def profile_model(model, tokenizer, texts, *, max_seq_len=512, max_examples=None,
-                  batch_size=1, head_options=None, **options):
-    """The attention plasticity of a live model's heads, in memory (no file is written).
+def analyze_in_memory(sink, plan, infos, head_options=None, options=None, *, progress=None, warn=True,
+                      function="profile_model"):
+    """The planned heads of a MemorySink analyzed by analyze_dump's run (DumpRun.from_memory:
+    threads, the same rows and CSV bytes as analyze_dump on the same capture written as a
+    dump). ``options``: analyze_dump's keywords; ``head_options``: a HeadOptions they are set
+    on (default: analyze_dump's). Returns (run, errors)."""
+    from . import dump as _dump
+    from ._core.dump import DumpRun
 
-    ``texts``: strings, each cut into examples of at most ``max_seq_len`` tokens as
-    examples/capture_qk.py cuts documents (attention_plasticity.capture.make_examples);
-    ``max_examples`` keeps that many (seeded). ``options``: the capture options of
-    SnifferOptions (sampler, min_bucket_size, base_rate, sampling_rate, layers, heads,
-    head_sample, per_layer, full_attention_only, capture_pre_rope, bf16, seed, ...) and the
-    per-head options of HeadOptions by name (e.g. max_tokens_per_head, num_pairs_per_bucket);
-    ``head_options`` a whole HeadOptions (default: analyze_dump's). The numbers are those of
-    capture_qk.py -> analyze_dump on the same settings. Returns a ModelProfile.
-    """
-    sniff, head_options = _split_options(options, head_options)
+    info = infos[min(infos)]
+    queries = sorted((layer, head) for layer, (q_heads, _k) in plan.items() for head in q_heads)
+    keys = sorted((layer, head) for layer, (_q, k_heads) in plan.items() for head in k_heads)
+    layout = (max(infos) + 1, info.num_q_heads, info.num_k_heads)
+    run = DumpRun.from_memory(MEMORY_NAME, [q for q in queries if sink.columns(*q, "q") is not None],
+                              [k for k in keys if sink.columns(*k, "k") is not None], layout,
+                              dict(options or {}), head_options, function)
+    if warn:
+        short = _early_bucket_shortfall(sink, plan, info.num_q_heads // info.num_k_heads)
+        if short:
+            import warnings
+            from .results import NaNColumnWarning
+            warnings.warn(f"{function}: {len(short)} of {len(queries)} heads have too few queries or keys in "
+                          f"the first 20% of the context for ap_first20 and ap_drop (a query bucket below "
+                          f"0.2 C with >= 2 queries, and one with an example of >= 2 keys; docs/method.md "
+                          f"§2.12, §2.14), e.g. layer {short[0][0]} q_head {short[0][1]}: they will be NaN. "
+                          f"Keep more tokens (sampling_rate), use smaller buckets (min_bucket_size) or more "
+                          f"texts", NaNColumnWarning, stacklevel=3)
+    try:
+        _dump._run(run, progress=progress, warn=warn, reader=_memory_reader(sink))
+    finally:
+        run.close()
+    errors = [_dump.HeadError(*failure[1:6]) for failure in run.failures()]
+    return run, errors
+
+
+def _split_options(options, head_options, function):
+    """(capture options for SnifferOptions, analyze_dump's keywords for the run), checked by name
+    against both (a misspelt keyword gets the nearest names); ``seed`` goes to both."""
+    from ._core.dump import analyze_options
+
+    from ._core.head import HeadOptions
+
+    run_keys = [key for key, *_rest in analyze_options() if key not in _RUN_ONLY]
+    capture_keys = SnifferOptions.names()
+    head_fields = [n for n, v in vars(HeadOptions).items() if isinstance(v, property) and n != "sliding_window"]
+    if head_options is not None:
+        head_options = HeadOptions(**{n: getattr(head_options, n) for n in head_fields})  # the caller's stays
+    capture_kw, run_kw = {}, {}
+    for key, value in options.items():
+        if key in capture_keys:
+            capture_kw[key] = value
+            if key == "seed":
+                run_kw[key] = value
+        elif key in run_keys:
+            run_kw[key] = value
+        elif key in head_fields:
+            if head_options is None:
+                from ._core.dump import analyze_default_options
+                head_options = analyze_default_options()
+            setattr(head_options, key, value)
+        else:
+            known = sorted(set(capture_keys) | set(run_keys) | {"max_seq_len", "max_examples", "batch_size",
+                                                              "head_options", "capture_preset", "progress", "warn"})
+            close = difflib.get_close_matches(key, known, n=3, cutoff=0.6)
+            hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+            raise CaptureError(f"{function}: unknown keyword '{key}'{hint} (the capture options of "
+                               f"SnifferOptions and the analysis options of analyze_dump: see "
+                               f"help(attention_plasticity.{function}))")
+    return capture_kw, run_kw, head_options
+
+
+def _capture_options(capture_kw, preset, max_seq_len, tokens, run_kw, head_options, function):
+    """SnifferOptions of a profile: the preset's sampling (unless the keywords set it), then the
+    keywords."""
+    if preset not in CAPTURE_PRESETS:
+        raise CaptureError(f"{function}: capture_preset '{preset}': use one of {', '.join(CAPTURE_PRESETS)}")
+    capture_kw = dict(capture_kw)
+    capture_kw.setdefault("capture_token_strings", False)
+    sampling = {"sampler", "base_rate", "sampling_rate"}
+    if preset == "notebook" and not sampling & set(capture_kw):
+        max_tokens = run_kw.get("max_tokens_per_head",
+                                getattr(head_options, "max_tokens_per_head", 50000))
+        chosen = notebook_capture(max_seq_len, tokens, int(max_tokens), capture_kw.get("min_bucket_size"))
+        capture_kw = {**chosen, **capture_kw}
+    try:
+        return SnifferOptions(**capture_kw).check()
+    except CaptureError as exc:
+        raise CaptureError(f"{function}: {exc}") from None
+
+
+def _token_examples(tokenizer, texts, max_seq_len, function):
+    """Token id lists of at most max_seq_len: strings through the tokenizer (make_examples), or
+    token ids (a tensor or array [n, seq], or lists of ints) cut into pieces as they are."""
     if isinstance(texts, str):
         texts = [texts]
-    examples = _capture.make_examples(tokenizer, [(str(i), t) for i, t in enumerate(texts)],
-                                      max_seq_len)
-    if not examples:
-        raise CaptureError("profile_model: the texts have no tokens")
-    examples = [examples[i] for i in _capture.select_examples(len(examples), max_examples,
-                                                              sniff.seed)]
+    if hasattr(texts, "tolist") and not isinstance(texts, (list, tuple)):
+        texts = texts.tolist()  # a torch tensor or NumPy array of ids
+    texts = list(texts)
+    if not texts:
+        raise CaptureError(f"{function}: texts is empty")
+    if all(isinstance(t, str) for t in texts):
+        if tokenizer is None:
+            raise CaptureError(f"{function}: texts are strings but tokenizer is None (give a tokenizer, "
+                               f"or token ids: a tensor [n, seq] or lists of ints)")
+        return _capture.make_examples(tokenizer, [(str(i), t) for i, t in enumerate(texts)], max_seq_len)
+    examples = []
+    for i, ids in enumerate(texts):
+        if isinstance(ids, str) or not all(isinstance(t, (int, np.integer)) for t in ids):
+            raise CaptureError(f"{function}: texts[{i}] is neither a string nor a list of token ids")
+        ids = [int(t) for t in ids]
+        examples.extend(ids[start:start + max_seq_len] for start in range(0, len(ids), max_seq_len))
+    return examples
+
+
+def _progress_bar(total, unit, desc, progress):
+    from tqdm import tqdm
+    return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr, dynamic_ncols=True,
+                disable=(None if progress is None else not progress))
+
+
+def profile_model(model, tokenizer, texts, *, max_seq_len=512, max_examples=None, batch_size=1,
+                  head_options=None, capture_preset="notebook", progress=None, warn=True, **options):
+    """The attention plasticity of a live model's heads, in memory (no file is written).
+
+    ``texts``: strings (any iterable; one string is one text), each cut into examples of at most
+    ``max_seq_len`` tokens as examples/capture_qk.py cuts documents; or token ids without a
+    tokenizer (``tokenizer=None``): a tensor or array [n, seq] or lists of ints, cut into pieces of
+    ``max_seq_len``. ``max_examples`` keeps that many examples (seeded). The model runs one forward
+    pass per ``batch_size`` examples on its own device; only the kept rows are copied to host
+    memory. The heads are then analyzed by analyze_dump's run, on ``threads`` threads (default:
+    all cores), with a progress bar over the forward passes and the heads (``progress=False`` to
+    silence; None: when stderr is a terminal). Cost: the forward passes, then about as long per
+    head as analyze_dump takes on the same rows (0.05-1 s per head of up to 50000 rows at d = 64
+    on one core; benchmarks/README.md).
+
+    Options (keywords; a misspelt one is refused with the nearest names):
+
+    - ``capture_preset``: ``"notebook"`` (default) chooses the sampling for this call: buckets of
+      about max_seq_len / 16 positions (``min_bucket_size``, a power of two >= 4) and a keep rate
+      ``sampling_rate`` = min(1, max(8 / min_bucket_size, max_tokens_per_head / tokens)), so that
+      every column is defined on a typical call (notebook_capture); ``"qk-sniffer"`` keeps
+      qk-sniffer's production settings (uniform buckets of 128 positions, each token kept with
+      probability 1/128: made for captures of millions of tokens; on a few texts, ap_first20 and
+      ap_drop are NaN). Any of ``sampler``, ``base_rate``, ``sampling_rate`` given replaces the
+      preset's sampling.
+    - the capture options of SnifferOptions: ``sampler``, ``min_bucket_size``, ``base_rate``,
+      ``sampling_rate``, ``layers``, ``heads``, ``head_sample``, ``per_layer``,
+      ``full_attention_only``, ``capture_pre_rope``, ``bf16``, ...;
+    - the analysis options of analyze_dump by key (``threads``, ``max_tokens_per_head``,
+      ``num_pairs_per_bucket``, ``confidence_intervals``, ``sampling_unit``, ``distance_maps``, ...;
+      ``help(attention_plasticity.analyze_dump)``), set on ``head_options`` when given (a
+      HeadOptions), else on analyze_dump's defaults (intervals on);
+    - ``seed``: fixes every draw of the call: the examples kept, the tokens kept and the
+      analysis' random streams (docs/method.md §2.15).
+
+    Warnings: a NaNColumnWarning before the analysis when heads have too few early queries or
+    keys for ap_first20 / ap_drop, and one per column that is NaN after it (``warn=False``
+    silences both); a HeadFailedWarning per failed head (the others go on).
+
+    Returns a ModelProfile (a DumpResult: ``tables``, ``write(dir)``, ``errors``, ...); its numbers
+    are those of capture_qk.py -> analyze_dump on the same capture settings.
+    """
+    function = "profile_model"
+    capture_kw, run_kw, head_options = _split_options(options, head_options, function)
+    examples = _token_examples(tokenizer, texts, max_seq_len, function)
+    if not examples or not any(examples):
+        raise CaptureError(f"{function}: the texts have no tokens")
+    if max_examples is not None and int(max_examples) < 1:
+        raise CaptureError(f"{function}: max_examples {max_examples}: must be at least 1 (None: all)")
+    seed = int(capture_kw.get("seed", 0))
+    examples = [examples[i] for i in _capture.select_examples(len(examples), max_examples, seed)]
+    examples = [e for e in examples if e]
+    sniff = _capture_options(capture_kw, capture_preset, max_seq_len, sum(map(len, examples)), run_kw,
+                             head_options, function)
     sink = MemorySink()
-    plan, layers, tokens = run_capture(model, examples, sink, sniff, batch_size=batch_size,
-                                       pad_id=_pad_id(tokenizer))
-    info = layers[min(layers)]
-    results, errors, tables = analyze_in_memory(sink, plan, info.num_q_heads, info.num_k_heads,
-                                                head_options)
-    return ModelProfile(tables, results, errors, plan, layers, tokens)
-
-
-def _split_options(options, head_options):
-    """(SnifferOptions of the capture options, HeadOptions (default analyze_dump's) with the
-    remaining options set by name)."""
-    import attention_plasticity as ap
-
-    capture_kw = {k: options.pop(k) for k in list(options) if k in SnifferOptions.names()}
-    capture_kw.setdefault("capture_token_strings", False)
-    sniff = SnifferOptions(**capture_kw).check()
-    if not options:
-        return sniff, head_options
-    head_options = ap.analyze_default_options() if head_options is None else head_options
-    for key, value in options.items():
-        if not hasattr(head_options, key):
-            raise CaptureError(f"unknown option '{key}' (neither a capture option nor a "
-                               f"HeadOptions field)")
-        setattr(head_options, key, value)
-    return sniff, head_options
+    passes = -(-len(examples) // int(batch_size)) if int(batch_size) >= 1 else 0
+    bar = _progress_bar(passes, "pass", "forward passes", progress)
+    try:
+        plan, layers, tokens = run_capture(
+            model, examples, sink, sniff, batch_size=batch_size,
+            pad_id=0 if tokenizer is None else _pad_id(tokenizer),
+            on_batch=lambda done: bar.update(-(-done // int(batch_size)) - bar.n))
+    finally:
+        bar.close()
+    run, errors = analyze_in_memory(sink, plan, layers, head_options, run_kw, progress=progress, warn=warn,
+                                    function=function)
+    result = ModelProfile(run, errors, plan, layers, tokens, sniff)
+    if warn:
+        _results.warn_nan_columns(result.tables, stacklevel=2)
+    return result
 
 
 def _pad_id(tokenizer):
@@ -561,41 +739,64 @@ def _pad_id(tokenizer):
 
 
 def profile_vectors(batches, lengths=None, example_ids=None, *, sliding_windows=None,
-                    head_options=None, **options):
+                    head_options=None, capture_preset="notebook", progress=None, warn=True, **options):
     """The analysis of profile_model on query and key states another tool captured.
 
     ``batches``: one dict, or a list of them (one per forward pass), {(layer, 'q' | 'k'):
     tensor or array [batch, seq_len, heads, head_dim]}: the states whose dot products
     (times the scaling) are the scores: TransformerLens' ``hook_rot_q`` / ``hook_rot_k``
     where the model is rotary, else ``hook_q`` / ``hook_k`` (``from_activation_cache``), or
-    what an nnsight trace saved; keys with their own (GQA) head count. ``lengths``: per
+    what an nnsight trace saved (``from_nnsight_inputs``); keys with their own (GQA) head count;
+    tensors on any device (only the kept rows are copied to host memory). ``lengths``: per
     batch, the real length of each example (padding on the right is left out; default the
-    whole seq_len); ``example_ids``: per batch, an id per example (default 0, 1, ... over all
-    batches); ``sliding_windows``: {layer: window} (default none). ``options``: the capture
-    options (sampler, min_bucket_size, sampling_rate, layers, heads, head_sample, seed, ...)
-    and HeadOptions fields, as profile_model. Returns a ModelProfile.
+    whole seq_len); ``example_ids``: per batch, an id per example, distinct over all batches
+    (default 0, 1, ...); ``sliding_windows``: {layer: window} (default none). The options,
+    ``capture_preset``, ``progress`` and ``warn`` are profile_model's (max_seq_len: the states'
+    seq_len). Returns a ModelProfile.
     """
     import torch
 
+    function = "profile_vectors"
     if isinstance(batches, dict):
         batches, lengths, example_ids = [batches], \
             None if lengths is None else [lengths], None if example_ids is None else [example_ids]
-    sniff, head_options = _split_options(options, head_options)
+    batches = list(batches)
+    if not batches:
+        raise CaptureError(f"{function}: batches is empty")
+    capture_kw, run_kw, head_options = _split_options(options, head_options, function)
     first = batches[0]
     layers = sorted({layer for layer, _kind in first})
     infos = {}
     for layer in layers:
         if (layer, "q") not in first or (layer, "k") not in first:
-            raise CaptureError(f"profile_vectors: layer {layer} needs both 'q' and 'k' states")
+            raise CaptureError(f"{function}: layer {layer} needs both 'q' and 'k' states")
         q, k = first[layer, "q"], first[layer, "k"]
         if q.ndim != 4 or k.ndim != 4 or q.shape[-1] != k.shape[-1]:
-            raise CaptureError(f"profile_vectors: layer {layer}: states must be [batch, seq, "
+            raise CaptureError(f"{function}: layer {layer}: states must be [batch, seq, "
                                f"heads, head_dim] with one head_dim (q {tuple(q.shape)}, k "
                                f"{tuple(k.shape)})")
         infos[layer] = _capture.LayerInfo(
             layer=layer, module_name="", num_q_heads=q.shape[2], num_k_heads=k.shape[2],
             head_dim=q.shape[3], rope=False, nope=False,
             sliding_window=(sliding_windows or {}).get(layer))
+    shapes = []
+    for i, batch in enumerate(batches):
+        size, seq = batch[layers[0], "q"].shape[:2]
+        lens = [seq] * size if lengths is None else [int(n) for n in lengths[i]]
+        if len(lens) != size or any(not 0 <= n <= seq for n in lens):
+            raise CaptureError(f"{function}: lengths[{i}] must give {size} lengths between 0 and the "
+                               f"batch's seq_len {seq}, got {lens}")
+        shapes.append((size, seq, lens))
+    ids = list(range(sum(s[0] for s in shapes))) if example_ids is None \
+        else [int(e) for batch_ids in example_ids for e in batch_ids]
+    if len(ids) != sum(s[0] for s in shapes):
+        raise CaptureError(f"{function}: example_ids: {len(ids)} ids for {sum(s[0] for s in shapes)} examples")
+    if len(set(ids)) != len(ids):
+        raise CaptureError(f"{function}: example_ids repeat an id: each example is one sequence (the pairs of "
+                           f"docs/method.md §2.12 and the errors of §8.3 are per sequence)")
+    max_seq_len = max(s[1] for s in shapes)
+    sniff = _capture_options(capture_kw, capture_preset, max_seq_len, sum(sum(s[2]) for s in shapes), run_kw,
+                             head_options, function)
     plan = plan_heads(infos, sniff)
     sink = MemorySink()
     sink.start(plan, infos)
@@ -603,20 +804,19 @@ def profile_vectors(batches, lengths=None, example_ids=None, *, sliding_windows=
     recorder.set_plan(plan, infos)
     next_id = 0
     for i, batch in enumerate(batches):
-        size, seq = batch[layers[0], "q"].shape[:2]
-        lens = [seq] * size if lengths is None else list(lengths[i])
-        ids = list(range(next_id, next_id + size)) if example_ids is None \
-            else list(example_ids[i])
+        size, _seq, lens = shapes[i]
+        recorder.begin_batch(ids[next_id:next_id + size], lens)
         next_id += size
-        recorder.begin_batch(ids, lens)
         for layer in layers:
             for kind in "qk":
                 x = batch[layer, kind]
                 recorder(layer, kind, x if isinstance(x, torch.Tensor) else torch.as_tensor(x))
-    info = infos[layers[0]]
-    results, errors, tables = analyze_in_memory(sink, plan, info.num_q_heads, info.num_k_heads,
-                                                head_options)
-    return ModelProfile(tables, results, errors, plan, infos, next_id)
+    run, errors = analyze_in_memory(sink, plan, infos, head_options, run_kw, progress=progress, warn=warn,
+                                    function=function)
+    result = ModelProfile(run, errors, plan, infos, sum(sum(s[2]) for s in shapes), sniff)
+    if warn:
+        _results.warn_nan_columns(result.tables, stacklevel=2)
+    return result
 
 
 def from_activation_cache(cache, num_layers=None):

@@ -36,10 +36,19 @@ class CompareResult(NamedTuple):
     changed_heads: int
 
 
+def _is_result(obj):
+    """A result object (DumpResult, ModelProfile, a set read back by read_results): it has the
+    tables and writes them as a result set."""
+    return hasattr(obj, "tables") and callable(getattr(obj, "write", None))
+
+
 def compare_runs(sets, output_dir=None, names=None, alpha=0.05, common_heads=False, same_dump=False,
                  design="unpaired"):
-    """Compares result sets (output folders of ap_analyze, ap_merge or ``analyze_dump``), given in
-    order (checkpoints, variants), each with the next, head by head: for ap_overall, ap_first20,
+    """Compares result sets, given in order (checkpoints, variants), each with the next, head by
+    head. A set is a folder (the output of ap_analyze, ap_merge, ``analyze_dump`` or a result's
+    ``write``) or a result object (``analyze_dump``'s DumpResult, ``profile_model``'s
+    ModelProfile, ``read_results``'): objects are written to a temporary result set and read back
+    as a folder is, so that both give the same numbers. Compared: for ap_overall, ap_first20,
     ap_last20, ap_drop and each query bucket's AP_j, the bias-corrected difference, its standard
     error, z, the two-sided p-value, the Benjamini-Hochberg q-value and Holm's adjusted p-value
     across heads, and the model-level mean with its interval. Every estimate, bias and standard
@@ -62,14 +71,34 @@ def compare_runs(sets, output_dir=None, names=None, alpha=0.05, common_heads=Fal
     means over heads (``summary``, ``trajectory``) have errors that account for the heads sharing
     sequences; otherwise the heads are taken as independent (a note says so).
 
-    ``names``: the sets' names in the tables (default: the folders' names). Sets with other heads
+    Returns CompareResult: ``heads`` holds one row per (pair of sets, head, quantity); its
+    ``significant`` is 1 when that row's q-value is at most ``alpha``. ``compared_heads`` is the
+    number of heads compared (each pair of consecutive sets compares the same heads);
+    ``changed_heads`` counts (pair of sets, head) with at least one significant quantity, summed
+    over the pairs (so with three sets a head can count twice), the rows of ``changed``.
+
+    ``names``: the sets' names in the tables, a list (default: the folders' names; ``set1``,
+    ``set2``, ... for result objects). Sets with other heads
     are refused (UsageError) unless ``common_heads``; ``same_dump``: the sets analyzed the same
     dump under different options (unpaired tests are then conservative). With ``output_dir``, the
-    CSVs are written there as one result set, as ap_compare writes them. Returns CompareResult."""
-    folders = [os.fspath(s) for s in sets]
-    tables, notes, compared, changed = _compare_result_sets(
-        folders, list(names) if names is not None else [], float(alpha), bool(common_heads), bool(same_dump),
-        str(design), os.fspath(output_dir) if output_dir is not None else None)
+    CSVs are written there as one result set, as ap_compare writes them."""
+    import tempfile
+
+    sets = list(sets)
+    with tempfile.TemporaryDirectory(prefix="ap_compare_") as scratch:
+        folders = []
+        for i, s in enumerate(sets):
+            if _is_result(s):
+                # The folder's name is the set's default name.
+                folder = os.path.join(scratch, f"set{i + 1}")
+                if not s.write(folder):
+                    raise ValueError(f"compare_runs: sets[{i}] has no analyzed head to compare")
+                folders.append(folder)
+            else:
+                folders.append(os.fspath(s))
+        tables, notes, compared, changed = _compare_result_sets(
+            folders, list(names) if names is not None else [], float(alpha), bool(common_heads),
+            bool(same_dump), str(design), os.fspath(output_dir) if output_dir is not None else None)
     return CompareResult(heads=frame(tables["compare_heads"]), changed=frame(tables["compare_changed"]),
                          summary=frame(tables["compare_summary"]), trajectory=frame(tables["compare_trajectory"]),
                          notes=list(notes),

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 from . import results as _results
 from ._core.dump import DumpRun, analyze_options
+from .result_set import ResultSet
 
 
 class HeadFailedWarning(RuntimeWarning):
@@ -35,8 +36,8 @@ class HeadError(NamedTuple):
         return f"error: layer {self.layer} q_head {self.q_head}: {self.file}: {self.reason}"
 
 
-class DumpResult:
-    """What analyze_dump returns.
+class DumpResult(ResultSet):
+    """What analyze_dump returns (and, as ModelProfile, profile_model): a ResultSet made by a run.
 
     Attributes
     ----------
@@ -68,25 +69,13 @@ class DumpResult:
 
     def __init__(self, run, errors, output_dir):
         """Made by analyze_dump from its run (a DumpRun that has run)."""
+        super().__init__(_results.frames(run.columns()), run.tables_text(), run.counts_text(), errors)
         self._run = run
-        self._texts = run.tables_text()
-        self.tables = _results.frames(run.columns())
-        self.errors = errors
         self.heads = run.heads
         self.layout = run.layout
-        self.summary = run.counts_text()
         self.shard = run.shard
         self.output_dir = output_dir
         self.notes = run.notes()
-
-    def __getitem__(self, name):
-        return self.tables[name]
-
-    def __getattr__(self, name):
-        tables = self.__dict__.get("tables", {})
-        if name in tables:
-            return tables[name]
-        raise AttributeError(name)
 
     @property
     def analyzed(self):
@@ -98,20 +87,18 @@ class DumpResult:
         """The number of heads that failed."""
         return self._run.failed
 
-    def csv_text(self, name):
-        """The bytes of one CSV (``name``: a table name) as ap_analyze writes it, decoded."""
-        return self._texts[name]
+    def results(self):
+        """The HeadResult of every analyzed head, in (layer, q_head) order (every number of the
+        analysis, beyond the tables: e.g. ``results()[0].cells``)."""
+        return self._run.head_results()
 
     def write(self, output_dir):
         """Write the CSVs into ``output_dir`` as one result set, exactly as ap_analyze does
         (examples/README.md, "The result set"); raises OutputError when the folder cannot be
         used. With a shard, the set holds its shard.json. Returns False (and writes nothing)
-        when no head was analyzed in a run without a shard."""
+        when no head was analyzed in a run without a shard. ``read_results(output_dir)`` reads
+        it back; ap_compare and compare_runs compare it."""
         return self._run.write_to(os.fspath(output_dir))
-
-    def __repr__(self):
-        return (f"DumpResult({self.summary}; tables: "
-                f"{', '.join(f'{k} {len(v)} rows' for k, v in self.tables.items())})")
 
 
 def parquet_rows(file):
@@ -217,10 +204,11 @@ def analyze_dump(data_root, output_dir=None, *, config=None, progress=True, warn
 analyze_dump.__doc__ = analyze_dump.__doc__.replace("{options}", _option_doc())
 
 
-def _run(run, progress, warn, report=False):
+def _run(run, progress, warn, report=False, reader=None):
     """Runs ``run`` with a tqdm bar (progress: True, False, or None for "when stderr is a
     terminal"); each failure is warned (``warn``) and/or printed on stderr as ap_analyze
-    prints it (``report``). The failures themselves stay in ``run.failures()``."""
+    prints it (``report``). The failures themselves stay in ``run.failures()``. ``reader``:
+    how the run reads a folder it reads through Python (default: Parquet folders)."""
     from tqdm import tqdm
 
     bar = tqdm(total=len(run.heads), unit="head", desc="attention plasticity", file=sys.stderr,
@@ -236,7 +224,7 @@ def _run(run, progress, warn, report=False):
             bar.update(done - bar.n)
 
     try:
-        run.run(read_parquet_folder, on_progress)
+        run.run(read_parquet_folder if reader is None else reader, on_progress)
     finally:
         bar.close()
 

@@ -37,7 +37,8 @@ def frames(columns):
 def tables(results, *, warn=True):
     """The DataFrames of docs/method.md §3 of ``results``, by table name.
 
-    ``results``: a ``HeadResult``, a list (any iterable) of them, or a ``DumpResult``.
+    ``results``: a ``HeadResult``, a list (any iterable) of them, or a result set (``DumpResult``,
+    ``ModelProfile``, ``read_results``').
     Returns {"head_metrics": DataFrame, "head_bucket_plasticity": ..., "head_profile": ...,
     "head_component_weights": ..., "head_distance_plasticity": ..., and any table ap_analyze
     writes}: the rows of the heads in the order given, the columns and dtypes of the CSVs
@@ -46,8 +47,10 @@ def tables(results, *, warn=True):
     that is NaN by the rules of docs/method.md §2.14 / §8.3 for some head, with the rule
     (see ``nan_reasons``).
     """
-    from .dump import DumpResult
-    if isinstance(results, DumpResult):
+    from .result_set import ResultSet
+    if isinstance(results, ResultSet):
+        if warn:
+            warn_nan_columns(results.tables, stacklevel=3)
         return results.tables
     if isinstance(results, HeadResult):
         results = [results]

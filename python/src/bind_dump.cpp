@@ -86,11 +86,14 @@ namespace
         return {file, message};
     }
 
-    /// One folder of qk-sniffer's Parquet layout (docs/method.md §1.2), read by `reader`
-    /// (attention_plasticity.sniffed, pyarrow) and checked as load_folder checks NPY folders.
-    ex::loaded_folder load_parquet_folder(const std::string& folder, bool with_sliding_window, const nb::object& reader)
+    /// One head folder read by a Python function, `reader(folder)` -> {vector, position, bucket,
+    /// example_id[, sliding_window]}: qk-sniffer's Parquet layout (docs/method.md §1.2, read by
+    /// attention_plasticity.sniffed with pyarrow; `file` its data.parquet) or a folder held in
+    /// memory (profile_model's capture; `file` the folder's name). Checked as load_folder checks
+    /// NPY folders; `fn` names the function the user called.
+    ex::loaded_folder load_python_folder(const std::string& folder, const std::string& file, bool with_sliding_window,
+                                         const nb::object& reader, const char* fn)
     {
-        const std::string file = (fs::path(folder) / parquet_file).string();
         auto arrays = std::make_shared<python_arrays>();
         {
             nb::gil_scoped_acquire gil;
@@ -108,7 +111,6 @@ namespace
                 const auto [where, reason] = split_message(nb::cast<std::string>(nb::str(e.value())), file);
                 throw ex::input_error(where, reason);
             }
-            constexpr const char* fn = "analyze_dump";
             arrays->vectors = float_array(data["vector"], fn, "vector", 2);
             arrays->position = int64_array(data["position"], fn, "position");
             arrays->bucket = int64_array(data["bucket"], fn, "bucket");
@@ -165,9 +167,10 @@ namespace
     ex::folder_loader dump_loader(nb::object reader)
     {
         return [reader = std::move(reader)](const std::string& folder, bool with_sliding_window) {
-            if (!ex::inspect_path((fs::path(folder) / parquet_file).string()).absent)
+            const std::string parquet = (fs::path(folder) / parquet_file).string();
+            if (!ex::inspect_path(parquet).absent)
             {
-                return load_parquet_folder(folder, with_sliding_window, reader);
+                return load_python_folder(folder, parquet, with_sliding_window, reader, "analyze_dump");
             }
             const std::string npy = (fs::path(folder) / "vector.npy").string();
             if (ex::inspect_path(folder).is_directory && ex::inspect_path(npy).absent)
@@ -176,6 +179,15 @@ namespace
                                            "nor qk-sniffer's Parquet layout");
             }
             return ex::load_npy_folder(folder, with_sliding_window);
+        };
+    }
+
+    /// The folder loader of a run over folders held in memory (DumpRun.from_memory): every folder
+    /// is read by `reader`.
+    ex::folder_loader memory_loader(nb::object reader, std::string fn)
+    {
+        return [reader = std::move(reader), fn = std::move(fn)](const std::string& folder, bool with_sliding_window) {
+            return load_python_folder(folder, folder, with_sliding_window, reader, fn.c_str());
         };
     }
 
@@ -248,6 +260,12 @@ namespace
             }
         }
 
+        /// A run over folders held in memory (no output folder: write_to writes a copy).
+        dump_run(ex::analyze_config config, ex::dump_scan folders, std::string function)
+            : m_run(std::move(config), std::move(folders)), m_memory_function(std::move(function))
+        {
+        }
+
         const ex::analysis_run& engine() const { return m_run; }
 
         /// Analyzes every head of the plan (GIL released); calls on_progress(done, failures)
@@ -259,7 +277,8 @@ namespace
             {
                 throw std::invalid_argument("analyze_dump: a run is analyzed once");
             }
-            const ex::folder_loader loader = dump_loader(std::move(reader));
+            const ex::folder_loader loader = m_memory_function.empty() ? dump_loader(std::move(reader))
+                                                                       : memory_loader(std::move(reader), m_memory_function);
             std::mutex mutex;
             std::condition_variable changed;
             std::size_t done = 0;
@@ -431,6 +450,7 @@ namespace
 
     private:
         ex::analysis_run m_run;
+        std::string m_memory_function;  // the Python function of a run over folders in memory ("" a dump)
     };
 
     /// The configuration of analyze_dump(data_root, output_dir, config=..., **options): the
@@ -438,10 +458,16 @@ namespace
     /// arguments. Returns whether results are to be written (an output_dir given here or in the
     /// file).
     std::pair<ex::analyze_config, bool> configure(const std::string& data_root, nb::handle output_dir,
-                                                  nb::handle config_file, const nb::dict& options)
+                                                  nb::handle config_file, const nb::dict& options,
+                                                  const char* fn = "analyze_dump",
+                                                  const ap::head_options* base = nullptr)
     {
         const auto& table = ex::analyze_options();
         ex::analyze_config config;
+        if (base != nullptr)
+        {
+            config.options = *base;  // the keywords below are set on it
+        }
         config.output_dir.clear();  // set only by the file or the argument
         if (!config_file.is_none())
         {
@@ -454,17 +480,17 @@ namespace
             const auto* option = ex::find_option(table, key);
             if (option == nullptr || key == "data_root" || key == "output_dir")
             {
-                throw ex::usage_error("analyze_dump: "
+                throw ex::usage_error(std::string(fn) + ": "
                                       + ex::unknown_name_message("keyword", key, table,
                                                                  [](const std::string& name) { return name; })
-                                      + " (the options of ap_analyze, as keywords: see "
-                                      + "help(attention_plasticity.analyze_dump))");
+                                      + " (the options of ap_analyze, as keywords: see help(attention_plasticity."
+                                      + fn + "))");
             }
             if (value.is_none())
             {
                 continue;
             }
-            set_option_value(*option, config, key, value, "analyze_dump");
+            set_option_value(*option, config, key, value, fn);
         }
         ex::find_option(table, "data_root")->set(config, "data_root", data_root);
         if (!output_dir.is_none())
@@ -551,6 +577,40 @@ void bind_dump(nb::module_& m)
             "data_root"_a, "output_dir"_a = nb::none(), "config"_a = nb::none(), "options"_a = nb::dict(),
             "parquet_rows"_a = nb::none(), nb::rv_policy::take_ownership,
             "A run configured as analyze_dump(data_root, output_dir, config=..., **options) is.")
+        .def_static(
+            "from_memory",
+            [](const std::string& name, const std::vector<std::pair<std::size_t, std::size_t>>& query_folders,
+               const std::vector<std::pair<std::size_t, std::size_t>>& key_folders,
+               std::tuple<std::size_t, std::size_t, std::size_t> layout, const nb::dict& options,
+               std::optional<ap::head_options> head_options, const std::string& function) {
+                const std::string fn = function.empty() ? std::string("profile_model") : function;
+                try
+                {
+                    auto cfg = configure(name, nb::none(), nb::none(), options, fn.c_str(),
+                                         head_options ? &*head_options : nullptr)
+                                   .first;
+                    cfg.layout.num_layers = std::get<0>(layout);
+                    cfg.layout.num_q_heads = std::get<1>(layout);
+                    cfg.layout.num_k_heads = std::get<2>(layout);
+                    ex::dump_scan folders;
+                    folders.query = query_folders;
+                    folders.key = key_folders;
+                    return new dump_run(std::move(cfg), std::move(folders), fn);
+                }
+                catch (const ex::usage_error& e)
+                {
+                    const std::string message = e.what();
+                    throw ex::usage_error(message.rfind(fn + ": ", 0) == 0 ? message : fn + ": " + message);
+                }
+            },
+            "name"_a, "query_folders"_a, "key_folders"_a, "layout"_a, "options"_a = nb::dict(),
+            "head_options"_a = nb::none(), "function"_a = "profile_model", nb::rv_policy::take_ownership,
+            "A run over head folders held in memory (profile_model, profile_vectors): query_folders and\n"
+            "key_folders list the (layer, head) folders present, layout is (num_layers, num_q_heads,\n"
+            "num_k_heads); options are analyze_dump's keywords (set on head_options when given, else on\n"
+            "ap_analyze's defaults); `name` stands for the dump in messages (the folders are\n"
+            "NAME/l{LL}h{HH}q|k). run(reader, on_progress) reads every folder with reader(folder) -> dict of\n"
+            "arrays, as a Parquet folder's; write_to(dir) writes the result set.")
         .def_static(
             "from_command_line",
             [](const std::vector<std::string>& argv, nb::object parquet_rows) -> dump_run* {
@@ -645,9 +705,41 @@ void bind_dump(nb::module_& m)
             "was written to DIR'; else (the set could not be written) 'the earlier results in DIR are\n"
             "unchanged' or 'no results were written to DIR'.")
         .def("close", &dump_run::close, "Releases the output folder (its lock and an unwritten temporary set).")
+        .def(
+            "head_results",
+            [](const dump_run& r) {
+                std::vector<py_head_result> out;
+                for (const ex::head_rows* rows : ex::analyzed_rows(r.engine().state()))
+                {
+                    if (rows->result)
+                    {
+                        out.push_back(py_head_result{*rows->result, std::nullopt});
+                    }
+                }
+                return out;
+            },
+            "The HeadResult of every analyzed head, in (layer, q_head) order (copies).")
         .def("counts_text", [](const dump_run& r) { return r.engine().counts_text(); },
              "'P of the L query heads of the layout present: ...'.");
 
+    m.def(
+        "_write_result_set",
+        [](const std::string& output_dir, const std::vector<std::pair<std::string, std::string>>& files) {
+            std::vector<std::string> names;
+            std::vector<ex::result_file> pieces;
+            for (const auto& [name, text] : files)
+            {
+                names.push_back(name);
+                pieces.push_back({name, {std::string_view(text)}});
+            }
+            nb::gil_scoped_release release;
+            ex::result_set_writer writer(output_dir, names);
+            writer.commit(pieces);
+        },
+        "output_dir"_a, "files"_a,
+        "Writes files [(name, text)] into output_dir as one result set, with the writer of ap_analyze\n"
+        "(checked and locked folder, all files or none; examples/README.md, 'The result set'): what\n"
+        "DumpResult.write does for a result set read back with read_results.");
     m.def(
         "set_blas_threads", [](int n) { openblas_set_num_threads(n < 1 ? 1 : n); }, "n"_a,
         "Sets the number of threads of OpenBLAS (Debian's, which the module links) for the calls made from\n"

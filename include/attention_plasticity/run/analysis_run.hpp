@@ -62,6 +62,37 @@ public:
         const dump_layout layout = resolve_layout(m_scan, m_config.layout, read_dump_metadata(m_config.data_root),
                                                   read_model_config(m_config.model_config), m_config.model_config,
                                                   m_config.words);
+        plan(layout, probe);
+    }
+
+    /// A run over head folders that are not on disk (the Python module's in-memory captures,
+    /// profile_model): `folders` lists the (layer, head) folders the loader will be asked for,
+    /// by head_folder_path under config.data_root (a name for the messages, never opened); the
+    /// layout is the configuration's (every count given), no metadata or model config is read.
+    /// No shard (a shard's manifest names a dump on disk). Throws usage_error.
+    analysis_run(analyze_config config, dump_scan folders)
+        : m_config(std::move(config)), m_scan(std::move(folders))
+    {
+        check_analyze_config(m_config);
+        if (m_config.shard)
+        {
+            throw usage_error("shard: a run over folders held in memory has no shards");
+        }
+        if (!m_config.layout.num_layers || !m_config.layout.num_q_heads || !m_config.layout.num_k_heads)
+        {
+            throw std::invalid_argument("analysis_run: a run over folders held in memory needs every layout count");
+        }
+        m_scan.data_root = m_config.data_root;
+        std::sort(m_scan.query.begin(), m_scan.query.end());
+        std::sort(m_scan.key.begin(), m_scan.key.end());
+        plan(resolve_layout(m_scan, m_config.layout, layout_counts{}, layout_counts{}, "", m_config.words),
+             probe_npy_folder);
+    }
+
+private:
+    /// The heads of the run (those of its shard, with `shard`) and its threads.
+    void plan(const dump_layout& layout, const folder_probe& probe)
+    {
         m_plan = plan_heads(m_scan, layout, m_config.selection);
         if (m_config.shard)
         {
@@ -73,6 +104,8 @@ public:
         // Fewer heads than threads: the threads left share each head's work (the same results).
         m_config.options.threads = std::max<std::size_t>(1, m_config.worker_threads() / m_threads);
     }
+
+public:
 
     /// Checks and locks the output folder (result_set_writer's errors), and that its file
     /// system has room for at least the smallest set this run can write: before any work.

@@ -1,0 +1,200 @@
+"""One result-set type for every result of the package (``ResultSet``): what ``analyze_dump``,
+``profile_model`` and ``profile_vectors`` return, a list of ``HeadResult`` made into one
+(``result_set``), and a result folder read back (``read_results``).
+
+A result set is the tables of docs/method.md §3 (``tables``: {name: DataFrame}; also
+``result["head_metrics"]`` and ``result.head_metrics``), the bytes of their CSVs (``csv_text``),
+a one-line ``summary``, the heads that failed (``errors``) and ``write(dir)``: the CSVs as one
+result set, with ap_analyze's writer (examples/README.md, "The result set"), which ap_compare
+and ``compare_runs`` read; ``read_results(dir)`` gives the same tables back, value for value.
+"""
+
+import os
+
+from . import results as _results
+
+
+class ResultSet:
+    """The tables of docs/method.md §3 of some heads, and the CSVs they are written as.
+
+    Attributes
+    ----------
+    tables : dict of str to pandas.DataFrame
+        The CSVs by table name (``head_metrics``, ``head_bucket_plasticity``, ``head_profile``,
+        ``head_component_weights``, ``head_distance_plasticity``, ``head_sequence_influence``),
+        with the CSVs' columns and dtypes (integers int64, reals float64, ``pca_class`` str).
+    errors : list
+        The heads that failed (HeadError), when known.
+    summary : str
+        One line: what the set holds.
+    source : str or None
+        The folder a set read back came from.
+    """
+
+    def __init__(self, tables, texts, summary, errors=(), source=None):
+        self.tables = tables
+        self._texts = texts
+        self.summary = summary
+        self.errors = list(errors)
+        self.source = source
+
+    def __getitem__(self, name):
+        return self.tables[name]
+
+    def __getattr__(self, name):
+        tables = self.__dict__.get("tables", {})
+        if name in tables:
+            return tables[name]
+        raise AttributeError(f"{type(self).__name__} has no attribute or table '{name}'")
+
+    @property
+    def analyzed(self):
+        """The number of heads in the set (rows of head_metrics)."""
+        return len(self.tables["head_metrics"])
+
+    @property
+    def failed(self):
+        """The number of heads that failed (when known)."""
+        return len(self.errors)
+
+    def csv_text(self, name):
+        """The bytes of one CSV (``name``: a table name) as ap_analyze writes it, decoded."""
+        return self._texts[name]
+
+    def write(self, output_dir):
+        """Writes the CSVs into ``output_dir`` as one result set, exactly as ap_analyze does (the
+        folder checked and locked, all files or none; an earlier set stays current when writing
+        fails: OutputError). Returns False (and writes nothing) when the set has no head."""
+        from ._core.dump import _write_result_set
+        from ._core.tables import result_tables
+
+        if self.analyzed == 0:
+            return False
+        _write_result_set(os.fspath(output_dir), [(file, self._texts[name]) for name, file, _h in result_tables()
+                                                  if name in self._texts])
+        return True
+
+    def __repr__(self):
+        return (f"{type(self).__name__}({self.summary}; tables: "
+                f"{', '.join(f'{k} {len(v)} rows' for k, v in self.tables.items())})")
+
+
+def result_set(results, *, warn=True):
+    """A ResultSet of HeadResults (``analyze_head``'s; one or an iterable), in the order given:
+    the tables of ``attention_plasticity.tables`` and the CSV bytes ap_analyze would write for
+    them. ``warn``: a NaNColumnWarning per column that is NaN for some head."""
+    from ._core.head import HeadResult
+    from ._core.tables import _tables_text
+
+    results = [results] if isinstance(results, HeadResult) else list(results)
+    tables = _results.tables(results, warn=warn)
+    return ResultSet(tables, _tables_text(results), f"{len(results)} heads analyzed")
+
+
+# The largest CSV read back: far more than any head set (a head writes kilobytes), far less
+# than memory; a larger file is refused, never read without bound.
+MAX_CSV_BYTES = 1 << 32
+
+
+def _read_file(path, what):
+    """The text of a regular file, opened without waiting (a FIFO is refused) and size-bounded."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise ValueError(f"read_results: {path}: {e.strerror} ({what})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"read_results: {path}: not a regular file ({what})")
+        if info.st_size > MAX_CSV_BYTES:
+            raise ValueError(f"read_results: {path}: {info.st_size} bytes, more than the {MAX_CSV_BYTES} "
+                             f"a result table can have")
+        chunks, size = [], 0
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > MAX_CSV_BYTES:
+                raise ValueError(f"read_results: {path}: grew past {MAX_CSV_BYTES} bytes while read")
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"read_results: {path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+
+
+def _frame(text, schema, path):
+    """A CSV's text as a DataFrame with the schema's columns and dtypes (numbers exact)."""
+    import io
+
+    import pandas as pd
+
+    names = [name for name, _t in schema]
+    header = text.split("\n", 1)[0]
+    if header != ",".join(names):
+        raise ValueError(f"read_results: {path}: the header is not the one this version writes "
+                         f"(expected '{','.join(names)[:80]}...', got '{header[:80]}...')")
+    dtypes = {name: ("str" if kind == "str" else kind) for name, kind in schema}
+    try:
+        frame = pd.read_csv(io.StringIO(text), keep_default_na=False, na_values={
+            name: ["nan"] for name, kind in schema if kind == "float64"}, dtype=dtypes)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"read_results: {path}: {e}") from None
+    return frame
+
+
+def read_results(folder):
+    """The result set in ``folder`` (written by ap_analyze, ap_merge, ``analyze_dump`` or a
+    result's ``write``) as a ResultSet: the same tables, value for value (the CSVs hold every
+    double exactly, docs/method.md §3.1), and the same bytes (``csv_text``). The current set is
+    read as one: its folder (``.ap_results/current``) is resolved once, under the writer's lock
+    shared, so a run finishing meanwhile does not mix two sets. Raises ValueError naming the file
+    for a missing or unreadable table, a header of another version, a FIFO or an oversized file."""
+    import fcntl
+    import stat
+
+    from ._core.tables import result_schema, result_tables
+
+    folder = os.fspath(folder)
+    if not os.path.isdir(folder):
+        raise ValueError(f"read_results: {folder}: not a folder")
+    state = os.path.join(folder, ".ap_results")
+    lock_fd = None
+    base = folder
+    try:
+        if os.path.isdir(state):
+            lock = os.path.join(state, "lock")
+            try:
+                lock_fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            except FileNotFoundError:
+                lock_fd = None
+            except OSError as e:
+                raise ValueError(f"read_results: {lock}: {e.strerror}") from None
+            if lock_fd is not None:
+                if not stat.S_ISREG(os.fstat(lock_fd).st_mode):
+                    raise ValueError(f"read_results: {lock}: not a regular file")
+                fcntl.flock(lock_fd, fcntl.LOCK_SH)
+            current = os.path.join(state, "current")
+            if os.path.islink(current):
+                base = os.path.join(state, os.readlink(current))
+        schema = result_schema()
+        tables, texts = {}, {}
+        for name, file, _header in result_tables():
+            path = os.path.join(base, file)
+            if not os.path.lexists(path) and name != "head_metrics":
+                continue  # a set of an earlier version without this table
+            texts[name] = _read_file(path, f"table {name} of the result set in {folder}")
+            tables[name] = _frame(texts[name], schema[name], os.path.join(folder, file))
+    finally:
+        if lock_fd is not None:
+            os.close(lock_fd)
+    metrics = tables["head_metrics"]
+    return ResultSet(tables, texts, f"{len(metrics)} heads read from {folder}", source=folder)
+
+
+__all__ = ["ResultSet", "result_set", "read_results"]
