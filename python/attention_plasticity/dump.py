@@ -87,10 +87,13 @@ class DumpResult(ResultSet):
         """The number of heads that failed."""
         return self._run.failed
 
+    @property
     def results(self):
         """The HeadResult of every analyzed head, in (layer, q_head) order (every number of the
-        analysis, beyond the tables: e.g. ``results()[0].cells``)."""
-        return self._run.head_results()
+        analysis, beyond the tables: e.g. ``results[0].cells``)."""
+        if "_head_results" not in self.__dict__:
+            self._head_results = self._run.head_results()
+        return self._head_results
 
     def write(self, output_dir):
         """Write the CSVs into ``output_dir`` as one result set, exactly as ap_analyze does
