@@ -485,6 +485,7 @@ class ModelProfile(_DumpResult):
     LayerInfo}), ``tokens`` (tokens read) and ``capture`` (the SnifferOptions used)."""
 
     def __init__(self, run, errors, plan, layers, tokens, capture):
+        """Made by profile_model / profile_vectors from their run (a DumpRun that has run)."""
         super().__init__(run, errors, None)
         self.plan, self.layers, self.tokens, self.capture = plan, layers, tokens, capture
 

@@ -32,6 +32,8 @@ class ResultSet:
     """
 
     def __init__(self, tables, texts, summary, errors=(), source=None):
+        """A set of ``tables`` ({name: DataFrame}) and their CSV ``texts`` ({name: str}); made by
+        result_set, read_results and the runs, not usually by hand."""
         self.tables = tables
         self._texts = texts
         self.summary = summary

@@ -39,6 +39,17 @@ class DumpRun:
         """
 
     @staticmethod
+    def from_memory(name: str, query_folders: Sequence[tuple[int, int]], key_folders: Sequence[tuple[int, int]], layout: tuple[int, int, int], options: dict = {}, head_options: attention_plasticity._core.head.HeadOptions | None = None, function: str = 'profile_model') -> DumpRun:
+        """
+        A run over head folders held in memory (profile_model, profile_vectors): query_folders and
+        key_folders list the (layer, head) folders present, layout is (num_layers, num_q_heads,
+        num_k_heads); options are analyze_dump's keywords (set on head_options when given, else on
+        ap_analyze's defaults); `name` stands for the dump in messages (the folders are
+        NAME/l{LL}h{HH}q|k). run(reader, on_progress) reads every folder with reader(folder) -> dict of
+        arrays, as a Parquet folder's; write_to(dir) writes the result set.
+        """
+
+    @staticmethod
     def from_command_line(argv: Sequence[str], parquet_rows: object | None = None) -> DumpRun:
         """
         A run configured by ap_analyze's command line (argv[0] is the program); None for --help.
@@ -158,6 +169,11 @@ class DumpRun:
 
     def close(self) -> None:
         """Releases the output folder (its lock and an unwritten temporary set)."""
+
+    def head_results(self) -> list[attention_plasticity._core.head.HeadResult]:
+        """
+        The HeadResult of every analyzed head, in (layer, q_head) order (copies).
+        """
 
     def counts_text(self) -> str:
         """'P of the L query heads of the layout present: ...'."""
