@@ -60,7 +60,7 @@ from .interop import from_activation_cache, from_nnsight_inputs  # noqa: F401
 from .dump import (DumpResult, HeadError, HeadFailedWarning,  # noqa: F401
                    analyze_dump)
 from .results import NaNColumnWarning, nan_reasons, tables  # noqa: F401
-from .result_set import ResultSet, read_results, result_set  # noqa: F401
+from .result_set import ResultSet, analysis_options, read_results, result_set  # noqa: F401
 from .compare import CompareResult, compare_runs  # noqa: F401
 
 __version__ = "0.1.0"

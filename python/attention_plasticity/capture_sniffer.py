@@ -670,9 +670,9 @@ def profile_model(model, tokenizer, texts, *, max_seq_len=512, max_examples=None
     pass per ``batch_size`` examples on its own device; only the kept rows are copied to host
     memory. The heads are then analyzed by analyze_dump's run, on ``threads`` threads (default:
     all cores), with a progress bar over the forward passes and the heads (``progress=False`` to
-    silence; None: when stderr is a terminal). Cost: the forward passes, then about as long per
-    head as analyze_dump takes on the same rows (0.05-1 s per head of up to 50000 rows at d = 64
-    on one core; benchmarks/README.md).
+    silence; None: when stderr is a terminal). Cost: the forward passes, then what analyze_dump
+    takes on the same rows: about 0.2 s of CPU per head of 50,000 queries and keys at d = 128
+    with the default options, less for smaller heads (benchmarks/README.md, sections 1, 10, 11).
 
     Options (keywords; a misspelt one is refused with the nearest names):
 

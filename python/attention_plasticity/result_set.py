@@ -93,6 +93,22 @@ def result_set(results, *, warn=True):
     return ResultSet(tables, _tables_text(results), f"{len(results)} heads analyzed")
 
 
+def analysis_options(**overrides):
+    """The HeadOptions of ap_analyze, analyze_dump and profile_model (a named preset): the
+    library's defaults (``HeadOptions()``, whose confidence intervals are off, to keep
+    ``analyze_head`` at its bare cost) with the intervals of docs/method.md §8.3 on, then
+    ``overrides`` by name (checked as HeadOptions checks them: a misspelt name gets the nearest
+    ones). Use it for ``analyze_head`` results you will compare (compare_runs needs the errors)."""
+    from ._core.dump import analyze_default_options
+    from ._core.head import HeadOptions
+
+    given = HeadOptions(**overrides)  # checks the names and the values
+    options = analyze_default_options()
+    for name in overrides:
+        setattr(options, name, getattr(given, name))
+    return options
+
+
 # The largest CSV read back: far more than any head set (a head writes kilobytes), far less
 # than memory; a larger file is refused, never read without bound.
 MAX_CSV_BYTES = 1 << 32
@@ -199,4 +215,4 @@ def read_results(folder):
     return ResultSet(tables, texts, f"{len(metrics)} heads read from {folder}", source=folder)
 
 
-__all__ = ["ResultSet", "result_set", "read_results"]
+__all__ = ["ResultSet", "result_set", "read_results", "analysis_options"]

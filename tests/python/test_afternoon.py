@@ -306,3 +306,16 @@ print("tutorial checks passed")
 """
     out = run_script(tmp_path, "\n".join(blocks) + checks, "tutorial.py")
     assert "tutorial checks passed" in out
+
+
+def test_one_preset_for_the_intervals():
+    """HeadOptions() keeps analyze_head at its bare cost (no intervals); analysis_options() is
+    the preset of analyze_dump / profile_model, with overrides checked by name."""
+    assert not ap.HeadOptions().confidence_intervals
+    preset = ap.analysis_options(seed=3)
+    assert preset.confidence_intervals and preset.seed == 3
+    default = ap.analyze_default_options()
+    for name in ("max_tokens_per_head", "num_pairs_per_bucket", "sampling_unit", "distance_map"):
+        assert getattr(preset, name) == getattr(default, name), name
+    with pytest.raises(ValueError, match="did you mean 'seed'"):
+        ap.analysis_options(sede=3)
