@@ -36,7 +36,12 @@ def plots():
         return sys.modules[_PLOTS_MODULE]
     init = os.path.join(PLOTS_SOURCE, "__init__.py")
     if not os.path.isfile(init):
-        import attention_plasticity.plots as installed
+        try:
+            import attention_plasticity.plots as installed
+        except ImportError as exc:
+            raise ImportError(f"{os.path.basename(sys.argv[0])}: the figures are drawn by attention_plasticity.plots: "
+                              f"neither {os.path.normpath(PLOTS_SOURCE)} (the scripts' source tree) nor an installed "
+                              f"package has it ({exc})") from None
         return installed
     spec = importlib.util.spec_from_file_location(_PLOTS_MODULE, init,
                                                   submodule_search_locations=[os.path.dirname(init)])

@@ -3,11 +3,16 @@ head_bucket_plasticity (docs/method.md §2.12-2.13, §3)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
 from . import _style as S
 from . import _tables as T
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 TABLE = "head_bucket_plasticity"
 COLUMNS = ("layer", "q_head", "k_head", "q_bucket", "k_bucket", "plasticity", "n_pairs")
@@ -19,7 +24,7 @@ STATS = ("mean", "median")
 
 
 def bucket_heatmap(data, *, profile=None, layers=None, stat="mean", vmin=None, vmax=None,
-                   annotate="auto", title=None, figsize=None, source=None, profile_source=None):
+                   annotate="auto", title=None, figsize=None, source=None, profile_source=None) -> Figure:
     """Heatmap of plasticity per query bucket (rows) x key bucket (columns), combined over heads.
 
     A cell is the mean (``stat="median"``: the median) over the heads that have a value there of
@@ -60,11 +65,8 @@ def bucket_heatmap(data, *, profile=None, layers=None, stat="mean", vmin=None, v
 
     T.check_choice("bucket_heatmap", "stat", stat, STATS)
     T.check_choice("bucket_heatmap", "annotate", annotate, S.ANNOTATE)
-    chosen = T.layer_set(layers, "bucket_heatmap")
-    df, name = T.table_of(data, TABLE, "bucket_heatmap")
-    source = source or name
-    df = T.check_columns(df, COLUMNS, source, int_columns=INT_COLUMNS)
-    df = T.select_layers(df, chosen, source)
+    df, chosen, source = T.checked_table(data, TABLE, "bucket_heatmap", COLUMNS, int_columns=INT_COLUMNS,
+                                         layers=layers, source=source)
     df = T.no_pairs_is_nan(df)
     if profile is None and not isinstance(data, pd.DataFrame):
         try:

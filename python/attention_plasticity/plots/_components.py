@@ -3,9 +3,14 @@ head_component_weights (docs/method.md §2.6, §3)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from . import _tables as T
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 TABLE = "head_component_weights"
 COLUMNS = ("layer", "q_head", "k_head", "component", "component_r2", "weight")
@@ -13,7 +18,7 @@ INT_COLUMNS = T.ID_COLUMNS + ("component",)
 
 
 def component_weights(data, *, layers=None, errorbars=True, logy=False, title=None, figsize=None,
-                      source=None):
+                      source=None) -> Figure:
     """Bar chart of each query component's mean weight over heads.
 
     A head's component d has weight max(R2_d, 0) / sum over d of max(R2_d, 0), R2_d being how well
@@ -46,11 +51,8 @@ def component_weights(data, *, layers=None, errorbars=True, logy=False, title=No
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    chosen = T.layer_set(layers, "component_weights")
-    df, name = T.table_of(data, TABLE, "component_weights")
-    source = source or name
-    df = T.check_columns(df, COLUMNS, source, int_columns=INT_COLUMNS)
-    df = T.select_layers(df, chosen, source)
+    df, chosen, source = T.checked_table(data, TABLE, "component_weights", COLUMNS, int_columns=INT_COLUMNS,
+                                         layers=layers, source=source)
 
     stats = df.groupby("component")["weight"].agg(["mean", "std", "count"])
     components = np.arange(df["component"].min(), df["component"].max() + 1)

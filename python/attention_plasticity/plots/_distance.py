@@ -3,10 +3,15 @@ head_distance_plasticity (docs/method.md §8.1, §3)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from . import _style as S
 from . import _tables as T
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 TABLE = "head_distance_plasticity"
 COLUMNS = ("layer", "q_head", "k_head", "key_distance_low", "key_distance_high", "query_distance_low",
@@ -17,7 +22,7 @@ WORDS = {"mean": "mean over heads", "median": "median over heads", "pooled": "pa
 
 
 def distance_map(data, *, layers=None, stat="mean", min_pairs=10, vmin=None, vmax=None,
-                 annotate="auto", title=None, figsize=None, source=None):
+                 annotate="auto", title=None, figsize=None, source=None) -> Figure:
     """Heatmap of plasticity by inter-key distance (rows, from the bottom) x key-to-query distance
     (columns), combined over heads.
 
@@ -58,11 +63,8 @@ def distance_map(data, *, layers=None, stat="mean", min_pairs=10, vmin=None, vma
     T.check_choice("distance_map", "annotate", annotate, S.ANNOTATE)
     if isinstance(min_pairs, bool) or not isinstance(min_pairs, (int, np.integer)) or min_pairs < 1:
         raise T.PlotInputError(f"distance_map: min_pairs: must be an integer >= 1, got {min_pairs!r}")
-    chosen = T.layer_set(layers, "distance_map")
-    df, name = T.table_of(data, TABLE, "distance_map")
-    source = source or name
-    df = T.check_columns(df, COLUMNS, source, int_columns=INT_COLUMNS)
-    df = T.select_layers(df, chosen, source)
+    df, chosen, source = T.checked_table(data, TABLE, "distance_map", COLUMNS, int_columns=INT_COLUMNS,
+                                         layers=layers, source=source)
     check_bins(df, source)
     key_bins, query_bins, values, counts = cell_matrix(df, stat, min_pairs)
     finite, lo, hi = S.colour_range(values, vmin, vmax)

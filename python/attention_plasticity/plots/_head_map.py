@@ -3,10 +3,15 @@ to late queries (ap_drop) of head_metrics (docs/method.md §2.14, §3)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from . import _style as S
 from . import _tables as T
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 TABLE = "head_metrics"
 COLUMNS = ("layer", "q_head", "k_head", "ap_overall", "ap_first20", "ap_last20", "ap_drop")
@@ -31,7 +36,7 @@ PANELS = {
 
 
 def head_map(data, quantities=("ap_overall", "ap_drop"), *, layers=None, annotate="auto",
-             title=None, figsize=None, source=None):
+             title=None, figsize=None, source=None) -> Figure:
     """Layer x query head heatmaps of head_metrics, one panel per quantity.
 
     Parameters
@@ -71,11 +76,8 @@ def head_map(data, quantities=("ap_overall", "ap_drop"), *, layers=None, annotat
     for q in quantities:
         T.check_choice("head_map", "quantities", q, tuple(PANELS))
     T.check_choice("head_map", "annotate", annotate, S.ANNOTATE)
-    chosen = T.layer_set(layers, "head_map")
-    df, name = T.table_of(data, TABLE, "head_map")
-    source = source or name
-    df = T.check_columns(df, COLUMNS, source)
-    df = T.select_layers(df, chosen, source)
+    df, chosen, source = T.checked_table(data, TABLE, "head_map", COLUMNS, layers=layers,
+                                         source=source)
     # With layers, rows for just the chosen layers present; else every layer in range.
     rows = sorted(set(df["layer"])) if chosen is not None else None
     n = len(quantities)

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from . import _style as S
 from . import _tables as T
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 TABLE = "head_profile"
 COLUMNS = ("layer", "q_head", "k_head", "q_bucket", "tau", "n_queries", "plasticity", "n_pairs")
@@ -25,7 +30,7 @@ def _mean_line_style():
 
 
 def profile(data, *, layers=None, facet_by_layer=False, xscale="auto", ylim=None, title=None,
-            figsize=None, source=None):
+            figsize=None, source=None) -> Figure:
     """Attention plasticity against query position: a thin line per head coloured by its layer,
     the mean over heads per query bucket in bold.
 
@@ -59,11 +64,8 @@ def profile(data, *, layers=None, facet_by_layer=False, xscale="auto", ylim=None
     Raises PlotInputError (a ValueError) when the table lacks a column or a value is not a number.
     """
     T.check_choice("profile", "xscale", xscale, XSCALES)
-    chosen = T.layer_set(layers, "profile")
-    df, name = T.table_of(data, TABLE, "profile")
-    source = source or name
-    df = T.check_columns(df, COLUMNS, source, int_columns=INT_COLUMNS)
-    df = T.select_layers(df, chosen, source)
+    df, chosen, source = T.checked_table(data, TABLE, "profile", COLUMNS, int_columns=INT_COLUMNS,
+                                         layers=layers, source=source)
     df = T.no_pairs_is_nan(df)
     scale = choose_xscale(df, xscale)
     if facet_by_layer:

@@ -56,6 +56,17 @@ def table_of(data, table, function, aliases=()):
                     f"ModelProfile), got {type(data).__name__}")
 
 
+def checked_table(data, table, function, columns, *, int_columns=ID_COLUMNS, layers=None, source=None,
+                  text_columns=(), aliases=()):
+    """The plot's table of ``data`` (table_of), checked (check_columns) and cut to ``layers``
+    (layer_set, select_layers): (DataFrame, the layer set or None, the name errors give it)."""
+    chosen = layer_set(layers, function)
+    df, name = table_of(data, table, function, aliases)
+    source = source or name
+    df = check_columns(df, columns, source, int_columns=int_columns, text_columns=text_columns)
+    return select_layers(df, chosen, source), chosen, source
+
+
 def _frame(value, source):
     if not isinstance(value, pd.DataFrame):
         raise PlotInputError(f"{source}: expected a pandas DataFrame, got {type(value).__name__}")

@@ -3,10 +3,15 @@ of them, from the tables of ap_compare / ``compare_runs`` (docs/method.md §8.6)
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from . import _style as S
 from . import _tables as T
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 TRAJECTORY_TABLE = "compare_trajectory"
 HEADS_TABLE = "compare_heads"
@@ -20,7 +25,7 @@ HEADS_INT_COLUMNS = ("layer", "q_head", "significant")
 QUANTITIES = ("ap_overall", "ap_first20", "ap_last20", "ap_drop")
 
 
-def trajectory(data, *, layers=None, title=None, figsize=None, source=None):
+def trajectory(data, *, layers=None, title=None, figsize=None, source=None) -> Figure:
     """AP_first20 and AP_last20 over the result sets in order (top), mean bias_strength (bottom).
 
     The top panel shows, per set, the mean over heads of ap_first20 and ap_last20 with their
@@ -48,11 +53,10 @@ def trajectory(data, *, layers=None, title=None, figsize=None, source=None):
     Raises PlotInputError (a ValueError) when the table lacks a column, a value is not a number, or
     a layer asked for has no rows.
     """
-    chosen = T.layer_set(layers, "trajectory")
-    df, name = T.table_of(data, TRAJECTORY_TABLE, "trajectory", aliases=("trajectory",))
-    source = source or name
-    df = T.check_columns(df, TRAJECTORY_COLUMNS, source, int_columns=TRAJECTORY_INT_COLUMNS,
-                         text_columns=TRAJECTORY_TEXT_COLUMNS)
+    chosen = T.layer_set(layers, "trajectory")  # rows "all" or one layer's: chosen below
+    df, _, source = T.checked_table(data, TRAJECTORY_TABLE, "trajectory", TRAJECTORY_COLUMNS,
+                                    int_columns=TRAJECTORY_INT_COLUMNS, source=source,
+                                    text_columns=TRAJECTORY_TEXT_COLUMNS, aliases=("trajectory",))
     layer_keys = ["all"] if chosen is None else [str(x) for x in sorted(chosen)]
     missing = [k for k in layer_keys if not (df["layer"].astype(str) == k).any()]
     if missing:
@@ -62,7 +66,7 @@ def trajectory(data, *, layers=None, title=None, figsize=None, source=None):
                             figsize)
 
 
-def changes(data, *, quantity="ap_overall", pair=None, title=None, figsize=None, source=None):
+def changes(data, *, quantity="ap_overall", pair=None, title=None, figsize=None, source=None) -> Figure:
     """Layer x query head heatmap of the bias-corrected change of ``quantity`` from one set to the
     next; the heads whose change is significant (BH q <= alpha) outlined.
 
@@ -90,10 +94,9 @@ def changes(data, *, quantity="ap_overall", pair=None, title=None, figsize=None,
     import matplotlib.pyplot as plt
 
     T.check_choice("changes", "quantity", quantity, QUANTITIES)
-    heads, name = T.table_of(data, HEADS_TABLE, "changes", aliases=("heads",))
-    source = source or name
-    heads = T.check_columns(heads, HEADS_COLUMNS, source, int_columns=HEADS_INT_COLUMNS,
-                            text_columns=HEADS_TEXT_COLUMNS)
+    heads, _, source = T.checked_table(data, HEADS_TABLE, "changes", HEADS_COLUMNS,
+                                       int_columns=HEADS_INT_COLUMNS, source=source,
+                                       text_columns=HEADS_TEXT_COLUMNS, aliases=("heads",))
     if pair is None:
         pair = (str(heads["set_a"].iloc[0]), str(heads["set_b"].iloc[0]))
     elif isinstance(pair, str) or len(pair) != 2:
