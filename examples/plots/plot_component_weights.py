@@ -16,13 +16,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _common as C  # noqa: E402
 
-import numpy as np  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+CW = C.plots_module("_components")  # the figure: attention_plasticity.plots.component_weights
 
 DEFAULT_STEM = "component_weights"
 # What this plot reads (checked against the C++ definition of the tables by tests/python/test_results_api.py).
-COLUMNS = ("layer", "q_head", "k_head", "component", "component_r2", "weight")
+COLUMNS = CW.COLUMNS
 READS = {C.COMPONENT_CSV: COLUMNS}
 
 
@@ -41,49 +39,11 @@ def build_parser():
 def main(argv=None):
     args = build_parser().parse_args(argv)
     path = C.resolve_csv(args.csv, C.COMPONENT_CSV)
-    df = C.load_csv(path, COLUMNS, int_columns=C.ID_COLUMNS + ("component",))
+    df = C.load_csv(path, COLUMNS, int_columns=CW.INT_COLUMNS)
     df = C.select_layers(df, args.layers, path)
     paths = C.output_paths(args, path, DEFAULT_STEM)
-
-    stats = df.groupby("component")["weight"].agg(["mean", "std", "count"])
-    components = np.arange(df["component"].min(), df["component"].max() + 1)
-    stats = stats.reindex(components)
-    mean = stats["mean"].to_numpy()
-    std = np.nan_to_num(stats["std"].to_numpy(), nan=0.0)
-    n_dims = components.size
-
-    fig, ax = plt.subplots(figsize=args.figsize or (10.0, 5.0), layout="constrained")
-    has_value = np.isfinite(mean)
-    width = 0.8 if n_dims <= 64 else 1.0
-    ax.bar(components[has_value], mean[has_value], width=width, color="#3b75af",
-           edgecolor="none", label="mean weight over heads", zorder=2)
-    if not args.no_errorbars:
-        lo = np.minimum(std, mean)  # whiskers stop at 0: weights are never negative
-        ax.errorbar(components[has_value], mean[has_value],
-                    yerr=[lo[has_value], std[has_value]], fmt="none", ecolor="#333333",
-                    elinewidth=0.7, capsize=1.5 if n_dims <= 64 else 0, zorder=3,
-                    label="± 1 standard deviation over heads")
-    if n_dims > 0:
-        ax.axhline(1.0 / n_dims, color="#d62728", linestyle="--", linewidth=1.2, zorder=4,
-                   label=f"uniform share 1/d = 1/{n_dims}")
-    missing = components[~has_value]
-    if missing.size:
-        ax.plot(missing, np.zeros(missing.size), "x", color="grey", zorder=4,
-                label="no value (nan in every head)")
-    if args.logy:
-        ax.set_yscale("log")
-    else:
-        ax.set_ylim(bottom=0.0)
-    ax.set_xlim(components[0] - 0.7, components[-1] + 0.7)
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=min(n_dims, 32), integer=True))
-    ax.set_xlabel("component: query dimension d (oriented, before the rotation)")
-    ax.set_ylabel("share of positional information\nweight = max(R²_d, 0) / Σ max(R², 0)")
-    ax.grid(True, axis="y", color="#e3e3e3")
-    ax.set_axisbelow(True)
-    ax.legend(loc="upper right", framealpha=0.9)
-    ax.set_title(args.title or
-                 f"Share of positional information per query component, mean over "
-                 f"{C.head_count_text(df)}")
+    fig = C.P.component_weights(df, layers=args.layers, errorbars=not args.no_errorbars, logy=args.logy,
+                                title=args.title, figsize=args.figsize, source=path)
     for p in C.save_figure(fig, paths, args.dpi):
         print(p)
     return 0

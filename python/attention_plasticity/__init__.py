@@ -29,7 +29,8 @@ taken, the errors and threads) and the dump analysis of ap_analyze:
 - the companion measures (docs/method.md §8.5) ``planar_rotation``, ``pca_roles``; result sets
   compared head by head with significance (§8.6): ``compare_runs`` (as ``ap_compare``);
 - ``attention_plasticity.capture``: torch forward hooks that capture a transformers model's
-  per-head queries and keys in memory; ``attention_plasticity.sniffed``: the Parquet reader.
+  per-head queries and keys in memory; ``attention_plasticity.sniffed``: the Parquet reader;
+- ``ap.plots``: the figures of the tables (matplotlib), loaded on first use.
 """
 
 import os as _os
@@ -64,3 +65,11 @@ from .result_set import ResultSet, analysis_options, read_results, result_set  #
 from .compare import CompareResult, compare_runs  # noqa: F401
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # ap.plots on first use (PEP 562), so that `import attention_plasticity` does not import matplotlib.
+    if name == "plots":
+        import importlib
+        return importlib.import_module(".plots", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
