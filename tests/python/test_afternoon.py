@@ -217,6 +217,10 @@ def test_save_reload_compare_in_memory(decoder, default_profile, tmp_path):
     assert (unchanged.difference == 0).all() and (unchanged.significant == 0).all()
     assert (heads[heads.layer == 1].difference != 0).all()
     assert set(objects.changed.layer) <= {1}
+    # Plotted from the objects themselves.
+    figure = ap.plots.head_map(back)
+    assert len(figure.axes) >= 2 and figure.axes[0].images[0].get_array().shape == (2, 4)
+    assert ap.plots.changes(objects.heads).axes
 
 
 def test_result_set_of_head_results_writes_what_ap_analyze_writes(tmp_path):
@@ -302,6 +306,9 @@ assert sorted(falls.index) == [0, 1, 3, 4] and falls.difference.between(-0.13, -
 assert o.loc[5, "difference"] > 0.1 and o.loc[5, "q_bh"] <= 0.05 and o.loc[2, "q_bh"] > 0.05
 s = changes.summary[(changes.summary.layer == "all") & (changes.summary.quantity == "ap_overall")].iloc[0]
 assert abs(s.mean_difference + 0.05) < 0.01 and abs(s.se - 0.01) < 0.005
+import os
+for name in ("decoder_head_map", "decoder_profile", "decoder_trajectory"):
+    assert os.path.getsize(f"tutorial/{name}.png") > 10000, name
 print("tutorial checks passed")
 """
     out = run_script(tmp_path, "\n".join(blocks) + checks, "tutorial.py")
