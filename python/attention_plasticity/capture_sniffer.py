@@ -27,6 +27,7 @@ Padding tokens are never seen: a batch is padded on the right and only the first
 converted and handed to the sink inside the attention call that produced them.
 """
 
+import operator
 import os
 from dataclasses import dataclass, fields
 
@@ -235,6 +236,28 @@ class Sniffer:
                               kept[:, i, :], tokens, window)
 
 
+def check_example_ids(example_ids, where):
+    """CaptureError unless every id is an int32 and no id repeats: the analysis pairs keys
+    within an example (docs/method.md §2.12), so two sequences under one id would pair keys
+    of different texts."""
+    seen = set()
+    for example_id in example_ids:
+        try:
+            if isinstance(example_id, bool):
+                raise TypeError
+            example_id = operator.index(example_id)
+        except TypeError:
+            raise CaptureError(f"{where}: example id {example_id!r} is not an integer") from None
+        if not -2**31 <= int(example_id) < 2**31:
+            raise CaptureError(f"{where}: example id {example_id} does not fit the int32 "
+                               f"example_id column")
+        if int(example_id) in seen:
+            raise CaptureError(f"{where}: example id {example_id} is given to two sequences "
+                               f"(keys are paired within an example, so each sequence needs "
+                               f"its own id)")
+        seen.add(int(example_id))
+
+
 def run_capture(model, examples, sink, options, *, example_ids=None, batch_size=1,
                 pad_id=0, token_strings=None, on_batch=None):
     """Run ``model`` over ``examples`` (token id lists) in batches of ``batch_size`` (padded
@@ -250,10 +273,7 @@ def run_capture(model, examples, sink, options, *, example_ids=None, batch_size=
         example_ids = list(range(len(examples)))
     if len(example_ids) != len(examples):
         raise CaptureError(f"example_ids: {len(example_ids)} ids for {len(examples)} examples")
-    for example_id in example_ids:
-        if not -2**31 <= int(example_id) < 2**31:
-            raise CaptureError(f"example id {example_id} does not fit the int32 example_id "
-                               f"column")
+    check_example_ids(example_ids, "run_capture: example_ids")
     if batch_size < 1:
         raise CaptureError(f"batch_size {batch_size}: must be at least 1")
     sniffer = Sniffer(options, {}, sink)
@@ -516,6 +536,14 @@ def profile_model(model, tokenizer, texts, *, max_seq_len=512, max_examples=None
     capture_qk.py -> analyze_dump on the same settings. Returns a ModelProfile.
     """
     sniff, head_options = _split_options(options, head_options)
+    if max_examples is not None and (isinstance(max_examples, bool)
+                                     or not isinstance(max_examples, (int, np.integer))
+                                     or max_examples < 1):
+        raise CaptureError(f"profile_model: max_examples {max_examples!r}: give an integer "
+                           f">= 1, or None for all examples")
+    for name, value, low in (("max_seq_len", max_seq_len, 2), ("batch_size", batch_size, 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise CaptureError(f"profile_model: {name} {value!r}: give an integer >= {low}")
     if isinstance(texts, str):
         texts = [texts]
     examples = _capture.make_examples(tokenizer, [(str(i), t) for i, t in enumerate(texts)],
@@ -602,11 +630,36 @@ def profile_vectors(batches, lengths=None, example_ids=None, *, sliding_windows=
     recorder = Sniffer(sniff, plan, sink)
     recorder.set_plan(plan, infos)
     next_id = 0
+    all_ids = []
+    for what, given in (("lengths", lengths), ("example_ids", example_ids)):
+        if given is not None and len(given) != len(batches):
+            raise CaptureError(f"profile_vectors: {what}: {len(given)} lists for "
+                               f"{len(batches)} batches")
     for i, batch in enumerate(batches):
+        if set(batch) != set(first):
+            raise CaptureError(f"profile_vectors: batch {i} holds other (layer, kind) states "
+                               f"than batch 0")
         size, seq = batch[layers[0], "q"].shape[:2]
+        for (layer, kind), x in batch.items():
+            if tuple(x.shape[:2]) != (size, seq) or tuple(x.shape[2:]) != \
+                    tuple(first[layer, kind].shape[2:]):
+                raise CaptureError(f"profile_vectors: batch {i}, layer {layer} '{kind}': shape "
+                                   f"{tuple(x.shape)}, expected [{size}, {seq}, "
+                                   f"{', '.join(map(str, first[layer, kind].shape[2:]))}]")
         lens = [seq] * size if lengths is None else list(lengths[i])
         ids = list(range(next_id, next_id + size)) if example_ids is None \
             else list(example_ids[i])
+        for what, values in (("lengths", lens), ("example_ids", ids)):
+            if len(values) != size:
+                raise CaptureError(f"profile_vectors: {what} of batch {i}: {len(values)} "
+                                   f"values for its {size} examples")
+        bad = [n for n in lens if isinstance(n, bool) or not isinstance(n, (int, np.integer))
+               or not 1 <= n <= seq]
+        if bad:
+            raise CaptureError(f"profile_vectors: lengths of batch {i}: {bad[0]!r} is not a "
+                               f"length from 1 to the batch's sequence length {seq}")
+        all_ids.extend(ids)
+        check_example_ids(all_ids, "profile_vectors: example_ids")
         next_id += size
         recorder.begin_batch(ids, lens)
         for layer in layers:
