@@ -15,6 +15,13 @@ data.parquet in qk-sniffer's schema (docs/method.md §1.2):
     sliding_window  int32, nullable   the layer's window as the model gives it; null: none
     token_str       string, nullable  the token's text (null without capture_token_strings)
 
+and metadata.json, the layout the analysis reads ({"num_layers", "num_q_heads",
+"num_k_heads"} as the model's attention function receives them, with "head_dim", "model" and
+"capture"): analyze_dump(DUMP) and ap_analyze need no head counts for it. A layer is one call
+of an attention function in a forward pass (a module shared across depths, as ALBERT's, is
+one layer per depth); a model whose scores are more than scaling * q.k under a causal,
+window or padding mask (T5's relative position bias, ALiBi) is refused (docs/method.md §1.6).
+
 Options as qk-sniffer's (attention_plasticity.capture_sniffer): --sampler uniform (buckets of
 --bucket-size positions, each token kept with probability min(1, --base-rate / bucket size)),
 log_uniform (log2 buckets from --bucket-size on, probability base_rate / 2**bucket) or all;
@@ -36,9 +43,12 @@ min_bucket_size, sampler {type, base_rate}); model: name (a local folder: nothin
 downloaded; --model overrides), dtype, attn_implementation, config_overrides;
 tokenizer: max_length (--max-seq-len), padding_side (right only); inference: batch_size;
 dataset: path (a local .txt, .jsonl or .parquet file, text_column and id_column read as
-qk-sniffer reads them: one example per row, truncated to max_length; max_samples rows),
+qk-sniffer reads them: one example per row, truncated to max_length; the first max_samples
+rows, at least 1; an id given to two rows is an error: keys are paired within an example),
 else --text/--text-file; output: data_root (--out overrides). hf_repo_id and the other
-upload settings are ignored: nothing leaves the machine.
+upload settings are ignored: nothing leaves the machine. As qk-sniffer, a key a section does
+not have (a misspelt `layer:` for `layers:`) is an error, and so is a value of another type
+(a scalar for a section, text for a number, an integer outside 0..2**31-1).
 
 Text. --text pydoc-topics (default) is CPython's own documentation that ships with the
 interpreter: the strings of pydoc_data/topics.py (Python Software Foundation License), one
@@ -56,7 +66,8 @@ and TRANSFORMERS_OFFLINE are set, nothing is downloaded. Examples run --batch-si
 package versions writes the same bytes. Each file is written to a temporary name and renamed
 when complete.
 
-Exit status: 0 done; 2 bad arguments or a model this script cannot capture.
+Exit status: 0 done; 2 bad arguments, a bad config or dataset file, a model folder without
+a model or tokenizer, or a model this script cannot capture (the message says which).
 """
 
 import argparse

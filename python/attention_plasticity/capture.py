@@ -16,7 +16,11 @@ then calls the model's own implementation (sdpa, eager, ...): the outputs are un
 A model whose attention does not dispatch through the registry is refused with a
 CaptureError naming its type, except BERT-style encoders with absolute positions whose
 query/key projections are hooked directly (``qk_projections``). RoFormer (rotary
-embedding applied inside its own attention code) is refused: captured right or not at all.
+embedding applied inside its own attention code) and ALiBi models (Bloom, MPT, Falcon) are
+refused: captured right or not at all. A layer is one call of an attention function in a
+forward pass (a shared module is one layer per depth); every call is checked for terms of
+the scores beside q.k (T5's position_bias, a biased float mask) and for a mask other than
+causal/full with the layer's window and padding (``_check_scores``; docs/method.md §1.6).
 
 Names, as TransformerLens' hook points: ``blocks.{L}.attn.hook_rot_q`` / ``hook_rot_k`` for
 the states after the rotary embedding, ``hook_q`` / ``hook_k`` before it (or where a layer
