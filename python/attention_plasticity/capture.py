@@ -345,13 +345,20 @@ def _check_scores(model, where, query, key, mask, window, kwargs, checked):
                                f"other than 0 and -inf to the scores ({float(bias.min()):.4g} "
                                f"to {float(bias.max()):.4g}: a position bias such as ALiBi "
                                f"folded into the mask); {_WHAT_TO_DO}")
-    batch, _heads, queries, keys = allowed.shape
+    _batch, _heads, queries, keys = allowed.shape
     offset = keys - queries  # the cached keys before this call's queries
-    valid = allowed.any(dim=2).any(dim=1)  # [batch, keys]: the keys some query may read
+    # Rows that allow every key say nothing of padding: sdpa unmasks the rows of padding
+    # queries that would see no key (left padding). The valid keys are those the other rows
+    # may read (all keys where every row allows all: full attention without padding).
+    informative = ~allowed.all(dim=-1, keepdim=True)  # [batch, heads, queries, 1]
+    some = informative.flatten(1).any(dim=1)[:, None]  # [batch, 1]
+    valid = torch.where(some, (allowed & informative).any(dim=2).any(dim=1),
+                        allowed.any(dim=2).any(dim=1))  # [batch, keys]
     i = torch.arange(queries, device=mask.device)[:, None] + offset
     j = torch.arange(keys, device=mask.device)[None, :]
     near = (i - j < int(window)) if window else torch.ones_like(i - j, dtype=torch.bool)
-    rows = valid[:, offset:][:, None, :, None]  # the valid queries' rows
+    # the valid queries' rows (not those that allow every key, where some row does not)
+    rows = valid[:, offset:][:, None, :, None] & (informative | ~some[:, :, None, None])
     for causal in (True, False):
         want = valid[:, None, None, :] & near & ((j <= i) if causal else True)
         if not bool(((allowed != want) & rows).any()):

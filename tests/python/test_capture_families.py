@@ -319,6 +319,10 @@ def test_scores_check_of_each_attention_call():
     capture._check_scores(None, "layer 0", q, q, ok, 3, {"scaling": 0.5}, [])
     capture._check_scores(None, "layer 0", q, q, ok == 0, 3, {}, [])
     capture._check_scores(None, "layer 0", q, q, causal_mask(8, 8)[..., :8] * 0, None, {}, [])
+    left = torch.from_numpy(allowed(8, 8, None))  # left padding by 2, as sdpa's bool mask:
+    left[:, :2] = False                              # the padding keys removed, and the
+    left[:2] = True                                  # padding queries' rows unmasked
+    capture._check_scores(None, "layer 0", q, q, left[None, None], None, {}, [])
     distance = (torch.arange(8)[None, :] - torch.arange(8)[:, None]).float()
     alibi = causal_mask(8, 8) + torch.where(causal_mask(8, 8) == 0, 0.25 * distance, 0.0)
     with pytest.raises(capture.CaptureError, match="values other than 0 and -inf.*ALiBi"):
