@@ -9,6 +9,11 @@ attention probabilities the model itself returns (eager, output_attentions=True)
 every layer and head, on a right-padded batch; and the model's outputs with the capture on
 must equal those with it off (sdpa and eager). The recorded sliding window of each layer
 must be the model's (None for full attention), NoPE layers must be recorded as such.
+Shared attention modules (ALBERT's one module for 4 depths, Zamba2's shared blocks) are one
+layer per depth, checked against what each call of the module returns; models whose scores
+carry more than q.k (T5's relative position bias, ALiBi in Bloom, MPT, Falcon) are refused
+with a message naming the layer or the bias, and so are masks built here that are not
+causal/full with window and padding.
 Run: .venv/bin/python -m pytest -q tests/python/test_capture_families.py
 """
 
@@ -242,6 +247,31 @@ def test_albert_shared_module_is_one_layer_per_depth():
         model(input_ids=batch()[0])
         model(input_ids=batch()[0])  # the count of calls restarts with each forward pass
     assert got == [(2, "q"), (2, "k")] * 2
+
+
+def test_albert_depths_are_not_pooled_into_one_head():
+    # profile_model / capture_qk.py read run_capture: each depth its own head, with one row per
+    # token (not 4 depths' rows pooled under layer 0).
+    from attention_plasticity import capture_sniffer as sniffer
+    config = transformers.AlbertConfig(vocab_size=97, embedding_size=16, hidden_size=32,
+                                       num_hidden_layers=4, num_attention_heads=4,
+                                       intermediate_size=48, initializer_range=0.4)
+    torch.manual_seed(0)
+    model = transformers.AlbertModel(config, add_pooling_layer=False).eval()
+    examples = [list(range(3, 3 + SEQ)), list(range(20, 20 + SEQ - 3))]
+    sink = sniffer.MemorySink()
+    options = sniffer.SnifferOptions(sampling_rate=1.0, capture_token_strings=False)
+    plan, layers, tokens = sniffer.run_capture(model, examples, sink, options)
+    assert sorted(plan) == sorted(layers) == [0, 1, 2, 3] and tokens == 2 * SEQ - 3
+    direct = {}
+    with capture.hook_qk(model, lambda l, k, x: direct.setdefault((l, k), x[0].clone())), \
+            torch.no_grad():
+        model(input_ids=torch.tensor([examples[0]]))
+    for layer in range(4):
+        q = sink.columns(layer, 1, "q")
+        assert len(q["position"]) == tokens  # one row per token and depth
+        np.testing.assert_allclose(q["vector"][:SEQ], direct[layer, "q"][:, 1].numpy(),
+                                   rtol=0, atol=1e-5)
 
 
 def zamba2():
