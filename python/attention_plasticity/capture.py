@@ -16,7 +16,11 @@ then calls the model's own implementation (sdpa, eager, ...): the outputs are un
 A model whose attention does not dispatch through the registry is refused with a
 CaptureError naming its type, except BERT-style encoders with absolute positions whose
 query/key projections are hooked directly (``qk_projections``). RoFormer (rotary
-embedding applied inside its own attention code) is refused: captured right or not at all.
+embedding applied inside its own attention code) and ALiBi models (Bloom, MPT, Falcon) are
+refused: captured right or not at all. A layer is one call of an attention function in a
+forward pass (a shared module is one layer per depth); every call is checked for terms of
+the scores beside q.k (T5's position_bias, a biased float mask) and for a mask other than
+causal/full with the layer's window and padding (``_check_scores``; docs/method.md §1.6).
 
 Names, as TransformerLens' hook points: ``blocks.{L}.attn.hook_rot_q`` / ``hook_rot_k`` for
 the states after the rotary embedding, ``hook_q`` / ``hook_k`` before it (or where a layer
@@ -141,12 +145,16 @@ def attention_modules(model):
     for i, (name, m) in enumerate(found):
         layer = getattr(m, "layer_idx", None)
         out.append((i if layer is None else int(layer), name, m))
-    layers = [layer for layer, _, _ in out]
-    if len(set(layers)) != len(layers):
-        raise CaptureError(f"model type '{_model_type(model)}': its attention modules "
-                           f"report the same layer_idx twice ({layers}); cannot tell the "
-                           f"layers apart")
     return sorted(out, key=lambda t: t[0])
+
+
+def _static_layers_clean(found):
+    """True when every attention module names its own depth: a distinct layer_idx >= 0. Else
+    (ALBERT's one module for all depths, Zamba2's shared blocks with layer_idx -1) the
+    layers are the calls of a probe forward pass."""
+    indices = [getattr(m, "layer_idx", None) for _, _, m in found]
+    return all(isinstance(i, int) and i >= 0 for i in indices) \
+        and len(set(indices)) == len(indices)
 
 
 def _uses_rope(model):
@@ -176,6 +184,13 @@ def qk_projections(model):
     why = (f"model type '{kind}' does not dispatch its attention through transformers' "
            f"attention registry (AttentionInterface), so the capture cannot see the query and "
            f"key states the attention reads")
+    bias = _position_bias_in_code(model)
+    if bias:
+        raise CaptureError(f"{why}; and {bias}: its scores are not scaling * q.k plus a "
+                           f"causal/window/padding mask, so no q/k vectors give its attention. "
+                           f"Refused (captured right or not at all); capture a model whose "
+                           f"attention scores are scaling * q.k alone (rotary or absolute "
+                           f"positions)")
     if getattr(config, "position_embedding_type", "absolute") != "absolute" \
             or _uses_rope(model):
         raise CaptureError(f"{why}; and its positions are not absolute (rotary or relative), "
@@ -207,11 +222,33 @@ def qk_projections(model):
     return out
 
 
+_BIAS_RE = re.compile(r"\b(alibi|position_bias|relative_attention_bias)\b")
+
+
+def _position_bias_in_code(model):
+    """'its attention code (Cls.forward) adds an ALiBi bias to the scores' when the forward
+    of an attention module (or the model's) adds a position bias to q.k itself, else ''."""
+    classes = [type(m) for m in model.modules() if "attention" in type(m).__name__.lower()]
+    found = {}
+    for cls in dict.fromkeys(classes + [type(model)]):
+        try:
+            source = inspect.getsource(cls.forward)
+        except (OSError, TypeError, AttributeError):
+            continue
+        for m in _BIAS_RE.finditer(source):
+            found.setdefault(m.group(1), cls.__name__)
+    if not found:
+        return ""
+    name = "alibi" if "alibi" in found else next(iter(found))  # MPT: position_bias is ALiBi
+    what = "an ALiBi bias" if "alibi" in found else "a relative position bias"
+    return f"its attention code ({found[name]}.forward) adds {what} ('{name}') to the scores"
+
+
 # ---------------------------------------------------------------------------
 # The registered attention functions
 # ---------------------------------------------------------------------------
 
-_ACTIVE = {}  # id(attention module) -> (AttentionCapture, layer)
+_ACTIVE = {}  # id(attention module) -> AttentionCapture
 _REGISTERED = set()
 _LOCK = threading.Lock()
 
@@ -221,9 +258,9 @@ def _wrapped_function(inner):
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
     def attention(module, query, key, value, attention_mask, *args, **kwargs):
-        entry = _ACTIVE.get(id(module))
-        if entry is not None:
-            entry[0]._record(entry[1], module, query, key, kwargs)
+        capture = _ACTIVE.get(id(module))
+        if capture is not None:
+            capture._record(module, query, key, attention_mask, kwargs)
         if inner == "eager":
             cls = type(module)
             fn = getattr(inspect.getmodule(cls), _dispatch_default(cls) or "", None)
@@ -271,6 +308,68 @@ def _configs(config):
     return out
 
 
+# Tensor arguments of an attention call that are bookkeeping, not terms of the scores
+# (positions for flash attention's variable-length path). Any other tensor (T5's
+# position_bias, attention sinks' s_aux, ...) changes the attention beyond q.k: refused.
+_BOOKKEEPING = {"position_ids", "cu_seq_lens_q", "cu_seq_lens_k", "max_length_q", "max_length_k"}
+_WHAT_TO_DO = ("the method takes scaling * q.k (with a causal, sliding-window or padding mask) "
+               "as the score, so this model is refused (captured right or not at all); "
+               "capture a model whose attention scores are q.k alone")
+
+
+def _check_scores(model, where, query, key, mask, window, kwargs, checked):
+    """CaptureError unless the scores of this attention call are scaling * q.k under a mask
+    that only removes keys: causal or full, the layer's window, padding (``checked``: the
+    masks already checked in this forward pass, each a tensor shared by the layers)."""
+    import torch
+
+    kind = _model_type(model)
+    for name, value in kwargs.items():
+        if isinstance(value, torch.Tensor) and name not in _BOOKKEEPING:
+            raise CaptureError(f"{where} of model type '{kind}': its attention function "
+                               f"receives '{name}' (a tensor of shape {tuple(value.shape)}) "
+                               f"beside the query and key, a term of the scores the captured "
+                               f"vectors do not carry (e.g. a relative position bias); "
+                               f"{_WHAT_TO_DO}")
+    if not isinstance(mask, torch.Tensor) or mask.ndim != 4 or any(m is mask for m in checked):
+        return  # none, a padding mask [batch, keys] (flash), or checked in this pass
+    checked.append(mask)
+    if mask.dtype == torch.bool:
+        allowed = mask
+    else:
+        low = torch.finfo(mask.dtype).min / 2 if mask.is_floating_point() else -1
+        allowed = mask > low
+        bias = mask[allowed]
+        if bias.numel() and bool((bias != 0).any()):
+            raise CaptureError(f"{where} of model type '{kind}': its attention mask adds values "
+                               f"other than 0 and -inf to the scores ({float(bias.min()):.4g} "
+                               f"to {float(bias.max()):.4g}: a position bias such as ALiBi "
+                               f"folded into the mask); {_WHAT_TO_DO}")
+    _batch, _heads, queries, keys = allowed.shape
+    offset = keys - queries  # the cached keys before this call's queries
+    # Rows that allow every key say nothing of padding: sdpa unmasks the rows of padding
+    # queries that would see no key (left padding). The valid keys are those the other rows
+    # may read (all keys where every row allows all: full attention without padding).
+    informative = ~allowed.all(dim=-1, keepdim=True)  # [batch, heads, queries, 1]
+    some = informative.flatten(1).any(dim=1)[:, None]  # [batch, 1]
+    valid = torch.where(some, (allowed & informative).any(dim=2).any(dim=1),
+                        allowed.any(dim=2).any(dim=1))  # [batch, keys]
+    i = torch.arange(queries, device=mask.device)[:, None] + offset
+    j = torch.arange(keys, device=mask.device)[None, :]
+    near = (i - j < int(window)) if window else torch.ones_like(i - j, dtype=torch.bool)
+    # the valid queries' rows (not those that allow every key, where some row does not)
+    rows = valid[:, offset:][:, None, :, None] & (informative | ~some[:, :, None, None])
+    for causal in (True, False):
+        want = valid[:, None, None, :] & near & ((j <= i) if causal else True)
+        if not bool(((allowed != want) & rows).any()):
+            return
+    raise CaptureError(f"{where} of model type '{kind}': its attention mask is neither causal "
+                       f"nor full attention over the unpadded keys"
+                       f"{f' with the window {window}' if window else ''} (e.g. a chunked, "
+                       f"prefix or document mask), so the positions the analysis assumes a "
+                       f"query reads are not the model's; {_WHAT_TO_DO}")
+
+
 class AttentionCapture:
     """Records the query and key states of a model's attention layers on every forward pass.
 
@@ -280,6 +379,17 @@ class AttentionCapture:
     cache, only the states of the new tokens). ``layers``: the layer indices to capture
     (default all). ``pre_rope``: the states before the rotary embedding (hook_q/hook_k).
     ``self.layers``: {layer: LayerInfo}; ``self.path``: 'registry' or 'projections'.
+
+    A layer is one call of an attention function in a forward pass of ``model``: a module
+    called at several depths (ALBERT's one attention module, shared blocks) is several layers,
+    numbered in call order, found by a probe forward pass of 4 tokens when the modules do not
+    each name a distinct depth (``layer_idx``); otherwise a layer is its module's
+    ``layer_idx``. The count of calls restarts with each forward pass of ``model`` (call
+    ``model`` itself, not a submodule). Every call is checked: query/key head counts as
+    recorded, no term of the scores beside q.k (a tensor argument such as T5's
+    ``position_bias``, a float mask with values other than 0 and -inf such as ALiBi folded in
+    the mask), and a mask that is causal or full, with the layer's window, over the valid
+    (unpadded) keys; else CaptureError naming the layer.
     Use as a context manager, or call ``remove()``: the model's configs and hooks are
     restored. Raises CaptureError for a model it cannot capture right.
     """
@@ -290,25 +400,100 @@ class AttentionCapture:
         self.pre_rope = pre_rope
         self._saved = []
         self._handles = []
-        self._modules = []
+        self._modules = []  # [(layer, module)] of the captured layers
+        self._active = []   # the modules this capture registered in _ACTIVE
+        self._depth = {}    # (id(module), its k-th call in a forward pass) -> layer
+        self._names = {}    # id(module) -> its name in the model
+        self._calls = {}    # id(module) -> its calls so far in this forward pass
+        self._checked = []  # the masks already checked in this forward pass
+        self._probing = None
         found = attention_modules(model)
         self.path = "registry" if found else "projections"
-        num_q, num_k, head_dim = head_counts(model.config)
-        if not found:
-            projections = qk_projections(model)  # raises for the models it cannot capture
-            found = [(i, f"encoder.layer.{i}.attention.self", None)
-                     for i in range(len(projections))]
-        rope = _uses_rope(model)
-        text = _text_config(model)
-        all_layers = [layer for layer, _, _ in found]
+        try:
+            num_q, num_k, head_dim = head_counts(model.config)
+        except (AttributeError, TypeError, ZeroDivisionError) as exc:
+            raise CaptureError(f"model type '{_model_type(model)}': its config gives no head "
+                               f"counts ({exc})") from None
+        self.layers = {}
+        try:
+            if found:
+                self._names = {id(m): name for _, name, m in found}
+                self._switch(found)
+                self._handles.append(model.register_forward_pre_hook(self._new_pass))
+                sites = self._sites(found)
+            else:
+                projections = qk_projections(model)  # raises for the models it cannot capture
+                sites = [(i, f"encoder.layer.{i}.attention.self", None, None)
+                         for i in range(len(projections))]
+            self._build_infos(sites, layers, num_q, num_k, head_dim)
+            if self.path == "projections":
+                self._hook_projections(projections)
+            elif pre_rope:
+                self._hook_pre_rope()
+        except BaseException:
+            self.remove()
+            raise
+
+    # -- which call is which layer ------------------------------------------
+    def _sites(self, found):
+        """[(layer, module name, module, probe record or None)], in layer order."""
+        clean = _static_layers_clean(found)
+        try:
+            calls = self._probe()
+        except CaptureError:
+            raise
+        except Exception as exc:  # a model that needs other inputs than input_ids
+            if not clean:
+                raise CaptureError(
+                    f"model type '{_model_type(self.model)}': its attention modules do not "
+                    f"each name a distinct depth (layer_idx "
+                    f"{[getattr(m, 'layer_idx', None) for _, _, m in found]}), and a probe "
+                    f"forward pass on input_ids alone, which would show at which depths each "
+                    f"is called, failed: {type(exc).__name__}: {exc}") from None
+            calls = None
+        if calls is not None and not calls:
+            raise CaptureError(f"model type '{_model_type(self.model)}': a probe forward pass "
+                               f"called none of its attention modules through the registry")
+        if calls is None or (clean and all(k == 0 for _, k, _ in calls)):
+            # The modules' own depths (layer_idx), each called once per pass.
+            by_id = {id(m): rec for m, _k, rec in (calls or [])}
+            sites = [(layer, name, m, by_id.get(id(m))) for layer, name, m in found]
+            self._depth = {(id(m), 0): layer for layer, _, m, _ in sites}
+            return sites
+        # One layer per call, in call order (shared modules: one per depth).
+        self._depth = {(id(m), k): c for c, (m, k, _rec) in enumerate(calls)}
+        return [(c, self._names[id(m)] + (f"#{k}" if k else ""), m, rec)
+                for c, (m, k, rec) in enumerate(calls)]
+
+    def _probe(self):
+        """[(module, k, record)]: the attention calls of a forward pass of 4 tokens."""
+        import torch
+
+        param = next(self.model.parameters(), None)
+        vocab = int(getattr(_text_config(self.model), "vocab_size", None) or 4)
+        ids = (torch.arange(4) % vocab).unsqueeze(0)
+        if param is not None:
+            ids = ids.to(param.device)
+        self._probing = []
+        try:
+            with torch.no_grad():
+                self.model(input_ids=ids)
+            return self._probing
+        finally:
+            self._probing = None
+            self._new_pass()
+
+    def _build_infos(self, sites, layers, num_q, num_k, head_dim):
+        rope = _uses_rope(self.model)
+        text = _text_config(self.model)
+        all_layers = [layer for layer, _, _, _ in sites]
         chosen = all_layers if layers is None else list(layers)
         bad = [layer for layer in chosen if layer not in all_layers]
         if bad:
-            raise CaptureError(f"layers {bad}: model type '{_model_type(model)}' has layers "
+            raise CaptureError(f"layers {bad}: model type '{_model_type(self.model)}' has layers "
                                f"{all_layers[0]}..{all_layers[-1]}")
         self.num_layers = len(all_layers)
-        self.layers = {}
-        for layer, name, module in found:
+        for layer, name, module, rec in sites:
             uses = rope and (module is None or bool(getattr(module, "use_rope", True)))
             info = LayerInfo(layer=layer, module_name=name, num_q_heads=num_q,
                              num_k_heads=num_k, head_dim=head_dim, rope=uses,
@@ -317,27 +502,27 @@ class AttentionCapture:
                              else _static_window(module, text, layer),
                              scaling=getattr(module, "scaling", None),
                              softcap=getattr(module, "attn_logit_softcapping", None))
+            if rec is not None:  # what the attention function received in the probe
+                (info.num_q_heads, info.num_k_heads, info.head_dim, info.sliding_window,
+                 info.scaling, info.softcap) = rec
             if layer in chosen:
                 self.layers[layer] = info
                 self._modules.append((layer, module))
-        try:
-            if self.path == "projections":
-                self._hook_projections(projections)
-            else:
-                if pre_rope:
-                    self._hook_pre_rope()
-                self._switch()
-        except BaseException:
-            self.remove()
-            raise
+
+    def _new_pass(self, *_args):
+        """A forward pass of the model begins: the calls count from 0 again."""
+        self._calls.clear()
+        self._checked.clear()
 
     # -- the registry path --------------------------------------------------
-    def _switch(self):
-        for layer, module in self._modules:
+    def _switch(self, found):
+        for _layer, _name, module in found:
             if id(module) in _ACTIVE:
-                raise CaptureError(f"layer {layer} of model type '{_model_type(self.model)}' "
-                                   f"is already being captured (remove that capture first)")
-            _ACTIVE[id(module)] = (self, layer)
+                raise CaptureError(f"attention module '{self._names[id(module)]}' of model "
+                                   f"type '{_model_type(self.model)}' is already being "
+                                   f"captured (remove that capture first)")
+            _ACTIVE[id(module)] = self
+            self._active.append(module)
         for config in _configs(self.model.config):
             current = getattr(config, "_attn_implementation", None)
             if current is None:
@@ -346,13 +531,46 @@ class AttentionCapture:
             self._saved.append((config, current))
             config._attn_implementation_internal = _register(inner)
 
-    def _record(self, layer, module, query, key, kwargs):
-        info = self.layers[layer]
+    def _layer_of_call(self, module, count):
+        """The layer of ``module``'s call number ``count`` (from 0) in this forward pass."""
+        layer = self._depth.get((id(module), count))
+        if layer is None and self._probing is None:
+            known = sum(1 for (m, _k) in self._depth if m == id(module))
+            raise CaptureError(
+                f"attention module '{self._names.get(id(module))}' of model type "
+                f"'{_model_type(self.model)}' was called {count + 1} times in one forward "
+                f"pass, more than the {known} depth(s) the capture found for it (a module "
+                f"shared across depths that the capture did not foresee, or calls of a "
+                f"submodule: run the model given to the capture, whose forward pass restarts "
+                f"the count)")
+        return layer
+
+    def _record(self, module, query, key, attention_mask, kwargs):
+        count = self._calls.get(id(module), 0)
+        self._calls[id(module)] = count + 1
+        layer = self._layer_of_call(module, count)
         window = kwargs.get("sliding_window", getattr(module, "sliding_window", None))
-        info.sliding_window = window
-        info.scaling = kwargs.get("scaling", info.scaling)
-        info.softcap = kwargs.get("softcap", info.softcap)
-        info.num_q_heads, info.num_k_heads = query.shape[1], key.shape[1]
+        where = (f"layer {len(self._probing) if self._probing is not None else layer} "
+                 f"('{self._names.get(id(module))}'"
+                 f"{f', call {count + 1} of the module' if count else ''})")
+        _check_scores(self.model, where, query, key, attention_mask, window, kwargs,
+                      self._checked)
+        found = (query.shape[1], key.shape[1], query.shape[3], window,
+                 kwargs.get("scaling", getattr(module, "scaling", None)),
+                 kwargs.get("softcap", getattr(module, "attn_logit_softcapping", None)))
+        if self._probing is not None:
+            self._probing.append((module, count, found))
+            return
+        info = self.layers.get(layer)
+        if info is None:
+            return  # a layer not captured
+        if found[:3] != (info.num_q_heads, info.num_k_heads, info.head_dim):
+            raise CaptureError(
+                f"{where} of model type '{_model_type(self.model)}': its attention function "
+                f"receives {found[0]} query heads, {found[1]} key heads of dimension "
+                f"{found[2]}, the capture expected {info.num_q_heads}, {info.num_k_heads} and "
+                f"{info.head_dim} (from the config: does it give num_key_value_heads?)")
+        info.sliding_window, info.scaling, info.softcap = found[3], found[4], found[5]
         if self.pre_rope and info.rope:
             return  # the q/k norm or projection hooks handed them over
         seq = query.shape[2]
@@ -360,7 +578,8 @@ class AttentionCapture:
         self.on_vectors(layer, "k", key[:, :, -seq:].detach().transpose(1, 2))
 
     def _hook_pre_rope(self):
-        for layer, module in self._modules:
+        for module in dict.fromkeys(module for _layer, module in self._modules):
+            layer = next(layer for layer, m in self._modules if m is module)
             info = self.layers[layer]
             if not info.rope:
                 continue
@@ -372,9 +591,15 @@ class AttentionCapture:
                                    f"({type(module).__name__}) has no separate q_norm/k_norm "
                                    f"or q_proj/k_proj modules (e.g. a fused qkv projection): "
                                    f"the states before the rotary embedding cannot be taken")
+
+            def layer_now(module=module):
+                # the depth of the module's next attention call (its projections run first)
+                layer = self._depth.get((id(module), self._calls.get(id(module), 0)))
+                return layer if layer in self.layers else None
+
             for kind, sub in zip("qk", pair):
                 self._handles.append(sub.register_forward_hook(
-                    self._projection_hook(layer, kind, info.head_dim)))
+                    self._projection_hook(layer_now, kind, info.head_dim)))
 
     # -- the projection path (BERT-style encoders outside the registry) ------
     def _hook_projections(self, projections):
@@ -382,12 +607,15 @@ class AttentionCapture:
             q_module, k_module = projections[layer]
             head_dim = self.layers[layer].head_dim
             self._handles.append(q_module.register_forward_hook(
-                self._projection_hook(layer, "q", head_dim)))
+                self._projection_hook(lambda layer=layer: layer, "q", head_dim)))
             self._handles.append(k_module.register_forward_hook(
-                self._projection_hook(layer, "k", head_dim)))
+                self._projection_hook(lambda layer=layer: layer, "k", head_dim)))
 
-    def _projection_hook(self, layer, kind, head_dim):
+    def _projection_hook(self, layer_now, kind, head_dim):
         def hook(_module, _inputs, output):
+            layer = layer_now()
+            if layer is None or self._probing is not None:
+                return
             x = output.detach()
             self.on_vectors(layer, kind, x.reshape(x.shape[0], x.shape[1], -1, head_dim))
         return hook
@@ -396,9 +624,10 @@ class AttentionCapture:
         for handle in self._handles:
             handle.remove()
         self._handles = []
-        for _layer, module in self._modules:
-            if _ACTIVE.get(id(module), (None,))[0] is self:
+        for module in self._active:
+            if _ACTIVE.get(id(module)) is self:
                 del _ACTIVE[id(module)]
+        self._active = []
         for config, value in reversed(self._saved):
             config._attn_implementation_internal = value
         self._saved = []

@@ -28,6 +28,7 @@ converted and handed to the sink inside the attention call that produced them.
 """
 
 import difflib
+import operator
 import os
 import re
 import sys
@@ -240,6 +241,28 @@ class Sniffer:
                               kept[:, i, :], tokens, window)
 
 
+def check_example_ids(example_ids, where):
+    """CaptureError unless every id is an int32 and no id repeats: the analysis pairs keys
+    within an example (docs/method.md §2.12), so two sequences under one id would pair keys
+    of different texts."""
+    seen = set()
+    for example_id in example_ids:
+        try:
+            if isinstance(example_id, bool):
+                raise TypeError
+            example_id = operator.index(example_id)
+        except TypeError:
+            raise CaptureError(f"{where}: example id {example_id!r} is not an integer") from None
+        if not -2**31 <= int(example_id) < 2**31:
+            raise CaptureError(f"{where}: example id {example_id} does not fit the int32 "
+                               f"example_id column")
+        if int(example_id) in seen:
+            raise CaptureError(f"{where}: example id {example_id} is given to two sequences "
+                               f"(keys are paired within an example, so each sequence needs "
+                               f"its own id)")
+        seen.add(int(example_id))
+
+
 def run_capture(model, examples, sink, options, *, example_ids=None, batch_size=1,
                 pad_id=0, token_strings=None, on_batch=None):
     """Run ``model`` over ``examples`` (token id lists) in batches of ``batch_size`` (padded
@@ -255,10 +278,7 @@ def run_capture(model, examples, sink, options, *, example_ids=None, batch_size=
         example_ids = list(range(len(examples)))
     if len(example_ids) != len(examples):
         raise CaptureError(f"example_ids: {len(example_ids)} ids for {len(examples)} examples")
-    for example_id in example_ids:
-        if not -2**31 <= int(example_id) < 2**31:
-            raise CaptureError(f"example id {example_id} does not fit the int32 example_id "
-                               f"column")
+    check_example_ids(example_ids, "run_capture: example_ids")
     if batch_size < 1:
         raise CaptureError(f"batch_size {batch_size}: must be at least 1")
     sniffer = Sniffer(options, {}, sink)
@@ -703,18 +723,24 @@ def profile_model(model, tokenizer, texts, *, max_seq_len=512, max_examples=None
     """
     function = "profile_model"
     capture_kw, run_kw, head_options = _split_options(options, head_options, function)
+    if max_examples is not None and (isinstance(max_examples, bool)
+                                     or not isinstance(max_examples, (int, np.integer))
+                                     or max_examples < 1):
+        raise CaptureError(f"{function}: max_examples {max_examples!r}: give an integer "
+                           f">= 1, or None for all examples")
+    for name, value, low in (("max_seq_len", max_seq_len, 2), ("batch_size", batch_size, 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise CaptureError(f"{function}: {name} {value!r}: give an integer >= {low}")
     examples = _token_examples(tokenizer, texts, max_seq_len, function)
     if not examples or not any(examples):
         raise CaptureError(f"{function}: the texts have no tokens")
-    if max_examples is not None and int(max_examples) < 1:
-        raise CaptureError(f"{function}: max_examples {max_examples}: must be at least 1 (None: all)")
     seed = int(capture_kw.get("seed", 0))
     examples = [examples[i] for i in _capture.select_examples(len(examples), max_examples, seed)]
     examples = [e for e in examples if e]
     sniff = _capture_options(capture_kw, capture_preset, max_seq_len, sum(map(len, examples)), run_kw,
                              head_options, function)
     sink = MemorySink()
-    passes = -(-len(examples) // int(batch_size)) if int(batch_size) >= 1 else 0
+    passes = -(-len(examples) // int(batch_size))
     bar = _progress_bar(passes, "pass", "forward passes", progress)
     try:
         plan, layers, tokens = run_capture(
@@ -780,21 +806,31 @@ def profile_vectors(batches, lengths=None, example_ids=None, *, sliding_windows=
             layer=layer, module_name="", num_q_heads=q.shape[2], num_k_heads=k.shape[2],
             head_dim=q.shape[3], rope=False, nope=False,
             sliding_window=(sliding_windows or {}).get(layer))
-    shapes = []
+    for what, given in (("lengths", lengths), ("example_ids", example_ids)):
+        if given is not None and len(given) != len(batches):
+            raise CaptureError(f"{function}: {what}: {len(given)} lists for {len(batches)} batches")
+    shapes, ids = [], []
     for i, batch in enumerate(batches):
+        if set(batch) != set(first):
+            raise CaptureError(f"{function}: batch {i} holds other (layer, kind) states than batch 0")
         size, seq = batch[layers[0], "q"].shape[:2]
-        lens = [seq] * size if lengths is None else [int(n) for n in lengths[i]]
-        if len(lens) != size or any(not 0 <= n <= seq for n in lens):
-            raise CaptureError(f"{function}: lengths[{i}] must give {size} lengths between 0 and the "
-                               f"batch's seq_len {seq}, got {lens}")
-        shapes.append((size, seq, lens))
-    ids = list(range(sum(s[0] for s in shapes))) if example_ids is None \
-        else [int(e) for batch_ids in example_ids for e in batch_ids]
-    if len(ids) != sum(s[0] for s in shapes):
-        raise CaptureError(f"{function}: example_ids: {len(ids)} ids for {sum(s[0] for s in shapes)} examples")
-    if len(set(ids)) != len(ids):
-        raise CaptureError(f"{function}: example_ids repeat an id: each example is one sequence (the pairs of "
-                           f"docs/method.md §2.12 and the errors of §8.3 are per sequence)")
+        for (layer, kind), x in batch.items():
+            if tuple(x.shape[:2]) != (size, seq) or tuple(x.shape[2:]) != tuple(first[layer, kind].shape[2:]):
+                raise CaptureError(f"{function}: batch {i}, layer {layer} '{kind}': shape {tuple(x.shape)}, "
+                                   f"expected [{size}, {seq}, {', '.join(map(str, first[layer, kind].shape[2:]))}]")
+        lens = [seq] * size if lengths is None else list(lengths[i])
+        batch_ids = list(range(len(ids), len(ids) + size)) if example_ids is None else list(example_ids[i])
+        for what, values in (("lengths", lens), ("example_ids", batch_ids)):
+            if len(values) != size:
+                raise CaptureError(f"{function}: {what} of batch {i}: {len(values)} values for its {size} "
+                                   f"examples")
+        bad = [n for n in lens if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= seq]
+        if bad:
+            raise CaptureError(f"{function}: lengths of batch {i}: {bad[0]!r} is not a length from 1 to the "
+                               f"batch's sequence length {seq}")
+        ids.extend(batch_ids)
+        shapes.append((size, seq, [int(n) for n in lens]))
+    check_example_ids(ids, f"{function}: example_ids")
     max_seq_len = max(s[1] for s in shapes)
     sniff = _capture_options(capture_kw, capture_preset, max_seq_len, sum(sum(s[2]) for s in shapes), run_kw,
                              head_options, function)

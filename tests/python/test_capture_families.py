@@ -9,6 +9,11 @@ attention probabilities the model itself returns (eager, output_attentions=True)
 every layer and head, on a right-padded batch; and the model's outputs with the capture on
 must equal those with it off (sdpa and eager). The recorded sliding window of each layer
 must be the model's (None for full attention), NoPE layers must be recorded as such.
+Shared attention modules (ALBERT's one module for 4 depths, Zamba2's shared blocks) are one
+layer per depth, checked against what each call of the module returns; models whose scores
+carry more than q.k (T5's relative position bias, ALiBi in Bloom, MPT, Falcon) are refused
+with a message naming the layer or the bias, and so are masks built here that are not
+causal/full with window and padding.
 Run: .venv/bin/python -m pytest -q tests/python/test_capture_families.py
 """
 
@@ -77,24 +82,44 @@ def allowed(seq, valid, window, causal=True):
     return ok
 
 
-def check_probabilities(model, causal=True, windows=None, nope=()):
+def attention_calls(model, class_name):
+    """The attention probabilities each call of the model's ``class_name`` modules returns,
+    in call order, from forward hooks on those modules (not through the capture): one per
+    depth, whether the module is shared or not."""
+    got, handles = [], []
+    for module in model.modules():
+        if type(module).__name__ == class_name:
+            handles.append(module.register_forward_hook(
+                lambda _m, _i, out: got.append(out[1].detach().clone())))
+    return got, handles
+
+
+def check_probabilities(model, causal=True, windows=None, nope=(), attention_class=None):
     ids, mask = batch()
     kept = {}
 
     def on_vectors(layer, kind, x):
+        assert (layer, kind) not in kept, f"layer {layer} {kind} recorded twice in one pass"
         kept[layer, kind] = x.to(torch.float64).numpy().copy()
 
     with capture.hook_qk(model, on_vectors) as cap, torch.no_grad():
-        out = model(input_ids=ids, attention_mask=mask, output_attentions=True)
+        calls, handles = attention_calls(model, attention_class) if attention_class \
+            else ([], [])
+        try:
+            out = model(input_ids=ids, attention_mask=mask, output_attentions=True)
+        finally:
+            for handle in handles:
+                handle.remove()
+    attentions = calls if attention_class else out.attentions
     infos = cap.layers
-    assert sorted(infos) == list(range(len(out.attentions)))
+    assert sorted(infos) == list(range(len(attentions)))
     if windows is not None:
         assert [infos[layer].sliding_window for layer in sorted(infos)] == windows
     assert [layer for layer in sorted(infos) if infos[layer].nope] == list(nope)
     for layer, info in infos.items():
         q, k = kept[layer, "q"], kept[layer, "k"]
         group = q.shape[2] // k.shape[2]
-        want = out.attentions[layer].to(torch.float64).numpy()
+        want = attentions[layer].to(torch.float64).numpy()
         for b in range(2):
             valid = int(mask[b].sum())
             ok = allowed(SEQ, valid, info.sliding_window, causal)
@@ -196,3 +221,147 @@ def test_pre_rope_of_qwen3_is_the_q_norm_output():
                                    rtol=1e-5, atol=1e-5)  # a rotation keeps the norm
     assert capture.LayerInfo(0, "", 1, 1, 1, True, False).hook_name("q", pre_rope=True) == \
         "blocks.0.attn.hook_q"
+
+
+# --- Shared attention modules: one layer per depth (issue 25, 1) ---------------------------
+
+def test_albert_shared_module_is_one_layer_per_depth():
+    # ALBERT's one attention module serves its 4 depths: 4 layers, each with its own states,
+    # checked against what each call of the module returns.
+    config = transformers.AlbertConfig(vocab_size=97, embedding_size=16, hidden_size=32,
+                                       num_hidden_layers=4, num_attention_heads=4,
+                                       intermediate_size=48, initializer_range=0.4,
+                                       pad_token_id=0)
+    torch.manual_seed(0)
+    model = transformers.AlbertModel(config, add_pooling_layer=False).eval()
+    model.set_attn_implementation("eager")
+    assert len({id(m) for m in model.modules() if type(m).__name__ == "AlbertAttention"}) == 1
+    infos = check_probabilities(model, causal=False, windows=[None] * 4,
+                                attention_class="AlbertAttention")
+    assert sorted(infos) == [0, 1, 2, 3]
+    assert len({info.module_name.split("#")[0] for info in infos.values()}) == 1
+    check_unchanged(model)
+    got = []
+    with capture.hook_qk(model, lambda l, k, x: got.append((l, k)), layers=[2]), \
+            torch.no_grad():
+        model(input_ids=batch()[0])
+        model(input_ids=batch()[0])  # the count of calls restarts with each forward pass
+    assert got == [(2, "q"), (2, "k")] * 2
+
+
+def test_albert_depths_are_not_pooled_into_one_head():
+    # profile_model / capture_qk.py read run_capture: each depth its own head, with one row per
+    # token (not 4 depths' rows pooled under layer 0).
+    from attention_plasticity import capture_sniffer as sniffer
+    config = transformers.AlbertConfig(vocab_size=97, embedding_size=16, hidden_size=32,
+                                       num_hidden_layers=4, num_attention_heads=4,
+                                       intermediate_size=48, initializer_range=0.4)
+    torch.manual_seed(0)
+    model = transformers.AlbertModel(config, add_pooling_layer=False).eval()
+    examples = [list(range(3, 3 + SEQ)), list(range(20, 20 + SEQ - 3))]
+    sink = sniffer.MemorySink()
+    options = sniffer.SnifferOptions(sampling_rate=1.0, capture_token_strings=False)
+    plan, layers, tokens = sniffer.run_capture(model, examples, sink, options)
+    assert sorted(plan) == sorted(layers) == [0, 1, 2, 3] and tokens == 2 * SEQ - 3
+    direct = {}
+    with capture.hook_qk(model, lambda l, k, x: direct.setdefault((l, k), x[0].clone())), \
+            torch.no_grad():
+        model(input_ids=torch.tensor([examples[0]]))
+    for layer in range(4):
+        q = sink.columns(layer, 1, "q")
+        assert len(q["position"]) == tokens  # one row per token and depth
+        np.testing.assert_allclose(q["vector"][:SEQ], direct[layer, "q"][:, 1].numpy(),
+                                   rtol=0, atol=1e-5)
+
+
+def zamba2():
+    config = transformers.Zamba2Config(
+        vocab_size=97, hidden_size=32, num_hidden_layers=6, num_attention_heads=4,
+        num_key_value_heads=4, n_mamba_heads=8, mamba_d_state=8, chunk_size=16,
+        num_mem_blocks=2, use_shared_attention_adapter=True, adapter_rank=4,
+        layers_block_type=["mamba", "hybrid"] * 3, intermediate_size=48,
+        initializer_range=0.4, pad_token_id=0, max_position_embeddings=64)
+    torch.manual_seed(0)
+    return transformers.Zamba2Model(config).eval()
+
+
+def test_zamba2_shared_blocks_are_one_layer_per_depth():
+    # Zamba2's shared transformer blocks (layer_idx -1 in every one, per-depth adapters on
+    # q/k): a layer per hybrid depth, in call order, checked against each call's attention.
+    model = zamba2()
+    model.set_attn_implementation("eager")
+    infos = check_probabilities(model, windows=[None] * 3, attention_class="Zamba2Attention")
+    assert [info.module_name for info in infos.values()] == \
+        [f"layers.{i}.shared_transformer.self_attn" for i in (1, 3, 5)]
+    check_unchanged(model)
+
+
+# --- Position bias inside the attention: refused (issue 25, 2) -----------------------------
+
+def test_t5_encoder_relative_position_bias_is_refused():
+    config = transformers.T5Config(vocab_size=97, d_model=32, d_kv=8, d_ff=48, num_layers=2,
+                                   num_heads=4, pad_token_id=0)
+    torch.manual_seed(0)
+    model = transformers.T5EncoderModel(config).eval()
+    model.set_attn_implementation("eager")
+    # the reason: a relative position bias is added to q.k inside the attention function
+    assert model.encoder.block[0].layer[0].SelfAttention.has_relative_attention_bias
+    with pytest.raises(capture.CaptureError,
+                       match=r"layer 0 \('encoder\.block\.0\.layer\.0\.SelfAttention'\) of "
+                             r"model type 't5'.*'position_bias'.*refused"):
+        capture.hook_qk(model, lambda *a: None)
+    assert model.config._attn_implementation == "eager"  # restored after the refusal
+    for implementation in ("sdpa",):
+        model.set_attn_implementation(implementation)
+        with pytest.raises(capture.CaptureError, match="position_bias|0 and -inf"):
+            capture.hook_qk(model, lambda *a: None)
+
+
+@pytest.mark.parametrize("family", ["bloom", "mpt", "falcon"])
+def test_alibi_models_are_refused(family):
+    torch.manual_seed(0)
+    if family == "bloom":
+        model = transformers.BloomModel(transformers.BloomConfig(
+            vocab_size=97, hidden_size=32, n_layer=2, n_head=4))
+    elif family == "mpt":
+        model = transformers.MptModel(transformers.MptConfig(
+            vocab_size=97, d_model=32, n_layers=2, n_heads=4, max_seq_len=64))
+    else:
+        model = transformers.FalconModel(transformers.FalconConfig(
+            vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+            alibi=True))
+    with pytest.raises(capture.CaptureError,
+                       match=rf"model type '{family}'.*ALiBi bias.*Refused.*capture a model"):
+        capture.hook_qk(model.eval(), lambda *a: None)
+
+
+def causal_mask(valid, seq, window=None, dtype=torch.float32):
+    ok = torch.from_numpy(allowed(seq, valid, window))
+    return torch.where(ok, 0.0, torch.finfo(dtype).min).to(dtype)[None, None]
+
+
+def test_scores_check_of_each_attention_call():
+    # What an attention function receives, built here: a causal + padding + window mask is
+    # accepted, as bool or additive float; an ALiBi bias folded into the float mask, a
+    # prefix (bidirectional prefix) mask and a tensor argument beside q/k are refused.
+    q = torch.zeros(1, 4, 8, 8)
+    ok = causal_mask(6, 8, window=3)
+    capture._check_scores(None, "layer 0", q, q, ok, 3, {"scaling": 0.5}, [])
+    capture._check_scores(None, "layer 0", q, q, ok == 0, 3, {}, [])
+    capture._check_scores(None, "layer 0", q, q, causal_mask(8, 8)[..., :8] * 0, None, {}, [])
+    left = torch.from_numpy(allowed(8, 8, None))  # left padding by 2, as sdpa's bool mask:
+    left[:, :2] = False                              # the padding keys removed, and the
+    left[:2] = True                                  # padding queries' rows unmasked
+    capture._check_scores(None, "layer 0", q, q, left[None, None], None, {}, [])
+    distance = (torch.arange(8)[None, :] - torch.arange(8)[:, None]).float()
+    alibi = causal_mask(8, 8) + torch.where(causal_mask(8, 8) == 0, 0.25 * distance, 0.0)
+    with pytest.raises(capture.CaptureError, match="values other than 0 and -inf.*ALiBi"):
+        capture._check_scores(None, "layer 1", q, q, alibi, None, {}, [])
+    prefix = causal_mask(8, 8) == 0
+    prefix[..., :3, :3] = True
+    with pytest.raises(capture.CaptureError, match="layer 2.*neither causal nor full"):
+        capture._check_scores(None, "layer 2", q, q, prefix, None, {}, [])
+    with pytest.raises(capture.CaptureError, match="layer 3.*'s_aux'"):
+        capture._check_scores(None, "layer 3", q, q, None, None, {"s_aux": torch.zeros(4)}, [])
+    with pytest.raises(capture.CaptureError, match="window 2"):
+        capture._check_scores(None, "layer 4", q, q, ok, 2, {}, [])

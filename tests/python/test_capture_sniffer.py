@@ -132,7 +132,8 @@ output:
 """)
     code, stdout, stderr = run_cli(["--config", config])
     assert code == 0, stderr
-    folders = sorted(os.listdir(out))
+    folders = head_folders(out)
+    assert json.loads((out / "metadata.json").read_text())["num_q_heads"] == 4
     q_folders = [f for f in folders if f.endswith("q")]
     assert len(q_folders) == 3  # head_sampling.count
     assert all(int(f[1:3]) in (0, 1) for f in folders)  # layers 2, 3 slide: not candidates
@@ -194,7 +195,7 @@ def test_windows_heads_and_pre_rope_through_the_cli(model_dir, tmp_path):
     code, _, stderr = run_cli(["--out", out, "--model", model_dir, "--text-file", text,
                                "--max-seq-len", 40, "--heads", "1,3", "--bucket-size", 8])
     assert code == 0, stderr
-    assert sorted(os.listdir(out)) == sorted(
+    assert head_folders(out) == sorted(
         "l%02dh%02d%s" % (l, h, k) for l in range(4) for h, k in
         ((1, "q"), (3, "q"), (0, "k"), (1, "k")))  # GQA: q heads 1, 3 read key heads 0, 1
     for layer in range(4):
@@ -262,3 +263,181 @@ def test_profile_model_equals_capture_then_analyze_dump(model_dir, tmp_path):
                                       sampling_rate=1.0)
     for name, _file, _header in ap.result_tables():
         assert vectors.csv_text(name) == profile.csv_text(name), name
+
+
+# --- issue 25: metadata.json, hostile inputs, example ids, argument errors -------------------
+
+def head_folders(out):
+    return sorted(n for n in os.listdir(out) if cli.HEAD_FOLDER_RE.match(n)) \
+        if os.path.isdir(out) else []
+
+
+def test_capture_writes_the_layout_that_analyze_dump_reads(model_dir, tmp_path):
+    # A sampled head set: without metadata.json analyze_dump refuses to guess the layout.
+    import attention_plasticity as ap
+    (tmp_path / "t.txt").write_text(TEXT * 4)
+    out = tmp_path / "dump"
+    code, _, stderr = run_cli(["--out", out, "--model", model_dir, "--text-file",
+                               tmp_path / "t.txt", "--max-seq-len", 64, "--head-sample", 3])
+    assert code == 0, stderr
+    meta = json.loads((out / "metadata.json").read_text())
+    with open(os.path.join(model_dir, "config.json")) as f:
+        config = json.load(f)
+    assert (meta["num_layers"], meta["num_q_heads"], meta["num_k_heads"]) == \
+        (config["num_hidden_layers"], config["num_attention_heads"],
+         config["num_key_value_heads"])
+    captured = ap.analyze_dump(out, progress=False)
+    given = ap.analyze_dump(out, num_q_heads=4, num_k_heads=2, progress=False)
+    assert captured.analyzed == 3 and captured.errors == []
+    for name, _file, _header in ap.result_tables():
+        assert captured.csv_text(name) == given.csv_text(name), name
+    # a second capture into the folder replaces the metadata with --force only
+    code, _, stderr = run_cli(["--out", out, "--model", model_dir, "--text-file",
+                               tmp_path / "t.txt", "--max-seq-len", 64])
+    assert code == 2 and "already holds an earlier capture" in stderr
+
+
+def test_model_folder_without_tokenizer_is_named(model_dir, tmp_path):
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    for name in os.listdir(model_dir):
+        if name in ("config.json",) or name.endswith(".safetensors"):
+            os.link(os.path.join(model_dir, name), bare / name)
+    (tmp_path / "t.txt").write_text(TEXT)
+    code, _, stderr = run_cli(["--out", tmp_path / "dump", "--model", bare, "--text-file",
+                               tmp_path / "t.txt"])
+    assert code == 2, stderr
+    assert f"--model {bare}: no usable tokenizer in the folder" in stderr
+    assert "Traceback" not in stderr and head_folders(tmp_path / "dump") == []
+
+
+def jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+# name -> (YAML sections or None, extra flags, a fragment of the message)
+HOSTILE = {
+    "scalar section": ("capture: 5\n", [], "capture: expected a mapping of keys, got int 5"),
+    "list section": ("model: [1]\n", [], "model: expected a mapping of keys"),
+    "scalar sub-section": ("capture:\n  sampler: uniform\n", [],
+                           "capture.sampler: expected a mapping"),
+    "misspelt layers": ("capture:\n  layer: [0]\n", [], "capture: unknown key 'layer'"),
+    "misspelt base_rate": ("capture:\n  sampler:\n    base_rte: 2\n", [],
+                           "capture.sampler: unknown key 'base_rte'"),
+    "min_bucket_size 1e30": ("capture:\n  min_bucket_size: 1e30\n", [],
+                             "capture.min_bucket_size: '1e30' is not an integer"),
+    "min_bucket_size 1.0e+30": ("capture:\n  min_bucket_size: 1.0e+30\n", [],
+                                "capture.min_bucket_size: 1e+30 is not an integer"),
+    "layers scalar": ("capture:\n  layers: 3\n", [], "capture.layers: 3 is not a list"),
+    "bool as string": ("capture:\n  capture_keys: 'no'\n", [],
+                       "capture.capture_keys: 'no' is not true or false"),
+    "negative seed": ("capture:\n  head_sampling: {count: 2, seed: -1}\n", [],
+                      "capture.head_sampling.seed: -1"),
+    "max_length text": ("tokenizer:\n  max_length: abc\n", [], "tokenizer.max_length: 'abc'"),
+    "base_rate nan": ("capture:\n  sampler: {base_rate: .nan}\n", [],
+                      "capture.sampler.base_rate: nan is not a finite number"),
+    "overrides list": ("model:\n  config_overrides: [1]\n", [],
+                       "model.config_overrides: [1] is not a mapping"),
+    "batch_size 0": ("inference:\n  batch_size: 0\n", [], "inference.batch_size: 0"),
+    "attn bogus": ("model:\n  attn_implementation: bogus\n", [],
+                   "transformers cannot load a model from it"),
+    "max_samples -1": ("dataset:\n  path: {data}\n  max_samples: -1\n", [],
+                       "dataset.max_samples: -1 is not an integer from 1"),
+    "out is a file": (None, ["--out", "{file}"], "exists and is not a folder"),
+    "compression": (None, ["--compression", "bogus"], "--compression bogus: not a Parquet"),
+    "row not an object": ("dataset:\n  path: {scalar_rows}\n", [], "row 0 is not an object"),
+    "id not an integer": ("dataset:\n  path: {text_ids}\n  id_column: id\n", [],
+                          "row 0: id column 'id' holds 'x', not an integer"),
+    "text null": ("dataset:\n  path: {null_text}\n", [], "row 0: column 'text' is not a string"),
+    "config is a folder": (None, ["--config", "{folder}"], "Is a directory"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_inputs_exit_2_with_a_message(model_dir, tmp_path, case):
+    sections, flags, fragment = HOSTILE[case]
+    names = {"data": jsonl(tmp_path / "d.jsonl", [{"text": TEXT}, {"text": TEXT}]),
+             "scalar_rows": jsonl(tmp_path / "s.jsonl", [5]),
+             "text_ids": jsonl(tmp_path / "i.jsonl", [{"id": "x", "text": TEXT}]),
+             "null_text": jsonl(tmp_path / "n.jsonl", [{"text": None}]),
+             "file": tmp_path / "a_file", "folder": tmp_path}
+    names["file"].write_text("x")
+    (tmp_path / "t.txt").write_text(TEXT)
+    out = tmp_path / "dump"
+
+    def fill(text):
+        for key, value in names.items():
+            text = text.replace("{" + key + "}", str(value))
+        return text
+
+    argv = ["--model", model_dir, "--out", out] + [fill(f) for f in flags]
+    if sections is not None:
+        config = tmp_path / "c.yaml"
+        config.write_text(fill(sections))
+        argv += ["--config", config]
+    if "dataset" not in (sections or ""):
+        argv += ["--text-file", tmp_path / "t.txt"]
+    code, stdout, stderr = run_cli(argv)
+    assert code == 2, (stdout, stderr)
+    assert stderr.startswith("capture_qk.py: error: ") and fragment in stderr, stderr
+    assert head_folders(out) == [] and not os.path.exists(out / "metadata.json")
+
+
+def test_duplicate_example_ids_are_refused(model_dir, tmp_path):
+    # keys are paired within an example (§2.12): two texts under one id would be paired
+    model, _ = load(model_dir)
+    options = sniffer.SnifferOptions(sampling_rate=1.0)
+    with pytest.raises(capture.CaptureError, match="example id 7 is given to two sequences"):
+        sniffer.run_capture(model, [[5, 6, 7], [8, 9, 10]], sniffer.MemorySink(), options,
+                            example_ids=[7, 7])
+    q, k = torch.randn(1, 8, 4, 8), torch.randn(1, 8, 2, 8)
+    with pytest.raises(capture.CaptureError, match="example id 3 is given to two"):
+        sniffer.profile_vectors([{(0, "q"): q, (0, "k"): k}] * 2, example_ids=[[3], [3]])
+    data = jsonl(tmp_path / "d.jsonl", [{"id": 7, "text": TEXT}, {"id": 7, "text": TEXT * 2}])
+    config = tmp_path / "c.yaml"
+    config.write_text(f"dataset:\n  path: {data}\n  id_column: id\n")
+    code, _, stderr = run_cli(["--config", config, "--model", model_dir, "--out",
+                               tmp_path / "dump"])
+    assert code == 2 and "id column 'id': example id 7 is given to two sequences" in stderr
+    assert head_folders(tmp_path / "dump") == []
+
+
+def test_max_samples_takes_the_first_rows(model_dir, tmp_path):
+    data = jsonl(tmp_path / "d.jsonl", [{"id": 10 + i, "text": TEXT} for i in range(3)])
+    config = tmp_path / "c.yaml"
+    config.write_text(f"dataset:\n  path: {data}\n  id_column: id\n  max_samples: 2\n"
+                      f"capture:\n  layers: [0]\n  heads: [0]\n")
+    code, _, stderr = run_cli(["--config", config, "--model", model_dir, "--out",
+                               tmp_path / "dump", "--sampling-rate", 1.0])
+    assert code == 0, stderr
+    assert sorted(set(read(tmp_path / "dump" / "l00h00q").column("example_id").to_pylist())) \
+        == [10, 11]
+
+
+def test_profile_functions_refuse_bad_arguments_with_capture_errors(model_dir):
+    import attention_plasticity as ap
+    model, tokenizer = load(model_dir)
+    for bad in (-1, 0):
+        with pytest.raises(capture.CaptureError, match=f"max_examples {bad}: give an integer"):
+            ap.profile_model(model, tokenizer, TEXT, max_examples=bad)
+    q, k = torch.randn(2, 8, 4, 8), torch.randn(2, 8, 2, 8)
+    with pytest.raises(capture.CaptureError, match="lengths of batch 0: 20 is not a length"):
+        sniffer.profile_vectors({(0, "q"): q, (0, "k"): k}, lengths=[8, 20])
+    with pytest.raises(capture.CaptureError, match="lengths of batch 0: 1 values for its 2"):
+        sniffer.profile_vectors({(0, "q"): q, (0, "k"): k}, lengths=[8])
+
+
+def test_head_counts_come_from_the_attention_calls(model_dir):
+    # A config without num_key_value_heads (read as no GQA) on a GQA model: the heads the
+    # attention function receives decide, so the profile equals the one with the config whole.
+    import attention_plasticity as ap
+    model, tokenizer = load(model_dir)
+    settings = dict(max_seq_len=64, min_bucket_size=16, sampling_rate=1.0, layers=[0, 2])
+    want = ap.profile_model(model, tokenizer, TEXT * 3, **settings)
+    del model.config.num_key_value_heads
+    assert capture.head_counts(model.config)[1] != 2  # the config no longer says 2
+    got = ap.profile_model(model, tokenizer, TEXT * 3, **settings)
+    assert got.errors == [] and len(got.results) == 8
+    for name, _file, _header in ap.result_tables():
+        assert got.csv_text(name) == want.csv_text(name), name
