@@ -63,6 +63,9 @@ def from_activation_cache(cache, num_layers=None, *, rotary=None):
       has no hook_pattern: pass ``rotary=False`` if the model has none, or keep hook_pattern.
     """
     function = "from_activation_cache"
+    if rotary not in (None, True, False):
+        raise CaptureError(f"{function}: rotary={rotary!r}: pass True or False (whether the model "
+                           f"has a rotary embedding), or leave it None to read it from the cache")
     keys = set(cache.keys())
     if num_layers is None:
         blocks = [int(k.split(".")[1]) for k in keys

@@ -145,6 +145,8 @@ def test_cache_that_cannot_tell_is_refused_unless_told_rotary_false():
         ap.from_activation_cache(plain)
     assert "cannot tell" in str(error.value)
     assert "pass rotary=False if the model has no rotary embedding" in str(error.value)
+    with pytest.raises(capture.CaptureError, match="rotary='no': pass True or False"):
+        ap.from_activation_cache(plain, rotary="no")
     states = ap.from_activation_cache(plain, rotary=False)
     assert all(states[l, k] is plain[f"blocks.{l}.attn.hook_{k}"] for l, k in states)
 
