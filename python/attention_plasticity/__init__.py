@@ -30,7 +30,13 @@ taken, the errors and threads) and the dump analysis of ap_analyze:
   compared head by head with significance (§8.6): ``compare_runs`` (as ``ap_compare``);
 - ``attention_plasticity.capture``: torch forward hooks that capture a transformers model's
   per-head queries and keys in memory; ``attention_plasticity.sniffed``: the Parquet reader;
-- ``ap.plots``: the figures of the tables (matplotlib), loaded on first use.
+- ``ap.plots``: the figures of the tables (matplotlib), loaded on first use;
+- a live model in memory: ``profile_model(model, tokenizer, texts)``, and states other tools
+  captured: ``profile_vectors`` with ``from_activation_cache`` (TransformerLens) or
+  ``from_nnsight_inputs`` (nnsight); they return a ``ModelProfile``;
+- result sets (``ResultSet``: what analyze_dump and profile_model return, ``result_set`` of
+  HeadResults, ``read_results(folder)``): tables, ``write(folder)``, compared by ``compare_runs``;
+  ``analysis_options()`` is the options preset of analyze_dump and profile_model.
 """
 
 import os as _os
