@@ -84,7 +84,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # The capture, its options and the Parquet writer: attention_plasticity.capture_sniffer (and
 # the model checks, text and examples of attention_plasticity.capture it uses), installed.
 from attention_plasticity import capture as capture_module  # noqa: E402
-from attention_plasticity import capture_sniffer as sniffer_module  # noqa: E402
+from attention_plasticity import capture_sniffer as sniffer_module  # noqa: E402  (qk_sniffer and profile)
 
 head_counts = capture_module.head_counts
 default_model_dir = capture_module.default_model_dir

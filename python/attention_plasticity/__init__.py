@@ -61,8 +61,7 @@ from ._core.dump import *  # noqa: F401,F403  (DumpRun, the options of ap_analyz
 from ._core.companion import *  # noqa: F401,F403  (§8.5-8.6: planar rotation, PCA roles)
 from ._core.tables import *  # noqa: F401,F403  (§3: the tables' files, schema and columns)
 from .capture import CaptureError  # noqa: F401
-from .capture_sniffer import (ModelProfile, notebook_capture, profile_model,  # noqa: F401
-                              profile_vectors)
+from .profile import ModelProfile, notebook_capture, profile_model, profile_vectors  # noqa: F401
 from .interop import from_activation_cache, from_nnsight_inputs  # noqa: F401
 from .dump import (DumpResult, HeadError, HeadFailedWarning,  # noqa: F401
                    analyze_dump)

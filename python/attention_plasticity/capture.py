@@ -31,7 +31,7 @@ its q/k projection) outputs.
 Also here, because a capture and an in-memory analysis must cut text into the same examples:
 the built-in text (CPython's pydoc topics) and its examples, and the seeded choice of
 examples. ``examples/capture_qk.py`` writes qk-sniffer dumps with these (through
-attention_plasticity.capture_sniffer); ``profile_model`` analyzes a live model in memory.
+attention_plasticity.qk_sniffer); ``profile_model`` (attention_plasticity.profile) analyzes a live model in memory.
 
 Needs torch (and transformers to load a model); nothing is downloaded (load models from a
 local folder with ``local_files_only=True``; ``default_model_dir`` is the all-MiniLM-L6-v2
@@ -640,7 +640,6 @@ class AttentionCapture:
         return False
 
 
-QKHooks = AttentionCapture  # the name hook_qk's result had before the registry capture
 
 
 def hook_qk(model, on_vectors, layers=None):

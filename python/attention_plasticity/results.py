@@ -47,8 +47,7 @@ def tables(results, *, warn=True):
     that is NaN by the rules of docs/method.md §2.14 / §8.3 for some head, with the rule
     (see ``nan_reasons``).
     """
-    from .result_set import ResultSet
-    if isinstance(results, ResultSet):
+    if isinstance(getattr(results, "tables", None), dict):  # a result set (ResultSet and its kinds)
         if warn:
             warn_nan_columns(results.tables, stacklevel=3)
         return results.tables

@@ -31,7 +31,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-PARQUET_NAME = "data.parquet"
+from .layout import PARQUET_NAME  # noqa: F401  (the dump layout's file name)
+
 INT_COLUMNS = ("bucket", "example_id", "position")
 REQUIRED_COLUMNS = INT_COLUMNS + ("vector",)
 OPTIONAL_COLUMNS = ("sliding_window", "token_str")
