@@ -8,6 +8,7 @@ import io
 import os
 from typing import NamedTuple
 
+from ._core import UsageError
 from ._core.companion import _compare_result_sets
 
 
@@ -66,6 +67,11 @@ def compare_runs(sets, output_dir=None, names=None, alpha=0.05, common_heads=Fal
     are refused (UsageError) unless ``common_heads``; ``same_dump``: the sets analyzed the same
     dump under different options (unpaired tests are then conservative). With ``output_dir``, the
     CSVs are written there as one result set, as ap_compare writes them. Returns CompareResult."""
+    # One string is one name or one folder, never a list of its characters ('xy' -> 'x', 'y').
+    for label, value in (("sets", sets), ("names", names)):
+        if isinstance(value, (str, bytes, os.PathLike)):
+            raise UsageError("compare_runs: %s: %r is one %s; give a list, one per set"
+                             % (label, value, "folder" if label == "sets" else "name"))
     folders = [os.fspath(s) for s in sets]
     tables, notes, compared, changed = _compare_result_sets(
         folders, list(names) if names is not None else [], float(alpha), bool(common_heads), bool(same_dump),
