@@ -1218,33 +1218,32 @@ def compare_metrics_is_fifo_in_set(c):
     return CompareExpect(2, ["%s/head_metrics.csv: is a FIFO, not a regular file" % c.b])
 
 
+def replaced_in_plain_copy(c, folder, name, make, kind):
+    """Turns `folder` into plain copies, puts make(path) in place of its file `name`: refused
+    as `kind`, not a regular file."""
+    c.plain(folder)
+    p = os.path.join(folder, name)
+    os.remove(p)
+    make(p)
+    return CompareExpect(2, ["%s/%s: is %s, not a regular file" % (folder, name, kind)])
+
+
 @compare_case
 def compare_metrics_is_fifo_plain(c):
-    c.plain(c.a)
-    p = os.path.join(c.a, "head_metrics.csv")
-    os.remove(p)
-    os.mkfifo(p)
-    return CompareExpect(2, ["%s/head_metrics.csv: is a FIFO, not a regular file" % c.a])
+    return replaced_in_plain_copy(c, c.a, "head_metrics.csv", os.mkfifo, "a FIFO")
 
 
 @compare_case
 def compare_profile_links_to_fifo(c):
-    c.plain(c.b)
     fifo = os.path.join(c.work, c.name, "fifo")
     os.mkfifo(fifo)
-    p = os.path.join(c.b, "head_profile.csv")
-    os.remove(p)
-    os.symlink(fifo, p)
-    return CompareExpect(2, ["%s/head_profile.csv: is a FIFO, not a regular file" % c.b])
+    return replaced_in_plain_copy(c, c.b, "head_profile.csv", lambda p: os.symlink(fifo, p), "a FIFO")
 
 
 @compare_case
 def compare_metrics_is_dev_zero(c):
-    c.plain(c.a)
-    p = os.path.join(c.a, "head_metrics.csv")
-    os.remove(p)
-    os.symlink("/dev/zero", p)
-    return CompareExpect(2, ["%s/head_metrics.csv: is a character device, not a regular file" % c.a])
+    return replaced_in_plain_copy(c, c.a, "head_metrics.csv", lambda p: os.symlink("/dev/zero", p),
+                                  "a character device")
 
 
 @compare_case
@@ -1260,11 +1259,7 @@ def compare_profile_beyond_memory(c):
 
 @compare_case
 def compare_metrics_is_folder(c):
-    c.plain(c.a)
-    p = os.path.join(c.a, "head_metrics.csv")
-    os.remove(p)
-    os.makedirs(p)
-    return CompareExpect(2, ["%s/head_metrics.csv: is a folder, not a regular file" % c.a])
+    return replaced_in_plain_copy(c, c.a, "head_metrics.csv", os.makedirs, "a folder")
 
 
 @compare_case
