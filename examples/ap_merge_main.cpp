@@ -84,6 +84,13 @@ int main(int argc, char** argv)
                               + " the shard folder '" + folders[overlap.input]
                               + "'; write the merged results into another folder (outside every shard)");
         }
+        const std::vector<std::string> foreign = foreign_result_files(config.output_dir, result_file_names());
+        if (!foreign.empty())
+        {
+            throw usage_error("--output-dir '" + config.output_dir + "' holds the results of another program ("
+                              + name_list(foreign) + "): the merged set would replace them as its current set and "
+                              "leave their links dangling; write the merged results into another folder");
+        }
     }
     catch (const std::exception& e)
     {

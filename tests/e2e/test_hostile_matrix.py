@@ -1356,6 +1356,15 @@ def compare_output_holds_input(c):
 
 
 @compare_case
+def compare_output_is_an_analysis_folder(c):
+    # Another analysis' folder (not compared): its set would be replaced and its links strand.
+    other = os.path.join(c.work, c.name, "other_analysis")
+    u.copy_tree(c.a, other)
+    return CompareExpect(2, ["the output folder '%s' holds the results of another program (head_bucket_plasticity.csv"
+                             % other], out=other)
+
+
+@compare_case
 def compare_output_bind_mount_of_input(c):
     mount = shutil.which("mount")
     target = os.path.join(c.work, c.name, "mounted")
@@ -1411,6 +1420,7 @@ def run_compare_case(ck, compare, python, work, set_a, set_b, earlier, clean_com
         return False
     out = e.out or c.out
     inputs_before = {f: snapshot(f) for f in (c.a, c.b)}
+    out_before = snapshot(out)
     runs = [("ap_compare", [compare, "--output-dir", out] + (["--names", ",".join(e.names)] if e.names else [])
              + [c.a, c.b])]
     if python:
@@ -1429,6 +1439,7 @@ def run_compare_case(ck, compare, python, work, set_a, set_b, earlier, clean_com
             ck.check(got == clean_comparison, "%s (%s): the comparison differs from the clean one" % (name, program))
         else:
             ck.check(got == before, "%s (%s): the earlier comparison changed" % (name, program))
+            ck.check(snapshot(out) == out_before, "%s (%s): the output folder changed" % (name, program))
         ck.check(not u.leftovers(c.out), "%s (%s): leftovers in the output folder" % (name, program))
     if c.keep_open is not None:
         c.keep_open.close()

@@ -380,6 +380,12 @@ def main():
     alias = os.path.join(work, "variants", "alias_of_s2")
     os.symlink(s2, alias)
     merged([s0, s1, s2], alias, 2, ["--output-dir '%s' is the shard folder '%s'" % (alias, s2)])
+    # A folder holding another program's set (here one file, notes.csv): its links would strand.
+    foreign = os.path.join(work, "variants", "foreign")
+    os.makedirs(os.path.join(foreign, u.STATE, "set-1-2-abcd1234-otherhost"))
+    open(os.path.join(foreign, u.STATE, "set-1-2-abcd1234-otherhost", "notes.csv"), "w").close()
+    os.symlink("set-1-2-abcd1234-otherhost", os.path.join(foreign, u.STATE, "current"))
+    merged([s0, s1, s2], foreign, 2, ["--output-dir '%s' holds the results of another program (notes.csv)" % foreign])
     merged([s0, s1, s2], keep, 0)  # shard 0 is still mergeable
 
     # Bad values and usage.

@@ -1183,9 +1183,9 @@ inline compare_result compare_result_sets(const compare_options& options)
 }
 
 /// Throws compare_error when the output folder is one of the result sets, lies inside one or
-/// holds one (io/folder_overlap.hpp: by the folders themselves, not their paths): the
-/// comparison's set would replace theirs as the folder's current set, or its links would
-/// strand theirs.
+/// holds one (io/folder_overlap.hpp: by the folders themselves, not their paths), or holds the
+/// results of another program (an analysis): the comparison's set would replace theirs as the
+/// folder's current set and strand their links.
 inline void check_output_folder(const compare_options& options, const std::string& output_dir)
 {
     const io::folder_overlap overlap = io::find_folder_overlap(output_dir, options.folders);
@@ -1194,6 +1194,14 @@ inline void check_output_folder(const compare_options& options, const std::strin
         throw compare_error("the output folder '" + output_dir + "' " + io::relation_words(overlap.relation)
                             + " the result set '" + options.folders[overlap.input]
                             + "'; write the comparison into another folder (outside every result set)");
+    }
+    const std::vector<std::string> foreign = foreign_result_files(
+        output_dir, {compare_heads_csv, compare_changed_csv, compare_summary_csv, compare_trajectory_csv});
+    if (!foreign.empty())
+    {
+        throw compare_error("the output folder '" + output_dir + "' holds the results of another program ("
+                            + name_list(foreign) + "): the comparison would replace them as its current set and "
+                            "leave their links dangling; write the comparison into another folder");
     }
 }
 

@@ -170,6 +170,52 @@ private:
     bool m_is_set = false;
     io::unique_fd m_lock;  // shared lock on the folder (none for plain copies)
 };
+/// The files of the set current in the output folder `output_dir` that are not among `names`:
+/// the results of another program (an ap_analyze folder given to ap_compare), which a set of
+/// `names` written there would replace as the current set, leaving their links dangling (and the
+/// next run would delete them). Empty when the folder holds no set, or one of `names` only, or
+/// cannot be read (the writer then says why).
+inline std::vector<std::string> foreign_result_files(const std::string& output_dir,
+                                                     const std::vector<std::string>& names)
+{
+    struct stat st;
+    if (::lstat((std::filesystem::path(output_dir) / result_state_folder).c_str(), &st) != 0)
+    {
+        return {};
+    }
+    std::vector<std::string> foreign;
+    try
+    {
+        const result_set_reader reader(output_dir);
+        for (const auto& entry : reader.entries())
+        {
+            if (std::find(names.begin(), names.end(), entry) == names.end())
+            {
+                foreign.push_back(entry);
+            }
+        }
+    }
+    catch (const std::exception&)
+    {
+        return {};
+    }
+    return foreign;
+}
+
+/// "a, b, c" (at most `shown` names, then "and N more").
+inline std::string name_list(const std::vector<std::string>& names, std::size_t shown = 4)
+{
+    std::string text;
+    for (std::size_t i = 0; i < names.size() && i < shown; ++i)
+    {
+        text += (i == 0 ? "" : ", ") + names[i];
+    }
+    if (names.size() > shown)
+    {
+        text += " and " + std::to_string(names.size() - shown) + " more";
+    }
+    return text;
+}
 }  // namespace attention_plasticity::run
 
 #endif
