@@ -11,11 +11,13 @@
 // writes a name it does not know into the output folder; all shards must have the same
 // header lines.
 //
-// A shard folder is read through its result set (result_set.hpp): the set `current` names,
-// resolved once, so that the manifest and the CSVs come from one run; a plain folder (a copy
-// with the files themselves) is read as it is. The merge holds a shared lock on each shard
-// folder while it reads, so that no ap_analyze run starts writing there meanwhile, and
-// refuses a folder that a running ap_analyze holds.
+// A shard folder is read through result_set_reader.hpp (as ap_compare reads its sets): the set
+// `current` names, resolved once, so that the manifest and the CSVs come from one run; a plain
+// folder (a copy with the files themselves) is read as it is; each file a regular file of
+// bounded size (the manifest max_manifest_bytes, a table the machine's memory), never a FIFO
+// waited on. The merge holds a shared lock on each shard folder while it lives, so that no
+// ap_analyze run starts writing there meanwhile, and refuses a folder that a running
+// ap_analyze holds.
 //
 // Refused (merge_error, every problem found listed): a folder that cannot be read, without a
 // manifest or a complete set (its run did not finish), still being written; shards of
