@@ -10,14 +10,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
-#include <filesystem>
-#include <iterator>
 #include <new>
 #include <optional>
 #include <string>
-#include <system_error>
 #include <vector>
 
+#include <attention_plasticity/io/folder_overlap.hpp>
 #include <attention_plasticity/run/config.hpp>
 #include <attention_plasticity/run/result_set.hpp>
 #include <attention_plasticity/run/run_report.hpp>
@@ -26,6 +24,7 @@
 namespace
 {
 using namespace attention_plasticity::run;
+using namespace attention_plasticity::io;
 
 struct merge_config
 {
@@ -56,34 +55,6 @@ std::string merge_help()
              "(nothing written).\n";
 }
 
-/// Whether `inner` is `outer` or lies inside it (both resolved: links, "..").
-bool inside(const std::string& inner, const std::string& outer)
-{
-    std::error_code ec;
-    const auto a = std::filesystem::weakly_canonical(std::filesystem::absolute(inner, ec), ec);
-    if (ec)
-    {
-        return false;
-    }
-    const auto b = std::filesystem::weakly_canonical(std::filesystem::absolute(outer, ec), ec);
-    if (ec)
-    {
-        return false;
-    }
-    auto ia = a.begin();
-    for (auto ib = b.begin(); ib != b.end(); ++ib, ++ia)
-    {
-        if (ib->empty() && std::next(ib) == b.end())
-        {
-            break;  // a trailing separator
-        }
-        if (ia == a.end() || *ia != *ib)
-        {
-            return false;
-        }
-    }
-    return true;
-}
 }  // namespace
 
 int main(int argc, char** argv)
@@ -105,15 +76,20 @@ int main(int argc, char** argv)
         {
             throw usage_error("no shard folder given (ap_merge --output-dir DIR SHARD_DIR...; see --help)");
         }
-        for (const auto& folder : folders)
+        // By the folders themselves (io/folder_overlap.hpp): a link, a bind mount of a shard is seen through.
+        const folder_overlap overlap = find_folder_overlap(config.output_dir, folders);
+        if (overlap.relation != folder_relation::apart)
         {
-            if (inside(config.output_dir, folder))
-            {
-                throw usage_error("--output-dir '" + config.output_dir + "' is "
-                                  + (inside(folder, config.output_dir) ? "the shard folder '" + folder + "'"
-                                                                       : "inside the shard folder '" + folder + "'")
-                                  + "; write the merged results into another folder (outside every shard)");
-            }
+            throw usage_error("--output-dir '" + config.output_dir + "' " + relation_words(overlap.relation)
+                              + " the shard folder '" + folders[overlap.input]
+                              + "'; write the merged results into another folder (outside every shard)");
+        }
+        const std::vector<std::string> foreign = foreign_result_files(config.output_dir, result_file_names());
+        if (!foreign.empty())
+        {
+            throw usage_error("--output-dir '" + config.output_dir + "' holds the results of another program ("
+                              + name_list(foreign) + "): the merged set would replace them as its current set and "
+                              "leave their links dangling; write the merged results into another folder");
         }
     }
     catch (const std::exception& e)

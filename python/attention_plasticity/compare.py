@@ -8,6 +8,7 @@ import io
 import os
 from typing import NamedTuple
 
+from ._core import UsageError
 from ._core.companion import _compare_result_sets
 
 
@@ -84,6 +85,11 @@ def compare_runs(sets, output_dir=None, names=None, alpha=0.05, common_heads=Fal
     CSVs are written there as one result set, as ap_compare writes them."""
     import tempfile
 
+    # One string is one name or one folder, never a list of its characters ('xy' -> 'x', 'y').
+    for label, value in (("sets", sets), ("names", names)):
+        if isinstance(value, (str, bytes, os.PathLike)) or (label == "sets" and _is_result(value)):
+            raise UsageError("compare_runs: %s: %r is one %s; give a list, one per set"
+                             % (label, value, "name" if label == "names" else "set"))
     sets = list(sets)
     with tempfile.TemporaryDirectory(prefix="ap_compare_") as scratch:
         folders = []

@@ -31,6 +31,16 @@ namespace
         "integer columns: int64), on the CPU; other layouts or dtypes are converted once (see the module "
         "docstring).";
 
+    /// A head index of HeadId: >= 0 (a negative layer would seed the pair sampler of no head).
+    std::int64_t head_index(const char* name, std::int64_t value)
+    {
+        if (value < 0)
+        {
+            throw_invalid("HeadId", std::string(name) + " must be >= 0, got " + std::to_string(value));
+        }
+        return value;
+    }
+
     std::string doc(const char* text)
     {
         return std::string(text) + array_note;
@@ -671,12 +681,21 @@ namespace
             .def(
                 "__init__",
                 [](ap::head_id* self, std::int64_t layer, std::int64_t q_head, std::int64_t k_head) {
-                    new (self) ap::head_id{layer, q_head, k_head};
+                    new (self) ap::head_id{head_index("layer", layer), head_index("q_head", q_head),
+                                           head_index("k_head", k_head)};
                 },
-                "layer"_a = 0, "q_head"_a = 0, "k_head"_a = 0, "HeadId(layer, q_head, k_head).")
-            .def_rw("layer", &ap::head_id::layer, "Layer index (0-based).")
-            .def_rw("q_head", &ap::head_id::q_head, "Query head index.")
-            .def_rw("k_head", &ap::head_id::k_head, "Key head index k(h) of the GQA group (docs/method.md §1.3).")
+                "layer"_a = 0, "q_head"_a = 0, "k_head"_a = 0,
+                "HeadId(layer, q_head, k_head); each an index >= 0 (InvalidArgumentError otherwise).")
+            .def_prop_rw(
+                "layer", [](const ap::head_id& h) { return h.layer; },
+                [](ap::head_id& h, std::int64_t v) { h.layer = head_index("layer", v); }, "Layer index (0-based).")
+            .def_prop_rw(
+                "q_head", [](const ap::head_id& h) { return h.q_head; },
+                [](ap::head_id& h, std::int64_t v) { h.q_head = head_index("q_head", v); }, "Query head index.")
+            .def_prop_rw(
+                "k_head", [](const ap::head_id& h) { return h.k_head; },
+                [](ap::head_id& h, std::int64_t v) { h.k_head = head_index("k_head", v); },
+                "Key head index k(h) of the GQA group (docs/method.md §1.3).")
             .def("__repr__", [](const ap::head_id& h) {
                 return "HeadId(layer=" + std::to_string(h.layer) + ", q_head=" + std::to_string(h.q_head)
                        + ", k_head=" + std::to_string(h.k_head) + ")";

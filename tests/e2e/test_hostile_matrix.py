@@ -2,7 +2,7 @@
 """The hostile-input matrix of ap_analyze: broken and odd NPY files, dtypes, shapes, values,
 folders, metadata, configs, flags and output folders, one case each.
 
-usage: test_hostile_matrix.py AP_ANALYZE WORK_DIR [CASE_NAME_SUBSTRING...]
+usage: test_hostile_matrix.py AP_ANALYZE WORK_DIR [--compare AP_COMPARE [--python]] [CASE_NAME_SUBSTRING...]
 
 Every case starts from a copy of a valid dump (2 layers x 4 query heads x 2 key heads, GQA
 groups of 2; head (0, 1) is float32, the others float64) and an output folder that already
@@ -18,6 +18,9 @@ holds an earlier result set (another seed), breaks one thing, runs ap_analyze, a
   - no case waits: each run is killed after 120 s and then fails (FIFOs where a file, the
     lock or data is expected); the cases that plant links to files outside the output folder
     check that those files are untouched and that none is created (issue 19).
+With --compare, the same for ap_compare (and with --python, attention_plasticity.compare_runs):
+FIFOs, links, devices, folders and huge files in place of a set's files or lock, tampered values,
+an output folder that is, lies inside or holds an input (see "ap_compare and compare_runs").
 Cases needing to deny root its permissions run under setpriv (see e2e_util); disk-full and
 kill -9 cases are in test_disk_full.py and test_kill_runs.py.
 """
@@ -26,6 +29,7 @@ import fcntl
 import os
 import shutil
 import socket
+import stat
 import struct
 import sys
 
@@ -1125,6 +1129,347 @@ def output_leftovers_of_live_or_foreign_run(c):
                   messages=["was left by a run on host other-host.example and is left alone"])
 
 
+# ---------------------------------------------------------------- ap_compare and compare_runs (issue 25)
+#
+# Two result sets A and B of the clean dump (token-level errors, two seeds) and an output folder
+# that already holds a comparison of them; each case breaks one thing in A, B or the output
+# folder, runs ap_compare (and, with --python, attention_plasticity.compare_runs in a child
+# process) and asserts the exit status (UsageError for Python), the message, that nothing waits
+# (killed after 60 s), that A and B are unchanged byte for byte (nothing lost), and that the
+# earlier comparison is unchanged after a refusal (or is the clean comparison after a success).
+
+COMPARE_FILES = ("compare_heads.csv", "compare_changed.csv", "compare_summary.csv", "compare_trajectory.csv")
+COMPARE_CASES = []
+
+
+def compare_case(fn):
+    COMPARE_CASES.append(fn)
+    return fn
+
+
+class CompareExpect:
+    """code: 0 compared, 2 refused. messages: texts stderr (or the Python error) must hold.
+    out: the output folder to use (default the one with the earlier comparison). names: --names."""
+
+    def __init__(self, code, messages=(), out=None, names=None, cleanup=None):
+        self.code = code
+        self.messages = list(messages)
+        self.out = out
+        self.names = names
+        self.cleanup = cleanup
+
+
+class CompareCtx:
+    def __init__(self, work, name, set_a, set_b, earlier):
+        self.work = work
+        self.name = name
+        self.a = os.path.join(work, name, "A")
+        self.b = os.path.join(work, name, "B")
+        self.out = os.path.join(work, name, "out")
+        u.copy_tree(set_a, self.a)
+        u.copy_tree(set_b, self.b)
+        u.copy_tree(earlier, self.out)
+
+    def set_file(self, folder, name):
+        """The file `name` of the current set of `folder` (the bytes the folder's link names)."""
+        return os.path.realpath(os.path.join(folder, name))
+
+    def plain(self, folder):
+        """Turns a result folder into plain copies of its files (as a user copies them)."""
+        files = {}
+        for name in os.listdir(folder):
+            p = os.path.join(folder, name)
+            if os.path.islink(p) and os.path.exists(p):
+                with open(p, "rb") as f:
+                    files[name] = f.read()
+        shutil.rmtree(folder)
+        os.makedirs(folder)
+        for name, data in files.items():
+            with open(os.path.join(folder, name), "wb") as f:
+                f.write(data)
+
+    def tamper(self, folder, name, fn):
+        """Rewrites one CSV of the set in place: fn(lines) -> lines (header first)."""
+        path = self.set_file(folder, name)
+        with open(path) as f:
+            lines = f.read().splitlines()
+        os.chmod(path, 0o644)
+        with open(path, "w") as f:
+            f.write("\n".join(fn(lines)) + "\n")
+
+
+def set_cell(lines, row, column, value):
+    header = lines[0].split(",")
+    fields = lines[row].split(",")
+    fields[header.index(column)] = value
+    return lines[:row] + [",".join(fields)] + lines[row + 1:]
+
+
+@compare_case
+def compare_clean(c):
+    return CompareExpect(0)
+
+
+@compare_case
+def compare_metrics_is_fifo_in_set(c):
+    p = c.set_file(c.b, "head_metrics.csv")
+    os.remove(p)
+    os.mkfifo(p)
+    return CompareExpect(2, ["%s/head_metrics.csv: is a FIFO, not a regular file" % c.b])
+
+
+def replaced_in_plain_copy(c, folder, name, make, kind):
+    """Turns `folder` into plain copies, puts make(path) in place of its file `name`: refused
+    as `kind`, not a regular file."""
+    c.plain(folder)
+    p = os.path.join(folder, name)
+    os.remove(p)
+    make(p)
+    return CompareExpect(2, ["%s/%s: is %s, not a regular file" % (folder, name, kind)])
+
+
+@compare_case
+def compare_metrics_is_fifo_plain(c):
+    return replaced_in_plain_copy(c, c.a, "head_metrics.csv", os.mkfifo, "a FIFO")
+
+
+@compare_case
+def compare_profile_links_to_fifo(c):
+    fifo = os.path.join(c.work, c.name, "fifo")
+    os.mkfifo(fifo)
+    return replaced_in_plain_copy(c, c.b, "head_profile.csv", lambda p: os.symlink(fifo, p), "a FIFO")
+
+
+@compare_case
+def compare_metrics_is_dev_zero(c):
+    return replaced_in_plain_copy(c, c.a, "head_metrics.csv", lambda p: os.symlink("/dev/zero", p),
+                                  "a character device")
+
+
+@compare_case
+def compare_profile_beyond_memory(c):
+    # A sparse file larger than the machine's memory: refused by its size, nothing read.
+    c.plain(c.b)
+    p = os.path.join(c.b, "head_profile.csv")
+    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    with open(p, "r+b") as f:
+        f.truncate(2 * memory)
+    return CompareExpect(2, ["%s/head_profile.csv: %d bytes, more than the" % (c.b, 2 * memory)])
+
+
+@compare_case
+def compare_metrics_is_folder(c):
+    return replaced_in_plain_copy(c, c.a, "head_metrics.csv", os.makedirs, "a folder")
+
+
+@compare_case
+def compare_influences_endless_line(c):
+    c.plain(c.b)
+    with open(os.path.join(c.b, "head_sequence_influence.csv"), "wb") as f:
+        f.write(b"0" * 300000)
+    return CompareExpect(2, ["%s/head_sequence_influence.csv: a line longer than 65536 bytes" % c.b])
+
+
+@compare_case
+def compare_lock_is_fifo(c):
+    lock = os.path.join(c.a, u.STATE, "lock")
+    os.remove(lock)
+    os.mkfifo(lock)
+    return CompareExpect(2, ["lock: is a FIFO, not this program's lock file"])
+
+
+@compare_case
+def compare_lock_links_to_fifo(c):
+    fifo = os.path.join(c.work, c.name, "fifo")
+    os.mkfifo(fifo)
+    lock = os.path.join(c.b, u.STATE, "lock")
+    os.remove(lock)
+    os.symlink(fifo, lock)
+    return CompareExpect(2, ["lock: is a symbolic link (to '%s'), not this program's lock file" % fifo])
+
+
+@compare_case
+def compare_set_being_written(c):
+    lock = os.path.join(c.a, u.STATE, "lock")
+    c.keep_open = open(lock, "r+")
+    fcntl.flock(c.keep_open, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return CompareExpect(2, ["result set '%s': a run is writing into it" % c.a, "then compare"])
+
+
+@compare_case
+def compare_standard_error_infinite(c):
+    c.tamper(c.b, "head_metrics.csv", lambda lines: set_cell(lines, 2, "ap_overall_se", "inf"))
+    return CompareExpect(2, ["%s/head_metrics.csv: line 3: column ap_overall_se: inf is not a standard error" % c.b])
+
+
+@compare_case
+def compare_standard_error_negative(c):
+    c.tamper(c.a, "head_profile.csv", lambda lines: set_cell(lines, 1, "plasticity_se", "-0.01"))
+    return CompareExpect(2, ["%s/head_profile.csv: line 2: column plasticity_se: -0.01 is not a standard error" % c.a])
+
+
+@compare_case
+def compare_plasticity_out_of_range(c):
+    c.tamper(c.b, "head_metrics.csv", lambda lines: set_cell(lines, 4, "ap_overall", "7.5"))
+    return CompareExpect(2, ["%s/head_metrics.csv: line 5: column ap_overall: 7.5 is not a plasticity (within [0, 1]"
+                             % c.b])
+
+
+@compare_case
+def compare_column_duplicated(c):
+    def dup(lines):
+        header = lines[0].split(",")
+        i = header.index("ap_overall_se")
+        return [",".join(line.split(",") + [line.split(",")[i]]) for line in lines]
+    c.tamper(c.a, "head_metrics.csv", dup)
+    return CompareExpect(2, ["%s/head_metrics.csv: line 1: column 'ap_overall_se' appears twice" % c.a])
+
+
+@compare_case
+def compare_row_duplicated(c):
+    c.tamper(c.b, "head_profile.csv", lambda lines: lines + [lines[1]])
+    return CompareExpect(2, ["%s/head_profile.csv: line " % c.b, " has two rows"])
+
+
+@compare_case
+def compare_set_name_with_quote(c):
+    return CompareExpect(2, ["set name 'a\"b' holds a comma, a double quote or a line break"], names=["a\"b", "c"])
+
+
+@compare_case
+def compare_output_is_input_through_link(c):
+    alias = os.path.join(c.work, c.name, "alias")
+    os.symlink(c.a, alias)
+    return CompareExpect(2, ["the output folder '%s' is the result set '%s'" % (alias, c.a)], out=alias)
+
+
+@compare_case
+def compare_output_inside_input(c):
+    inner = os.path.join(c.b, "comparison")
+    return CompareExpect(2, ["the output folder '%s' is inside the result set '%s'" % (inner, c.b)], out=inner)
+
+
+@compare_case
+def compare_output_holds_input(c):
+    outer = os.path.join(c.work, c.name)
+    return CompareExpect(2, ["the output folder '%s' holds the result set '%s'" % (outer, c.a)], out=outer)
+
+
+@compare_case
+def compare_output_is_an_analysis_folder(c):
+    # Another analysis' folder (not compared): its set would be replaced and its links strand.
+    other = os.path.join(c.work, c.name, "other_analysis")
+    u.copy_tree(c.a, other)
+    return CompareExpect(2, ["the output folder '%s' holds the results of another program (head_bucket_plasticity.csv"
+                             % other], out=other)
+
+
+@compare_case
+def compare_output_bind_mount_of_input(c):
+    mount = shutil.which("mount")
+    target = os.path.join(c.work, c.name, "mounted")
+    os.makedirs(target)
+    if mount is None or u.run([mount, "--bind", c.b, target], quiet=True)[0] != 0:
+        return None
+
+    def cleanup():
+        u.run(["umount", target], quiet=True)
+    return CompareExpect(2, ["the output folder '%s' is the result set '%s'" % (target, c.b)], out=target,
+                         cleanup=cleanup)
+
+
+PYTHON_COMPARE = """
+import sys
+import attention_plasticity as ap
+try:
+    ap.compare_runs(sys.argv[3:5], output_dir=sys.argv[1], names=sys.argv[2].split('|') if sys.argv[2] else None)
+except ap.UsageError as e:
+    print(e, file=sys.stderr)
+    sys.exit(2)
+"""
+
+
+def snapshot(folder):
+    """{relative path: what is there} of a whole tree, links not followed: a regular file's bytes,
+    a link's text, or the kind of anything else (a FIFO is never opened)."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in dirnames + filenames:
+            p = os.path.join(dirpath, name)
+            st = os.lstat(p)
+            rel = os.path.relpath(p, folder)
+            if os.path.islink(p):
+                out[rel] = ("link", os.readlink(p))
+            elif os.path.isdir(p):
+                out[rel] = ("folder",)
+            elif stat.S_ISREG(st.st_mode) and st.st_size < (1 << 24):
+                with open(p, "rb") as f:
+                    out[rel] = ("file", f.read())
+            else:
+                out[rel] = ("other", stat.S_IFMT(st.st_mode), st.st_size)
+    return out
+
+
+def run_compare_case(ck, compare, python, work, set_a, set_b, earlier, clean_comparison, fn):
+    name = fn.__name__
+    c = CompareCtx(work, name, set_a, set_b, earlier)
+    c.keep_open = None
+    e = fn(c)
+    if e is None:
+        print("SKIP %s: a bind mount cannot be made here (not root?)" % name)
+        return False
+    out = e.out or c.out
+    inputs_before = {f: snapshot(f) for f in (c.a, c.b)}
+    out_before = snapshot(out)
+    runs = [("ap_compare", [compare, "--output-dir", out] + (["--names", ",".join(e.names)] if e.names else [])
+             + [c.a, c.b])]
+    if python:
+        runs.append(("compare_runs", [sys.executable, "-c", PYTHON_COMPARE, out, "|".join(e.names or []), c.a, c.b]))
+    failures_before = len(ck.failures)
+    for program, args in runs:
+        before = {f: open(os.path.join(c.out, f), "rb").read() for f in COMPARE_FILES}
+        code, _, err = u.run(args, quiet=True, timeout=60)  # a case that waits fails, never hangs
+        ck.check(code == e.code, "%s (%s): exit status %d, expected %d:\n%s" % (name, program, code, e.code, err))
+        for needle in e.messages:
+            ck.check(needle in err, "%s (%s): stderr lacks %r:\n%s" % (name, program, needle, err))
+        for folder, files in inputs_before.items():
+            ck.check(snapshot(folder) == files, "%s (%s): the result set %s changed" % (name, program, folder))
+        got = {f: open(os.path.join(c.out, f), "rb").read() for f in COMPARE_FILES}
+        if e.code == 0:
+            ck.check(got == clean_comparison, "%s (%s): the comparison differs from the clean one" % (name, program))
+        else:
+            ck.check(got == before, "%s (%s): the earlier comparison changed" % (name, program))
+            ck.check(snapshot(out) == out_before, "%s (%s): the output folder changed" % (name, program))
+        ck.check(not u.leftovers(c.out), "%s (%s): leftovers in the output folder" % (name, program))
+    if c.keep_open is not None:
+        c.keep_open.close()
+    if e.cleanup:
+        e.cleanup()
+    print("%-44s exit %d  %s" % (name, e.code, "ok" if len(ck.failures) == failures_before else "FAILED"))
+    return True
+
+
+def compare_matrix(ck, analyze, compare, python, work, clean_root, only):
+    sets = []
+    for seed in (1, 2):
+        out = os.path.join(work, "compare_set_%d" % seed)
+        u.run([analyze, "--data-root", clean_root, "--output-dir", out, "--seed", seed, "--sampling-unit", "token",
+               "--threads", 2] + LAYOUT, expect=0, quiet=True)
+        sets.append(out)
+    earlier = os.path.join(work, "compare_earlier")
+    u.run([compare, "--output-dir", earlier, "--names", "A,B"] + sets, expect=0, quiet=True)
+    clean_comparison = {f: open(os.path.join(earlier, f), "rb").read() for f in COMPARE_FILES}
+    ran = skipped = 0
+    for fn in COMPARE_CASES:
+        if only and not any(s in fn.__name__ for s in only):
+            continue
+        if run_compare_case(ck, compare, python, work, sets[0], sets[1], earlier, clean_comparison, fn):
+            ran += 1
+        else:
+            skipped += 1
+    return ran, skipped
+
+
 # ---------------------------------------------------------------- the harness
 
 def run_case(ck, analyze, work, clean_root, clean_set, earlier_out, earlier_set, fn):
@@ -1213,8 +1558,17 @@ def check_config_and_help(ck, analyze, work, clean_root):
 
 def main():
     u.require_numpy()
-    analyze, work = sys.argv[1:3]
-    only = sys.argv[3:]
+    args = sys.argv[1:]
+    compare = python = None
+    if "--compare" in args:
+        i = args.index("--compare")
+        compare = args[i + 1]
+        del args[i:i + 2]
+    if "--python" in args:
+        args.remove("--python")
+        python = True
+    analyze, work = args[:2]
+    only = args[2:]
     u.fresh_dir(work)
     ck = u.Checker()
     clean_root = os.path.join(work, "clean")
@@ -1237,6 +1591,10 @@ def main():
             ran += 1
         else:
             skipped += 1
+    if compare:
+        more, more_skipped = compare_matrix(ck, analyze, compare, python, work, clean_root, only)
+        ran += more
+        skipped += more_skipped
     if not only:
         check_config_and_help(ck, analyze, work, clean_root)
     print("%d cases run, %d skipped" % (ran, skipped))

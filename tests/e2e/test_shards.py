@@ -267,15 +267,15 @@ def main():
     dead = os.path.join(work, "variants", "dead")
     os.makedirs(os.path.join(dead, u.STATE, "tmp-999999-1-abcd1234-otherhost"))
     open(os.path.join(dead, u.STATE, "lock"), "w").close()
-    refused("unfinished", [s0, dead, s2], ["shard folder '%s': holds no complete result set: its ap_analyze run did "
-                                           "not finish" % dead])
+    refused("unfinished", [s0, dead, s2], ["shard folder '%s': holds no complete result set: its run did not finish"
+                                           % dead])
     running, _ = variant("running")
     with open(os.path.join(running, u.STATE, "lock"), "r+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         lock.write("pid 4242 on node07\n")
         lock.flush()
         # The lock's owner line names no process that holds it: the holder is named instead.
-        refused("running", [s0, running, s2], ["shard folder '%s': an ap_analyze run is writing into it (pid %d ("
+        refused("running", [s0, running, s2], ["shard folder '%s': a run is writing into it (pid %d ("
                                                % (running, os.getpid()), "holds its lock"])
     # A lock that is, or links to, a FIFO: refused at once, never waited on (issue 19).
     for label, make in (("lock_fifo", lambda lock: os.mkfifo(lock)),
@@ -374,6 +374,18 @@ def main():
     ck.check(manifest(s1)["shard"] == 1, "a merge refused into a shard folder changed it")
     inner = os.path.join(s0, u.STATE, "current")
     merged([s0, s1, s2], inner, 2, ["--output-dir '%s' is inside the shard folder '%s'" % (inner, s0)])
+    # Issue 25: a folder that holds a shard, and a link to a shard, are refused as well.
+    holder = os.path.dirname(s0)
+    merged([s0, s1, s2], holder, 2, ["--output-dir '%s' holds the shard folder '%s'" % (holder, s0)])
+    alias = os.path.join(work, "variants", "alias_of_s2")
+    os.symlink(s2, alias)
+    merged([s0, s1, s2], alias, 2, ["--output-dir '%s' is the shard folder '%s'" % (alias, s2)])
+    # A folder holding another program's set (here one file, notes.csv): its links would strand.
+    foreign = os.path.join(work, "variants", "foreign")
+    os.makedirs(os.path.join(foreign, u.STATE, "set-1-2-abcd1234-otherhost"))
+    open(os.path.join(foreign, u.STATE, "set-1-2-abcd1234-otherhost", "notes.csv"), "w").close()
+    os.symlink("set-1-2-abcd1234-otherhost", os.path.join(foreign, u.STATE, "current"))
+    merged([s0, s1, s2], foreign, 2, ["--output-dir '%s' holds the results of another program (notes.csv)" % foreign])
     merged([s0, s1, s2], keep, 0)  # shard 0 is still mergeable
 
     # Bad values and usage.

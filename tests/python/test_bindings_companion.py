@@ -87,3 +87,12 @@ def test_analyze_head_columns():
     table = r.tables()["head_metrics"]
     assert list(table.columns[-7:]) == ["bias_strength", "bias_strength_se", "drift_slope_k", "drift_query_mean",
                                         "pc0_r_q", "pc0_r_k", "pca_class"]
+
+
+def test_compare_runs_refuses_a_string_for_a_list(tmp_path):
+    # Issue 25: compare_runs(names='xy') compared under the names 'x' and 'y'; a folder given as
+    # one string was split into its characters.
+    with pytest.raises(ap.UsageError, match="compare_runs: names: 'xy' is one name; give a list, one per set"):
+        ap.compare_runs([tmp_path / "a", tmp_path / "b"], names="xy")
+    with pytest.raises(ap.UsageError, match="compare_runs: sets: .* is one folder; give a list, one per set"):
+        ap.compare_runs(str(tmp_path))

@@ -67,6 +67,19 @@ def test_seeds():
     assert ap.cell_pair_seed(123, 4, -2) == mix_seed(123, 4, (-2) % 2**64)
 
 
+@pytest.mark.parametrize("field", ["layer", "q_head", "k_head"])
+def test_head_id_refuses_a_negative_index(field):
+    # Issue 25: HeadId(-1, 0, 0) was accepted (and seeded the pair sampler of no head).
+    with pytest.raises(ap.InvalidArgumentError, match="HeadId: %s must be >= 0, got -1" % field):
+        ap.HeadId(**{field: -1})
+    h = ap.HeadId(1, 2, 0)
+    with pytest.raises(ap.InvalidArgumentError, match="HeadId: %s must be >= 0, got -3" % field):
+        setattr(h, field, -3)
+    assert (h.layer, h.q_head, h.k_head) == (1, 2, 0)
+    setattr(h, field, 4)
+    assert getattr(h, field) == 4
+
+
 # ---------------------------------------------------------------------------
 # §2.3-2.9
 # ---------------------------------------------------------------------------

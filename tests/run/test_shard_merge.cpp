@@ -342,7 +342,7 @@ TEST_CASE("shard_merge: a shard's own files are checked: the §3 tables only, ro
         }
         CHECK(merge_error_of({run.s0, run.s1, unfinished})
               == "shard folder '" + unfinished
-                     + "': holds no complete result set: its ap_analyze run did not finish (rerun that shard)");
+                     + "': holds no complete result set: its run did not finish (rerun that shard)");
     }
     SECTION("a shard whose lock is not a regular file, or whose `current` leads out of it")
     {
@@ -380,7 +380,7 @@ TEST_CASE("shard_merge: a shard being written is refused, and the merge's output
         // A run writing into shard 2's folder holds its lock: the merge does not read it.
         result_set_writer writing(run.s2, {"head_metrics.csv"});
         CHECK(merge_error_of({run.s0, run.s1, run.s2})
-              == "shard folder '" + run.s2 + "': an ap_analyze run is writing into it (pid " + std::to_string(::getpid())
+              == "shard folder '" + run.s2 + "': a run is writing into it (pid " + std::to_string(::getpid())
                      + " on " + host + "); wait for it to finish, then merge");
     }
     // The merge holds each shard's lock while it reads: writing the merged set into a shard

@@ -34,6 +34,7 @@
 
 #include <xtensor/xtensor.hpp>
 
+#include "bounded_read.hpp"
 #include "errors.hpp"
 #include "fs_util.hpp"
 #include "mapped_file.hpp"
@@ -298,18 +299,6 @@ namespace detail
 
 /// The largest NPY header accepted (NumPy itself writes a few hundred bytes).
 inline constexpr std::size_t npy_max_header_bytes = 65536;
-
-/// Physical memory of the machine in bytes (the bound on one array's payload).
-inline std::uintmax_t physical_memory_bytes()
-{
-    const long pages = ::sysconf(_SC_PHYS_PAGES);
-    const long page_size = ::sysconf(_SC_PAGE_SIZE);
-    if (pages <= 0 || page_size <= 0)
-    {
-        return std::numeric_limits<std::uintmax_t>::max();
-    }
-    return static_cast<std::uintmax_t>(pages) * static_cast<std::uintmax_t>(page_size);
-}
 
 namespace detail
 {

@@ -20,29 +20,25 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <initializer_list>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <attention_plasticity/intervals.hpp>
 #include <attention_plasticity/normal.hpp>
 
 #include "../io/csv_rows.hpp"
-#include "../io/fs_util.hpp"
+#include "../io/bounded_read.hpp"
+#include "../io/folder_overlap.hpp"
 #include "cli_util.hpp"
 #include "errors.hpp"
-#include "result_set.hpp"
+#include "result_set_reader.hpp"
 
 namespace attention_plasticity::run
 {
@@ -207,6 +203,26 @@ namespace compare_detail
         }
     }
 
+    /// The columns of a header line, by name; a name given twice is refused (which of the two
+    /// would be read?).
+    inline std::map<std::string, std::size_t> header_columns(const std::vector<std::string>& fields,
+                                                             const std::string& file)
+    {
+        std::map<std::string, std::size_t> columns;
+        for (std::size_t i = 0; i < fields.size(); ++i)
+        {
+            const auto [it, fresh] = columns.emplace(fields[i], i);
+            if (!fresh)
+            {
+                throw compare_error(file + ": line 1: column '" + fields[i] + "' appears twice (columns "
+                                    + std::to_string(it->second + 1) + " and " + std::to_string(i + 1) + ")");
+            }
+        }
+        return columns;
+    }
+
+    /// The table of `text` (a CSV of the set named `file`): a header and rows of its width, each
+    /// line ended; row i is line i + 2.
     inline table parse_table(const std::string& text, const std::string& file)
     {
         table t;
@@ -225,10 +241,7 @@ namespace compare_detail
             if (line_number == 1)
             {
                 width = fields.size();
-                for (std::size_t i = 0; i < fields.size(); ++i)
-                {
-                    t.column[fields[i]] = i;
-                }
+                t.column = header_columns(fields, file);
             }
             else if (fields.size() != width)
             {
@@ -248,7 +261,13 @@ namespace compare_detail
         return t;
     }
 
-    inline double number(const table& t, const std::vector<std::string>& row, const std::string& column)
+    /// "FILE: line N: column C" for messages about one value.
+    inline std::string cell_text(const table& t, std::size_t line, const std::string& column)
+    {
+        return t.file + ": line " + std::to_string(line) + ": column " + column;
+    }
+
+    inline double number(const table& t, const std::vector<std::string>& row, std::size_t line, const std::string& column)
     {
         const std::string& text = row[t.index(column)];
         if (text == "nan")
@@ -260,89 +279,73 @@ namespace compare_detail
         const double x = std::strtod(text.c_str(), &end);
         if (text.empty() || end != text.c_str() + text.size())
         {
-            throw compare_error(t.file + ": column " + column + ": '" + text + "' is not a number");
+            throw compare_error(cell_text(t, line, column) + ": '" + text + "' is not a number");
         }
         return x;
     }
 
-    inline std::int64_t integer(const table& t, const std::vector<std::string>& row, const std::string& column)
+    inline std::int64_t integer(const table& t, const std::vector<std::string>& row, std::size_t line,
+                                const std::string& column)
     {
-        const double x = number(t, row, column);
+        const double x = number(t, row, line, column);
         if (!(std::floor(x) == x) || std::abs(x) > 9e15)
         {
-            throw compare_error(t.file + ": column " + column + ": '" + row[t.index(column)] + "' is not an integer");
+            throw compare_error(cell_text(t, line, column) + ": '" + row[t.index(column)] + "' is not an integer");
         }
         return static_cast<std::int64_t>(x);
     }
 
-    /// The folder holding the current files of a result folder: its current set (a result
-    /// set of result_set.hpp, resolved once so that all files come from the same set), or the
-    /// folder itself (plain copies of the files).
-    inline std::string files_folder(const std::string& folder, const std::string& label)
+    /// An estimate read from columns `value`, `bias`, `se` of a row, checked: the value NaN or
+    /// within [low, high] (a plasticity is in [0, 1], a difference of two in [-1, 1]: docs/method.md
+    /// §3.2, §3.4; a rounding's margin allowed), the bias NaN or finite, the standard error NaN or
+    /// finite and >= 0. An impossible value is refused (compare_error naming the file, the line
+    /// and the column): an infinite error would make any change "no change", a plasticity of 7.5
+    /// is not one.
+    inline estimate read_estimate(const table& t, const std::vector<std::string>& row, std::size_t line,
+                                  const std::string& value, const std::string& bias, const std::string& se,
+                                  double low, double high)
     {
-        namespace fs = std::filesystem;
-        const path_info info = inspect_path(folder, "folder");
-        if (!info.exists || !info.is_directory)
+        const estimate e{number(t, row, line, value), number(t, row, line, bias), number(t, row, line, se)};
+        constexpr double margin = 1e-9;
+        if (!std::isnan(e.value) && !(e.value >= low - margin && e.value <= high + margin))
         {
-            throw compare_error(label + ": " + (info.exists ? "is " + info.kind + ", not a folder" : info.problem));
+            throw compare_error(cell_text(t, line, value) + ": " + row[t.index(value)] + " is not a plasticity"
+                                + (low < 0.0 ? " difference" : "") + " (within [" + number_text(low) + ", "
+                                + number_text(high) + "], docs/method.md §3.2)");
         }
-        const std::string state = (fs::path(folder) / result_set_writer::state_folder).string();
-        struct stat st;
-        if (::lstat(state.c_str(), &st) != 0)
+        if (std::isinf(e.bias))
         {
-            return folder;
+            throw compare_error(cell_text(t, line, bias) + ": " + row[t.index(bias)] + " is not a bias (finite or nan)");
         }
-        const std::string current = (fs::path(state) / "current").string();
-        if (::lstat(current.c_str(), &st) != 0 || !S_ISLNK(st.st_mode))
+        if (!std::isnan(e.se) && !(std::isfinite(e.se) && e.se >= 0.0))
         {
-            throw compare_error(label + ": holds no complete result set (its run did not finish)");
+            throw compare_error(cell_text(t, line, se) + ": " + row[t.index(se)]
+                                + " is not a standard error (finite and >= 0, or nan)");
         }
-        const std::string set = detail::link_text(current);
-        if ((set.rfind("set-", 0) != 0 && set.rfind("legacy-", 0) != 0) || set.find('/') != std::string::npos)
-        {
-            throw compare_error(label + ": " + current + " names '" + set + "', not a result set");
-        }
-        return (fs::path(state) / set).string();
+        return e;
     }
 
-    inline std::string read_whole(const std::string& path, const std::string& label)
-    {
-        std::ifstream in(path, std::ios::binary);
-        if (!in)
-        {
-            throw compare_error(label + ": cannot open " + path + ": " + errno_text(errno));
-        }
-        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        if (in.bad())
-        {
-            throw compare_error(label + ": cannot read " + path);
-        }
-        return text;
-    }
+    /// The longest line accepted in the influence table (its rows are a few dozen bytes): a
+    /// file of one endless line is refused, not read into memory.
+    inline constexpr std::size_t max_influence_line_bytes = 1 << 16;
 
-    /// The per-sequence influences of `path` (head_sequence_influence.csv) into the heads of `s`,
+    /// The per-sequence influences of the set's head_sequence_influence.csv into the heads of `s`,
     /// read line by line (a large table is not held as text); the number of rows. Throws
-    /// compare_error naming the file, the line and the problem.
-    inline std::size_t read_influences(loaded_set& s, const std::string& path, const std::string& file,
-                                const std::string& label)
+    /// compare_error naming the file, the line and the problem (io::input_error when the file
+    /// cannot be read).
+    inline std::size_t read_influences(loaded_set& s, const result_set_reader& reader)
     {
-        std::ifstream in(path, std::ios::binary);
-        if (!in)
-        {
-            throw compare_error(label + ": cannot open " + path + ": " + errno_text(errno));
-        }
+        io::line_reader in = reader.lines(influence_csv, max_influence_line_bytes);
+        const std::string file = in.name();
         table t;
         t.file = file;
         std::string line;
-        if (!std::getline(in, line))
+        if (!in.next(line))
         {
             throw compare_error(file + ": is empty (no header line)");
         }
         const std::vector<std::string> header = split(line);
-        for (std::size_t i = 0; i < header.size(); ++i)
-        {
-            t.column[header[i]] = i;
-        }
+        t.column = header_columns(header, file);
         for (const std::string& name : split(influence_header))
         {
             if (t.column.count(name) == 0)
@@ -353,11 +356,10 @@ namespace compare_detail
         }
         const std::size_t quantity_column = t.index("quantity"), bucket_column = t.index("q_bucket");
         std::size_t line_number = 1;
-        bool ended = true;
-        while (std::getline(in, line))
+        while (in.next(line))
         {
             ++line_number;
-            ended = !in.eof();
+            const std::size_t n = line_number;
             const std::vector<std::string> row = split(line);
             const std::string where = file + ": line " + std::to_string(line_number);
             if (row.size() != header.size())
@@ -365,13 +367,13 @@ namespace compare_detail
                 throw compare_error(where + " has " + std::to_string(row.size()) + " fields, the header "
                                     + std::to_string(header.size()));
             }
-            const std::int64_t layer = integer(t, row, "layer"), q_head = integer(t, row, "q_head");
+            const std::int64_t layer = integer(t, row, n, "layer"), q_head = integer(t, row, n, "q_head");
             const auto it = s.heads.find(head_key{layer, q_head});
             if (it == s.heads.end())
             {
                 throw compare_error(where + ": " + head_text(layer, q_head) + " has no row in " + metrics_csv);
             }
-            if (integer(t, row, "k_head") != it->second.k_head)
+            if (integer(t, row, n, "k_head") != it->second.k_head)
             {
                 throw compare_error(where + ": " + head_text(layer, q_head) + " has k_head " + row[t.index("k_head")]
                                     + ", " + std::to_string(it->second.k_head) + " in " + metrics_csv);
@@ -380,7 +382,7 @@ namespace compare_detail
             std::int64_t bucket = -1;
             if (quantity == "ap_bucket")
             {
-                bucket = integer(t, row, "q_bucket");
+                bucket = integer(t, row, n, "q_bucket");
             }
             else if (quantity != "ap_overall" && quantity != "ap_first20" && quantity != "ap_last20"
                      && quantity != "ap_drop")
@@ -393,14 +395,15 @@ namespace compare_detail
                 throw compare_error(where + ": " + quantity + " has q_bucket '" + row[bucket_column]
                                     + "' (0 on the head-level rows; only ap_bucket rows name a bucket, docs/method.md §3.7)");
             }
-            it->second.influences[{quantity, bucket}].emplace_back(integer(t, row, "example_id"),
-                                                                 number(t, row, "influence"));
+            const double influence = number(t, row, n, "influence");
+            if (std::isinf(influence))
+            {
+                throw compare_error(cell_text(t, n, "influence") + ": " + row[t.index("influence")]
+                                    + " is not an influence (finite or nan)");
+            }
+            it->second.influences[{quantity, bucket}].emplace_back(integer(t, row, n, "example_id"), influence);
         }
-        if (in.bad())
-        {
-            throw compare_error(label + ": cannot read " + path);
-        }
-        if (!ended)
+        if (!in.last_line_ended())
         {
             throw compare_error(file + ": the last line has no end (a truncated file?)");
         }
@@ -463,37 +466,22 @@ namespace compare_detail
         }
     }
 
-    inline loaded_set load_set(const std::string& folder, const std::string& name)
+    /// The largest head_metrics.csv or head_profile.csv read (each is held whole while it is
+    /// parsed): the machine's memory / 4, the parsed fields taking a few times the text.
+    inline std::uintmax_t max_table_bytes()
     {
-        namespace fs = std::filesystem;
+        return io::physical_memory_bytes() / 4;
+    }
+
+    inline loaded_set load_set(const result_set_reader& reader, const std::string& name)
+    {
+        const std::string& folder = reader.folder();
         const std::string label = "result set '" + folder + "'";
         loaded_set s;
         s.name = name;
         s.folder = folder;
-        const std::string dir = files_folder(folder, label);
-        // The folder's lock, shared: a run writing into it now would replace the set.
-        const std::string lock_path = (fs::path(folder) / result_set_writer::state_folder / "lock").string();
-        const int lock = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (lock >= 0 && ::flock(lock, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK)
-        {
-            ::close(lock);
-            throw compare_error(label + ": a run is writing into it; wait for it to finish, then compare");
-        }
-        struct lock_guard
-        {
-            int fd;
-            ~lock_guard()
-            {
-                if (fd >= 0)
-                {
-                    ::close(fd);
-                }
-            }
-        } guard{lock};
-        const table metrics = parse_table(read_whole((fs::path(dir) / metrics_csv).string(), label),
-                                          folder + "/" + metrics_csv);
-        const table profile = parse_table(read_whole((fs::path(dir) / profile_csv).string(), label),
-                                          folder + "/" + profile_csv);
+        const table metrics = parse_table(reader.read(metrics_csv, max_table_bytes()), reader.display(metrics_csv));
+        const table profile = parse_table(reader.read(profile_csv, max_table_bytes()), reader.display(profile_csv));
         for (const char* column : compare_metrics_columns)
         {
             if (metrics.column.count(column) == 0)
@@ -505,30 +493,28 @@ namespace compare_detail
             }
         }
         const bool with_sequences = metrics.column.count("n_sequences") != 0;
-        for (const auto& row : metrics.rows)
+        for (std::size_t r = 0; r < metrics.rows.size(); ++r)
         {
+            const std::vector<std::string>& row = metrics.rows[r];
+            const std::size_t n = r + 2;
             head h;
-            h.layer = integer(metrics, row, "layer");
-            h.q_head = integer(metrics, row, "q_head");
-            h.k_head = integer(metrics, row, "k_head");
-            h.d_model = integer(metrics, row, "d_model");
-            h.overall = {number(metrics, row, "ap_overall"), number(metrics, row, "ap_overall_bias"),
-                         number(metrics, row, "ap_overall_se")};
-            h.first20 = {number(metrics, row, "ap_first20"), number(metrics, row, "ap_first20_bias"),
-                         number(metrics, row, "ap_first20_se")};
-            h.last20 = {number(metrics, row, "ap_last20"), number(metrics, row, "ap_last20_bias"),
-                        number(metrics, row, "ap_last20_se")};
-            h.drop = {number(metrics, row, "ap_drop"), number(metrics, row, "ap_drop_bias"),
-                      number(metrics, row, "ap_drop_se")};
-            h.context_length = number(metrics, row, "context_length");
+            h.layer = integer(metrics, row, n, "layer");
+            h.q_head = integer(metrics, row, n, "q_head");
+            h.k_head = integer(metrics, row, n, "k_head");
+            h.d_model = integer(metrics, row, n, "d_model");
+            h.overall = read_estimate(metrics, row, n, "ap_overall", "ap_overall_bias", "ap_overall_se", 0.0, 1.0);
+            h.first20 = read_estimate(metrics, row, n, "ap_first20", "ap_first20_bias", "ap_first20_se", 0.0, 1.0);
+            h.last20 = read_estimate(metrics, row, n, "ap_last20", "ap_last20_bias", "ap_last20_se", 0.0, 1.0);
+            h.drop = read_estimate(metrics, row, n, "ap_drop", "ap_drop_bias", "ap_drop_se", -1.0, 1.0);
+            h.context_length = number(metrics, row, n, "context_length");
             if (metrics.column.count("bias_strength") != 0)
             {
-                h.bias_strength = number(metrics, row, "bias_strength");
+                h.bias_strength = number(metrics, row, n, "bias_strength");
             }
             if (!std::isnan(h.overall.value) && std::isnan(h.overall.se))
             {
                 const double sequences =
-                    with_sequences ? number(metrics, row, "n_sequences") : std::numeric_limits<double>::quiet_NaN();
+                    with_sequences ? number(metrics, row, n, "n_sequences") : std::numeric_limits<double>::quiet_NaN();
                 throw compare_error(label + ": " + head_text(h.layer, h.q_head)
                                     + " has no standard error (ap_overall_se is nan): analyze it with "
                                       "confidence_intervals on (docs/method.md §8.3)"
@@ -541,37 +527,74 @@ namespace compare_detail
             }
             if (!s.heads.emplace(head_key{h.layer, h.q_head}, h).second)
             {
-                throw compare_error(metrics.file + ": " + head_text(h.layer, h.q_head) + " has two rows");
+                throw compare_error(metrics.file + ": line " + std::to_string(n) + ": "
+                                    + head_text(h.layer, h.q_head) + " has two rows");
             }
         }
-        for (const auto& row : profile.rows)
+        std::set<std::pair<head_key, std::int64_t>> buckets_seen;
+        for (std::size_t r = 0; r < profile.rows.size(); ++r)
         {
-            const head_key key{integer(profile, row, "layer"), integer(profile, row, "q_head")};
+            const std::vector<std::string>& row = profile.rows[r];
+            const std::size_t n = r + 2;
+            const head_key key{integer(profile, row, n, "layer"), integer(profile, row, n, "q_head")};
             const auto it = s.heads.find(key);
             if (it == s.heads.end())
             {
-                throw compare_error(profile.file + ": " + head_text(key.first, key.second) + " has no row in "
-                                    + metrics_csv);
+                throw compare_error(profile.file + ": line " + std::to_string(n) + ": "
+                                    + head_text(key.first, key.second) + " has no row in " + metrics_csv);
+            }
+            if (integer(profile, row, n, "k_head") != it->second.k_head)
+            {
+                throw compare_error(cell_text(profile, n, "k_head") + ": " + head_text(key.first, key.second)
+                                    + " has k_head " + row[profile.index("k_head")] + ", "
+                                    + std::to_string(it->second.k_head) + " in " + metrics_csv);
             }
             bucket_row b;
-            b.q_bucket = integer(profile, row, "q_bucket");
-            b.ap = {number(profile, row, "plasticity"), number(profile, row, "plasticity_bias"),
-                    number(profile, row, "plasticity_se")};
+            b.q_bucket = integer(profile, row, n, "q_bucket");
+            if (!buckets_seen.insert({key, b.q_bucket}).second)
+            {
+                throw compare_error(profile.file + ": line " + std::to_string(n) + ": "
+                                    + head_text(key.first, key.second) + " q_bucket " + std::to_string(b.q_bucket)
+                                    + " has two rows");
+            }
+            b.ap = read_estimate(profile, row, n, "plasticity", "plasticity_bias", "plasticity_se", 0.0, 1.0);
             it->second.buckets.push_back(b);
         }
-        const std::string influence_path = (fs::path(dir) / influence_csv).string();
-        struct stat st;
-        if (::lstat(influence_path.c_str(), &st) == 0)
+        if (reader.holds(influence_csv))
         {
-            const std::string file = folder + "/" + influence_csv;
             // A table of its header only: the set was analyzed without the influences.
-            s.has_influences = read_influences(s, influence_path, file, label) > 0;
+            s.has_influences = read_influences(s, reader) > 0;
             if (s.has_influences)
             {
-                check_influences(s, file);
+                check_influences(s, reader.display(influence_csv));
             }
         }
         return s;
+    }
+
+    /// The result set in `folder` (result_set_reader.hpp: its shared lock held while it is read,
+    /// one set, each file bounded), checked; compare_error naming the file, line and column.
+    inline loaded_set load_set(const std::string& folder, const std::string& name)
+    {
+        const std::string label = "result set '" + folder + "'";
+        std::optional<result_set_reader> reader;
+        try
+        {
+            reader.emplace(folder);
+        }
+        catch (const result_folder_error& e)
+        {
+            throw compare_error(label + ": " + e.what()
+                                + (e.problem() == result_folder_problem::busy ? ", then compare" : ""));
+        }
+        try
+        {
+            return load_set(*reader, name);
+        }
+        catch (const io::input_error& e)
+        {
+            throw compare_error(e.what());
+        }
     }
 
     /// f(example_id, Phi^A_e, Phi^B_e) over the union of the example ids of `a` and `b` (each in
@@ -818,9 +841,11 @@ inline compare_result compare_result_sets(const compare_options& options)
         {
             name = options.folders[i];
         }
-        if (name.find_first_of(",\n") != std::string::npos)
+        // The tables are written without quoting (docs/method.md §3.1): a name with a comma, a
+        // double quote or a line break would not read back as one field.
+        if (name.find_first_of(",\"\r\n") != std::string::npos)
         {
-            throw compare_error("set name '" + name + "' holds a comma or a line break (give --names)");
+            throw compare_error("set name '" + name + "' holds a comma, a double quote or a line break (give --names)");
         }
         if (!seen.insert(name).second)
         {
@@ -869,12 +894,24 @@ inline compare_result compare_result_sets(const compare_options& options)
     for (const auto& s : sets)
     {
         total = std::max(total, s.heads.size());
-        if (s.heads.size() != keys.size() && !options.common_heads)
+    }
+    if (!options.common_heads)
+    {
+        // The first set whose heads are not the first set's: named with its own count.
+        for (std::size_t i = 1; i < sets.size(); ++i)
         {
-            throw compare_error("result sets '" + sets[0].name + "' and '" + s.name + "' have different heads ("
-                                + std::to_string(sets[0].heads.size()) + " and " + std::to_string(s.heads.size())
-                                + " heads, " + std::to_string(keys.size())
-                                + " in common): compare the common heads with --common-heads (common_heads=True)");
+            std::size_t common = 0;
+            for (const auto& entry : sets[i].heads)
+            {
+                common += sets[0].heads.count(entry.first);
+            }
+            if (common != sets[0].heads.size() || common != sets[i].heads.size())
+            {
+                throw compare_error("result sets '" + sets[0].name + "' and '" + sets[i].name + "' have different heads ("
+                                    + std::to_string(sets[0].heads.size()) + " and "
+                                    + std::to_string(sets[i].heads.size()) + " heads, " + std::to_string(common)
+                                    + " in common): compare the common heads with --common-heads (common_heads=True)");
+            }
         }
     }
     if (keys.empty())
@@ -1145,21 +1182,26 @@ inline compare_result compare_result_sets(const compare_options& options)
     return result;
 }
 
-/// Throws compare_error when the output folder is one of the result sets: the comparison's
-/// set would replace theirs as the folder's current set.
+/// Throws compare_error when the output folder is one of the result sets, lies inside one or
+/// holds one (io/folder_overlap.hpp: by the folders themselves, not their paths), or holds the
+/// results of another program (an analysis): the comparison's set would replace theirs as the
+/// folder's current set and strand their links.
 inline void check_output_folder(const compare_options& options, const std::string& output_dir)
 {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    const fs::path out = fs::weakly_canonical(output_dir, ec);
-    for (const auto& folder : options.folders)
+    const io::folder_overlap overlap = io::find_folder_overlap(output_dir, options.folders);
+    if (overlap.relation != io::folder_relation::apart)
     {
-        std::error_code ec2;
-        if (!ec && fs::weakly_canonical(folder, ec2) == out && !ec2)
-        {
-            throw compare_error("the output folder '" + output_dir + "' is the result set '" + folder
-                                + "'; write the comparison into another folder");
-        }
+        throw compare_error("the output folder '" + output_dir + "' " + io::relation_words(overlap.relation)
+                            + " the result set '" + options.folders[overlap.input]
+                            + "'; write the comparison into another folder (outside every result set)");
+    }
+    const std::vector<std::string> foreign = foreign_result_files(
+        output_dir, {compare_heads_csv, compare_changed_csv, compare_summary_csv, compare_trajectory_csv});
+    if (!foreign.empty())
+    {
+        throw compare_error("the output folder '" + output_dir + "' holds the results of another program ("
+                            + name_list(foreign) + "): the comparison would replace them as its current set and "
+                            "leave their links dangling; write the comparison into another folder");
     }
 }
 

@@ -11,11 +11,13 @@
 // writes a name it does not know into the output folder; all shards must have the same
 // header lines.
 //
-// A shard folder is read through its result set (result_set.hpp): the set `current` names,
-// resolved once, so that the manifest and the CSVs come from one run; a plain folder (a copy
-// with the files themselves) is read as it is. The merge holds a shared lock on each shard
-// folder while it reads, so that no ap_analyze run starts writing there meanwhile, and
-// refuses a folder that a running ap_analyze holds.
+// A shard folder is read through result_set_reader.hpp (as ap_compare reads its sets): the set
+// `current` names, resolved once, so that the manifest and the CSVs come from one run; a plain
+// folder (a copy with the files themselves) is read as it is; each file a regular file of
+// bounded size (the manifest max_manifest_bytes, a table the machine's memory), never a FIFO
+// waited on. The merge holds a shared lock on each shard folder while it lives, so that no
+// ap_analyze run starts writing there meanwhile, and refuses a folder that a running
+// ap_analyze holds.
 //
 // Refused (merge_error, every problem found listed): a folder that cannot be read, without a
 // manifest or a complete set (its run did not finish), still being written; shards of
@@ -30,6 +32,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -46,6 +49,7 @@
 #include "../io/fs_util.hpp"
 #include "cli_util.hpp"
 #include "result_set.hpp"
+#include "result_set_reader.hpp"
 #include "run_report.hpp"
 #include "shard_manifest.hpp"
 
@@ -140,43 +144,12 @@ public:
     }
 
 private:
-    /// An open file descriptor, closed with its owner (the shared lock goes with it).
-    class unique_fd
-    {
-    public:
-        unique_fd() = default;
-        unique_fd(unique_fd&& other) noexcept : m_fd(std::exchange(other.m_fd, -1)) {}
-        unique_fd& operator=(unique_fd&& other) noexcept
-        {
-            if (this != &other)
-            {
-                reset(std::exchange(other.m_fd, -1));
-            }
-            return *this;
-        }
-        ~unique_fd() { reset(); }
-        void reset(int fd = -1) noexcept
-        {
-            if (m_fd >= 0)
-            {
-                ::close(m_fd);
-            }
-            m_fd = fd;
-        }
-        int get() const { return m_fd; }
-
-    private:
-        int m_fd = -1;
-    };
-
     struct shard
     {
-        std::string folder;     // as given
-        std::string files_dir;  // where its files are read
-        bool is_set = false;    // files_dir is a result set of result_set.hpp
+        std::string folder;  // as given
+        std::optional<result_set_reader> reader;  // holds the folder's shared lock while the merge lives
         shard_manifest manifest;
         std::vector<std::string> contents;  // per file of the manifest
-        unique_fd lock;                     // shared lock on its result folder
     };
 
     struct head_rows_view
@@ -213,125 +186,34 @@ private:
         throw merge_error(text);
     }
 
-    /// The whole content of a regular file, or a problem. Opened with O_NONBLOCK and checked
-    /// with fstat, so that a FIFO in its place is reported, never waited for.
-    static bool read_file(const std::string& path, std::uintmax_t max_bytes, std::string& out, std::string& problem)
-    {
-        const path_info info = inspect_path(path, "file");
-        if (!info.exists)
-        {
-            problem = info.problem;
-            return false;
-        }
-        unique_fd fd;
-        fd.reset(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-        struct stat st;
-        if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0)
-        {
-            problem = "cannot open: " + errno_text(errno);
-            return false;
-        }
-        if (!S_ISREG(st.st_mode))
-        {
-            problem = "is " + io::detail::kind_of(st.st_mode) + ", not a file";
-            return false;
-        }
-        const auto size = static_cast<std::uintmax_t>(st.st_size);
-        if (size > max_bytes)
-        {
-            problem = std::to_string(size) + " bytes, more than the " + std::to_string(max_bytes) + " accepted";
-            return false;
-        }
-        out.assign(static_cast<std::size_t>(size), '\0');
-        std::size_t done = 0;
-        while (done < out.size())
-        {
-            const ssize_t n = ::read(fd.get(), out.data() + done, out.size() - done);
-            if (n < 0 && errno == EINTR)
-            {
-                continue;
-            }
-            if (n < 0)
-            {
-                problem = "cannot read: " + errno_text(errno);
-                return false;
-            }
-            if (n == 0)
-            {
-                break;
-            }
-            done += static_cast<std::size_t>(n);
-        }
-        char extra = 0;
-        if (done != out.size() || ::read(fd.get(), &extra, 1) != 0)
-        {
-            problem = "changed while it was read";
-            return false;
-        }
-        return true;
-    }
-
     /// Locks, resolves and reads one shard folder; adds its problems.
     static void load(shard& s, std::vector<std::string>& problems)
     {
         const std::string name = "shard folder " + quoted(s.folder);
-        const path_info info = inspect_path(s.folder, "folder");
-        if (!info.exists || !info.is_directory)
+        try
         {
-            problems.push_back(name + ": " + (info.exists ? "is " + info.kind + ", not a folder" : info.problem));
+            s.reader.emplace(s.folder);
+        }
+        catch (const result_folder_error& e)
+        {
+            const result_folder_problem kind = e.problem();
+            problems.push_back(name + ": " + e.what()
+                               + (kind == result_folder_problem::busy         ? ", then merge"
+                                  : kind == result_folder_problem::incomplete ? " (rerun that shard)"
+                                                                              : ""));
             return;
         }
-        namespace fs = std::filesystem;
-        const std::string state = (fs::path(s.folder) / result_set_writer::state_folder).string();
-        struct stat st;
-        if (::lstat(state.c_str(), &st) == 0)
+        const result_set_reader& reader = *s.reader;
+        std::string text;
+        try
         {
-            const std::string lock = (fs::path(state) / "lock").string();
-            if (::lstat(lock.c_str(), &st) == 0)
-            {
-                try
-                {
-                    s.lock.reset(open_lock_file(lock, s.folder, O_RDONLY));  // never follows a link or waits on a FIFO
-                }
-                catch (const output_error& e)
-                {
-                    problems.push_back(name + ": " + e.what());
-                    return;
-                }
-            }
-            if (s.lock.get() >= 0 && ::flock(s.lock.get(), LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK)
-            {
-                problems.push_back(name + ": an ap_analyze run is writing into it (" + lock_holder_text(s.lock.get())
-                                   + "); wait for it to finish, then merge");
-                return;
-            }
-            const std::string current = (fs::path(state) / "current").string();
-            if (::lstat(current.c_str(), &st) != 0 || !S_ISLNK(st.st_mode))
-            {
-                problems.push_back(name + ": holds no complete result set: its ap_analyze run did not finish (rerun "
-                                          "that shard)");
-                return;
-            }
-            const std::string set = detail::link_text(current);
-            if ((set.rfind("set-", 0) != 0 && set.rfind("legacy-", 0) != 0) || set.find('/') != std::string::npos)
-            {
-                problems.push_back(name + ": " + current + " names '" + set + "', not a result set");
-                return;
-            }
-            s.files_dir = (fs::path(state) / set).string();
-            s.is_set = true;
+            text = reader.read(shard_manifest_file, max_manifest_bytes);
         }
-        else
-        {
-            s.files_dir = s.folder;  // a copy of a shard's files
-        }
-        const std::string manifest_path = (fs::path(s.files_dir) / shard_manifest_file).string();
-        std::string text, problem;
-        if (!read_file(manifest_path, max_manifest_bytes, text, problem))
+        catch (const input_error& e)
         {
             problems.push_back(
-                name + ": " + shard_manifest_file + ": " + problem
-                + (inspect_path(manifest_path).absent
+                name + ": " + shard_manifest_file + ": " + e.reason()
+                + (!reader.holds(shard_manifest_file)
                        ? " (its results come from a run without --shard, or it is not an output folder of ap_analyze "
                          "--shard)"
                        : ""));
@@ -339,7 +221,7 @@ private:
         }
         try
         {
-            s.manifest = parse_manifest(text, (fs::path(s.folder) / shard_manifest_file).string());
+            s.manifest = parse_manifest(text, reader.display(shard_manifest_file));
         }
         catch (const merge_error& e)
         {
@@ -359,34 +241,36 @@ private:
         const std::size_t before = problems.size();
         // The files of the set: exactly the manifest's (in a plain folder, among its *.csv).
         std::set<std::string> listed(s.manifest.files.begin(), s.manifest.files.end());
-        std::error_code ec;
-        std::vector<std::string> unknown;
-        for (fs::directory_iterator it(s.files_dir, ec), end; !ec && it != end; it.increment(ec))
+        std::vector<std::string> entries;
+        try
         {
-            const std::string file = it->path().filename().string();
-            const bool candidate = s.is_set || (file.size() > 4 && file.compare(file.size() - 4, 4, ".csv") == 0);
-            if (candidate && file != shard_manifest_file && listed.count(file) == 0)
-            {
-                unknown.push_back(file);
-            }
+            entries = reader.entries();
         }
-        if (ec)
+        catch (const input_error& e)
         {
-            problems.push_back(name + ": cannot list " + s.files_dir + ": " + ec.message());
+            problems.push_back(name + ": " + e.what());
             return;
         }
-        std::sort(unknown.begin(), unknown.end());
-        for (const auto& file : unknown)
+        for (const auto& file : entries)
         {
-            problems.push_back(name + ": holds " + file + ", which its manifest does not list (a file of another run?)");
+            const bool candidate = reader.is_set() || (file.size() > 4 && file.compare(file.size() - 4, 4, ".csv") == 0);
+            if (candidate && file != shard_manifest_file && listed.count(file) == 0)
+            {
+                problems.push_back(name + ": holds " + file + ", which its manifest does not list (a file of another run?)");
+            }
         }
+        // The merged set is held in memory: each file at most the machine's memory.
+        const std::uintmax_t memory = physical_memory_bytes();
         for (const auto& file : s.manifest.files)
         {
             s.contents.emplace_back();
-            const std::string path = (fs::path(s.files_dir) / file).string();
-            if (!read_file(path, static_cast<std::uintmax_t>(-1), s.contents.back(), problem))
+            try
             {
-                problems.push_back(name + ": " + file + ", listed in its manifest: " + problem);
+                s.contents.back() = reader.read(file, memory);
+            }
+            catch (const input_error& e)
+            {
+                problems.push_back(name + ": " + file + ", listed in its manifest: " + e.reason());
             }
         }
         if (problems.size() == before)

@@ -867,7 +867,9 @@ class HeadId:
     """
 
     def __init__(self, layer: int = 0, q_head: int = 0, k_head: int = 0) -> None:
-        """HeadId(layer, q_head, k_head)."""
+        """
+        HeadId(layer, q_head, k_head); each an index >= 0 (InvalidArgumentError otherwise).
+        """
 
     @property
     def layer(self) -> int:
