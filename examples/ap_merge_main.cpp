@@ -18,6 +18,7 @@
 #include <system_error>
 #include <vector>
 
+#include <attention_plasticity/run/cli_util.hpp>
 #include <attention_plasticity/run/config.hpp>
 #include <attention_plasticity/run/result_set.hpp>
 #include <attention_plasticity/run/run_report.hpp>
@@ -88,6 +89,11 @@ bool inside(const std::string& inner, const std::string& outer)
 
 int main(int argc, char** argv)
 {
+    if (asks_version(argc, argv))
+    {
+        std::puts(version_line("ap_merge").c_str());
+        return 0;
+    }
     merge_config config;
     std::vector<std::string> folders;
     try
