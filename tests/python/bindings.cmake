@@ -59,12 +59,10 @@ if(AP_BUILD_EXAMPLES)
                    AP_BUILD_DIR=${PROJECT_BINARY_DIR} AP_CMAKE=${CMAKE_COMMAND}
                    ${AP_TEST_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/python/test_version.py)
   set_tests_properties(python_version PROPERTIES TIMEOUT 600 LABELS python FIXTURES_REQUIRED ap_python_package)
-endif()
-# The wheel as a user gets it (test_wheel_install.py): a fresh venv, pip install of the wheel
-# with no index and no compiler, its libraries resolved inside it, and the byte comparisons of
-# test_bindings_dump.py with ap_analyze run from it (about 60 s on 2 busy cores: the install 10 s,
-# auditwheel show 5 s, the comparisons the rest). COST: started early among the Python tests.
-if(AP_BUILD_EXAMPLES)
+  # The wheel as a user gets it (test_wheel_install.py): a fresh venv, pip install of the wheel
+  # with no index and no compiler, its libraries resolved inside it, and the byte comparisons of
+  # test_bindings_dump.py with ap_analyze run from it (about 60 s on 2 busy cores: the install
+  # 10 s, auditwheel show 5 s, the comparisons the rest). COST: started early among the Python tests.
   add_test(NAME python_wheel_install
            COMMAND ${CMAKE_COMMAND} -E env ${_ap_binding_env} AP_WHEEL_DIR=${PROJECT_BINARY_DIR}/wheel
                    ${AP_TEST_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/python/test_wheel_install.py)

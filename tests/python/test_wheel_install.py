@@ -6,9 +6,9 @@ tests of the results against ap_analyze's CSVs (test_bindings_dump.py) run on it
 
 Run by ctest as python_wheel_install, after python_package_install has built the wheel into
 $AP_WHEEL_DIR. The fresh venv installs the wheel's dependencies and pytest from
-$AP_WHEELHOUSE (scripts/setup_python.sh keeps them in .venv/wheelhouse) with --no-index: the test
-downloads nothing. The programs come from $AP_ANALYZE / $AP_SYNTH / $AP_MERGE as for the other
-tests (bindings_util.py).
+$AP_WHEELHOUSE (default: the wheelhouse folder of the venv running this test, where
+scripts/setup_python.sh keeps them) with --no-index: the test downloads nothing. The programs
+come from $AP_ANALYZE / $AP_SYNTH / $AP_MERGE as for the other tests (bindings_util.py).
 """
 
 import glob
@@ -25,7 +25,8 @@ import pytest
 import bindings_util as bu
 
 WHEEL_DIR = os.environ.get("AP_WHEEL_DIR") or os.path.join(bu.ROOT, "build", "wheel")
-WHEELHOUSE = os.environ.get("AP_WHEELHOUSE") or os.path.join(bu.ROOT, ".venv", "wheelhouse")
+# scripts/setup_python.sh keeps it in the venv's folder (this interpreter's sys.prefix).
+WHEELHOUSE = os.environ.get("AP_WHEELHOUSE") or os.path.join(sys.prefix, "wheelhouse")
 # The libraries the module needs beyond the manylinux policy (auditwheel copies them in).
 BUNDLED = ("openblas", "gfortran", "quadmath", "yaml-cpp")
 
