@@ -51,11 +51,13 @@ def test_program_version(name):
     # anywhere on the line, before the other options are checked (as --help)
     proc = bu.check_run([program, "--no-such-option", "--version"])
     assert proc.stdout == f"{name} {VERSION}\n"
+    assert "\n  --version " in bu.check_run([program, "--help"]).stdout
 
 
 def test_python_module_version():
     proc = bu.check_run([sys.executable, "-m", "attention_plasticity", "--version"])
     assert proc.stdout == f"python -m attention_plasticity {VERSION}\n"
+    assert "\n  --version " in bu.check_run([sys.executable, "-m", "attention_plasticity", "--help"]).stdout
 
 
 def read_run_json(out):
