@@ -26,8 +26,8 @@
 
 #include <attention_plasticity/blas_policy.hpp>
 #include <attention_plasticity/run/analysis_run.hpp>
-#include <attention_plasticity/run/cli_util.hpp>
 #include <attention_plasticity/run/analyze_config.hpp>
+#include <attention_plasticity/run/cli_util.hpp>
 #include <attention_plasticity/run/head_runner.hpp>
 #include <attention_plasticity/run/progress.hpp>
 #include <attention_plasticity/run/run_report.hpp>
