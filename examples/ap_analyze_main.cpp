@@ -27,6 +27,7 @@
 #include <attention_plasticity/blas_policy.hpp>
 #include <attention_plasticity/run/analysis_run.hpp>
 #include <attention_plasticity/run/analyze_config.hpp>
+#include <attention_plasticity/run/cli_util.hpp>
 #include <attention_plasticity/run/head_runner.hpp>
 #include <attention_plasticity/run/progress.hpp>
 #include <attention_plasticity/run/run_report.hpp>
@@ -35,6 +36,11 @@ using namespace attention_plasticity::run;
 
 int main(int argc, char** argv)
 {
+    if (asks_version(argc, argv))
+    {
+        std::puts(version_line("ap_analyze").c_str());
+        return 0;
+    }
     std::optional<analysis_run> run;
     try
     {

@@ -114,6 +114,11 @@ std::string compare_help()
 
 int main(int argc, char** argv)
 {
+    if (asks_version(argc, argv))
+    {
+        std::puts(version_line("ap_compare").c_str());
+        return 0;
+    }
     compare_config config;
     std::optional<compare_result> result;
     std::optional<result_set_writer> writer;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <attention_plasticity/io/folder_overlap.hpp>
+#include <attention_plasticity/run/cli_util.hpp>
 #include <attention_plasticity/run/config.hpp>
 #include <attention_plasticity/run/result_set.hpp>
 #include <attention_plasticity/run/run_report.hpp>
@@ -59,6 +60,11 @@ std::string merge_help()
 
 int main(int argc, char** argv)
 {
+    if (asks_version(argc, argv))
+    {
+        std::puts(version_line("ap_merge").c_str());
+        return 0;
+    }
     merge_config config;
     std::vector<std::string> folders;
     try

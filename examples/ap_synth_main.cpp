@@ -322,6 +322,11 @@ void write_text(const fs::path& file, const std::string& text)
 
 int main(int argc, char** argv)
 {
+    if (asks_version(argc, argv))
+    {
+        std::puts(version_line("ap_synth").c_str());
+        return 0;
+    }
     synth_cli cli;
     try
     {

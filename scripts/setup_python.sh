@@ -3,7 +3,8 @@
 # with the pinned packages of requirements.txt, and installs this project's Python package
 # into it (pip install . : the compiled module is built by this project's CMake through
 # scikit-build-core, in build/python-package, the folder ctest's python_package_install keeps
-# current; it needs the Debian packages of scripts/install_deps.sh). Needs a CPython 3.11 with
+# current; it needs the Debian packages of scripts/install_deps.sh), and keeps in VENV_DIR/wheelhouse
+# the wheels that the test of the self-contained wheel installs offline. Needs a CPython 3.11 with
 # the venv module: the first of $AP_PYTHON_BASE, python3.11, python3 that is 3.11 (Debian's
 # /usr/bin/python3 needs the python3-venv package; the machines' default python3 has it).
 # usage: scripts/setup_python.sh [VENV_DIR]
@@ -27,6 +28,11 @@ if [[ ! -x "$venv/bin/python" ]]; then
   "$base" -m venv "$venv"
 fi
 "$venv/bin/python" -m pip install --quiet -r "$repo/requirements.txt"
+# The wheels a fresh venv needs to install the package's wheel (scripts/build_wheel.sh) and test
+# it with no network (ctest's python_wheel_install): the wheel's dependencies and pytest, at the
+# versions of requirements.txt, kept in the venv's folder.
+"$venv/bin/python" -m pip download --quiet --only-binary=:all: --dest "$venv/wheelhouse" \
+  -c "$repo/requirements.txt" numpy pandas pyarrow tqdm pytest
 # The package, without build isolation: nanobind and scikit-build-core are pinned above.
 "$venv/bin/python" -m pip install --quiet --no-build-isolation --no-deps \
   --config-settings=build-dir="$repo/build/python-package" "$repo"

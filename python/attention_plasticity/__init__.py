@@ -53,6 +53,9 @@ if _sys.argv[:1] == ["-m"]:
 # parts, one submodule per topic (attention_plasticity._core.kernel, ...).
 from ._core import (DomainError, InvalidArgumentError, OutputError,  # noqa: F401
                     UsageError)
+# The project's version, compiled into the module from CMakeLists.txt's project(VERSION) (the one
+# home of the version; the wheel's metadata reads the same line): ap_analyze --version's.
+from ._core import __version__  # noqa: F401
 from ._core.kernel import *  # noqa: F401,F403  (§4-§6: the kernel, the sampler, the streams)
 from ._core.steps import *  # noqa: F401,F403  (§2 and §7: the steps and their statistics)
 from ._core.extensions import *  # noqa: F401,F403  (§8: distance maps, empirical AP, intervals)
@@ -68,8 +71,6 @@ from .dump import (DumpResult, HeadError, HeadFailedWarning,  # noqa: F401
 from .results import NaNColumnWarning, nan_reasons, tables  # noqa: F401
 from .result_set import ResultSet, analysis_options, read_results, result_set  # noqa: F401
 from .compare import CompareResult, compare_runs  # noqa: F401
-
-__version__ = "0.1.0"
 
 
 def __getattr__(name):

@@ -14,6 +14,7 @@ not be written, 2 a usage or configuration error, or an output folder that canno
 
 import sys
 
+from ._core import __version__
 from ._core.dump import DumpRun, analyze_help, blas_report
 from .dump import _run, parquet_rows
 
@@ -26,6 +27,9 @@ def main(argv=None):
     def say(message):
         print(f"{PROG}: {message}", file=sys.stderr, flush=True)
 
+    if "--version" in argv:  # as ap_analyze --version (run/cli_util.hpp: asks_version)
+        print(f"{PROG} {__version__}")
+        return 0
     try:
         run = DumpRun.from_command_line([PROG] + argv, parquet_rows=parquet_rows)
     except (ValueError, OSError, RuntimeError) as exc:

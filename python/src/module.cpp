@@ -8,6 +8,7 @@
 #include <attention_plasticity/blas_policy.hpp>
 #include <attention_plasticity/run/cli_util.hpp>
 #include <attention_plasticity/run/result_set.hpp>
+#include <attention_plasticity/version.hpp>
 
 #include "common.hpp"
 
@@ -444,6 +445,9 @@ NB_MODULE(_core, m)
     // module: the kernels ap_analyze uses, OpenBLAS on one thread and its pool stopped.
     attention_plasticity::select_blas_kernels();
     m.doc() = module_doc;
+    // The project's version (CMakeLists.txt's project(VERSION), attention_plasticity/version.hpp):
+    // attention_plasticity.__version__, the same as the programs' --version and run.json.
+    m.attr("__version__") = attention_plasticity::version;
     auto& types = ap_python::exceptions();
     types.invalid_argument = new_exception(
         m, "InvalidArgumentError",

@@ -3,19 +3,25 @@
 # with pytest, in the project's venv (tests/ap_python.cmake: AP_TEST_PYTHON_FULL).
 #
 # python_package_install (a fixture every one of them requires) installs the package built from
-# the current sources into that venv, as the README says (pip install .): scikit-build-core runs
-# this project's CMake with AP_BUILD_PYTHON=ON in ${PROJECT_BINARY_DIR}/python-package, kept
-# between runs, so that an unchanged source tree rebuilds nothing (scripts/setup_python.sh uses
-# the same folder for the build tree `build`). Without build isolation: nanobind and
-# scikit-build-core are the venv's (requirements.txt pins them as pyproject.toml does).
+# the current sources into that venv as a user gets it: the self-contained wheel of
+# scripts/build_wheel.sh (README.md, "Python"), built into ${PROJECT_BINARY_DIR}/wheel, so that
+# every Python test, the byte comparisons with the C++ programs and their OpenBLAS-fallback runs
+# included, runs the wheel's module with the wheel's copy of OpenBLAS. scikit-build-core runs this
+# project's CMake with AP_BUILD_PYTHON=ON in ${PROJECT_BINARY_DIR}/python-package, kept between
+# runs, so that an unchanged source tree compiles nothing again (scripts/setup_python.sh, which
+# runs `pip install .`, uses the same folder for the build tree `build`: CI compiles the module
+# once). Without build isolation: nanobind and scikit-build-core are the venv's (requirements.txt
+# pins them as pyproject.toml does).
 if(CMAKE_CXX_FLAGS MATCHES "-fsanitize")
   # The sanitizer build (tests/sanitizers): pip would build the module with the package's own
   # flags, not this tree's; the package is tested by the normal build.
   return()
 endif()
 add_test(NAME python_package_install
-         COMMAND ${AP_TEST_PYTHON} -m pip install --no-build-isolation --no-deps --quiet
-                 --config-settings=build-dir=${PROJECT_BINARY_DIR}/python-package ${PROJECT_SOURCE_DIR})
+         COMMAND ${CMAKE_COMMAND} -E env AP_WHEEL_PYTHON=${AP_TEST_PYTHON} AP_WHEEL_QUICK=1
+                 AP_WHEEL_BUILD_DIR=${PROJECT_BINARY_DIR}/python-package
+                 bash -c "set -euo pipefail; wheel=$(\"$0\" \"$1\" | tail -n 1); \"$2\" -m pip install --quiet --no-deps --force-reinstall \"$wheel\""
+                 ${PROJECT_SOURCE_DIR}/scripts/build_wheel.sh ${PROJECT_BINARY_DIR}/wheel ${AP_TEST_PYTHON})
 set_tests_properties(python_package_install PROPERTIES TIMEOUT 1800 LABELS python
                      FIXTURES_SETUP ap_python_package)
 
@@ -45,6 +51,24 @@ foreach(name IN LISTS _ap_binding_tests)
   endif()
   set_tests_properties(${names} PROPERTIES TIMEOUT 900 LABELS python FIXTURES_REQUIRED ap_python_package)
 endforeach()
+# One version everywhere (test_version.py): __version__, the metadata, --version, run.json, the
+# CMake package, CHANGELOG.md.
+if(AP_BUILD_EXAMPLES)
+  add_test(NAME python_version
+           COMMAND ${CMAKE_COMMAND} -E env ${_ap_binding_env} AP_COMPARE=$<TARGET_FILE:ap_compare>
+                   AP_BUILD_DIR=${PROJECT_BINARY_DIR} AP_CMAKE=${CMAKE_COMMAND}
+                   ${AP_TEST_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/python/test_version.py)
+  set_tests_properties(python_version PROPERTIES TIMEOUT 600 LABELS python FIXTURES_REQUIRED ap_python_package)
+  # The wheel as a user gets it (test_wheel_install.py): a fresh venv, pip install of the wheel
+  # with no index and no compiler, its libraries resolved inside it, and the byte comparisons of
+  # test_bindings_dump.py with ap_analyze run from it (about 60 s on 2 busy cores: the install
+  # 10 s, auditwheel show 5 s, the comparisons the rest). COST: started early among the Python tests.
+  add_test(NAME python_wheel_install
+           COMMAND ${CMAKE_COMMAND} -E env ${_ap_binding_env} AP_WHEEL_DIR=${PROJECT_BINARY_DIR}/wheel
+                   ${AP_TEST_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/python/test_wheel_install.py)
+  set_tests_properties(python_wheel_install PROPERTIES TIMEOUT 900 LABELS python COST 60
+                       FIXTURES_REQUIRED ap_python_package)
+endif()
 # The scripts that import the installed package when there is one (capture_qk.py takes
 # attention_plasticity.capture from it) run after it is current.
 set_tests_properties(python_capture_qk python_convert_sniffed_qk PROPERTIES FIXTURES_REQUIRED ap_python_package)

@@ -104,7 +104,12 @@ TEST_CASE("result_set_writer: a set is written whole, the names link to the curr
     const std::string set = link_text(out + "/.ap_results/current");
     CHECK(set.rfind("set-" + std::to_string(::getpid()) + "-", 0) == 0);
     CHECK(names_in(out + "/.ap_results") == strings{"current", "lock", set});
-    CHECK(names_in(out + "/.ap_results/" + set) == strings{"a.csv", "b.csv"});
+    CHECK(names_in(out + "/.ap_results/" + set) == strings{"a.csv", "b.csv", "run.json"});
+    // run.json: the version of the library that wrote the set (the build's, from CMakeLists.txt's
+    // project(VERSION)) and the set's files.
+    CHECK(std::string(AP_VERSION) != "unversioned");
+    CHECK(read_text(out + "/.ap_results/current/run.json")
+          == std::string("{\"attention_plasticity_version\": \"") + AP_VERSION + "\", \"files\": [\"a.csv\", \"b.csv\"]}\n");
     CHECK(read_text(out + "/.ap_results/lock") == "pid " + std::to_string(::getpid()) + " on " + plain_host_name() + "\n");
 }
 

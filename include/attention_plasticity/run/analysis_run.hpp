@@ -45,7 +45,7 @@ using namespace attention_plasticity::io;
 /// front end ran it (shards of ap_analyze and of the Python module merge together).
 inline std::string analysis_program()
 {
-    return std::string("ap_analyze ") + AP_VERSION;
+    return std::string("ap_analyze ") + attention_plasticity::version;
 }
 
 class analysis_run

@@ -3,7 +3,7 @@
 
 // Strict parsing of option values shared by ap_analyze and ap_synth: the whole text must be
 // the number (or the list of numbers and ranges), in range; otherwise usage_error naming the
-// option.
+// option. And --version, the same in every program.
 
 #include <algorithm>
 #include <cerrno>
@@ -16,10 +16,31 @@
 #include <string>
 #include <utility>
 #include <vector>
+#include "../version.hpp"
 #include "errors.hpp"
 
 namespace attention_plasticity::run
 {
+/// Whether the command line asks for the version: --version anywhere (before any other
+/// checks, as --help). Every program then prints version_line() on stdout and exits 0.
+inline bool asks_version(int argc, const char* const* argv)
+{
+    for (int i = 1; i < argc; ++i)
+    {
+        if (std::string(argv[i]) == "--version")
+        {
+            return true;
+        }
+    }
+    return false;
+}
+
+/// "PROGRAM VERSION" (attention_plasticity/version.hpp), e.g. "ap_analyze 0.1.0".
+inline std::string version_line(const std::string& program)
+{
+    return program + " " + attention_plasticity::version;
+}
+
 inline std::string trim(const std::string& s)
 {
     const auto first = s.find_first_not_of(" \t\r\n");

@@ -419,6 +419,8 @@ std::string options_help(const option_table<Config>& table, bool with_config_fil
         out << "\n";
     }
     out << "  --help                       this text\n";
+    // Every program with this table answers --version (run/cli_util.hpp: asks_version).
+    out << "  --version                    the program and the version of attention_plasticity\n";
     return out.str();
 }
 

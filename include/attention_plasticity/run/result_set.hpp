@@ -8,6 +8,7 @@
 //   OUT/head_metrics.csv -> .ap_results/current/head_metrics.csv   symbolic links, made once
 //   OUT/.ap_results/current -> set-<run>                          replaced by one rename(2)
 //   OUT/.ap_results/set-<run>/head_metrics.csv ...                a complete set, never changed
+//   OUT/.ap_results/set-<run>/run.json                            the version that wrote it
 //   OUT/.ap_results/previous -> set-<run>                         the set before, kept one run
 //   OUT/.ap_results/lock                                          flock: one run at a time
 //
@@ -61,6 +62,7 @@
 
 #include "../io/fs_util.hpp"
 #include "../io/result_file.hpp"
+#include "../version.hpp"
 #include "errors.hpp"
 #include "process_identity.hpp"
 #include "result_set_lock.hpp"
@@ -172,6 +174,23 @@ class result_set_writer
 {
 public:
     static constexpr const char* state_folder = result_state_folder;
+    /// The set's own description, in the set folder only (OUT/.ap_results/current/run.json, not
+    /// linked into OUT): the version of the library that wrote it and its files, so that a user
+    /// can tell which version made the results.
+    static constexpr const char* run_json_file = result_run_json_file;
+
+    /// run.json's text: {"attention_plasticity_version": "0.1.0", "files": ["a.csv", ...]}.
+    /// The names are the program's own file names (plain, nothing to escape).
+    static std::string run_json(const std::vector<result_file>& files)
+    {
+        std::string text = std::string("{\"attention_plasticity_version\": \"") + attention_plasticity::version
+                           + "\", \"files\": [";
+        for (std::size_t i = 0; i < files.size(); ++i)
+        {
+            text += (i == 0 ? "\"" : ", \"") + files[i].name + "\"";
+        }
+        return text + "]}\n";
+    }
 
     /// Checks and prepares `output_dir` for a set of files named `names` (step 1 above).
     /// Throws output_error before any work is done when the folder cannot be used.
@@ -258,6 +277,8 @@ public:
             {
                 detail::write_new_file((std::filesystem::path(m_temp) / file.name).string(), file.pieces);
             }
+            const std::string run = run_json(files);
+            detail::write_new_file((std::filesystem::path(m_temp) / run_json_file).string(), {run});
             detail::fsync_path(m_temp);
             if (::rename(m_temp.c_str(), set_path.c_str()) != 0)
             {

@@ -28,6 +28,9 @@ namespace attention_plasticity::run
 {
 /// The folder of a result folder that holds its sets, `current`, `previous` and the lock.
 inline constexpr const char* result_state_folder = ".ap_results";
+/// The set's own description in every set folder (OUT/.ap_results/<set>/run.json, not linked into
+/// OUT; result_set_writer writes it): not a result file of any program.
+inline constexpr const char* result_run_json_file = "run.json";
 
 /// A set name that `current` may name: "set-..." or "legacy-...", no '/' (it cannot lead out
 /// of the state folder).

@@ -189,7 +189,7 @@ inline std::vector<std::string> foreign_result_files(const std::string& output_d
         const result_set_reader reader(output_dir);
         for (const auto& entry : reader.entries())
         {
-            if (std::find(names.begin(), names.end(), entry) == names.end())
+            if (entry != result_run_json_file && std::find(names.begin(), names.end(), entry) == names.end())
             {
                 foreign.push_back(entry);
             }

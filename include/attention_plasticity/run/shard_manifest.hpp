@@ -34,11 +34,7 @@
 #include "errors.hpp"
 #include "result_set.hpp"
 #include "shard_plan.hpp"
-
-// The version a program writes into its manifests (the build defines it from the project's).
-#ifndef AP_VERSION
-#define AP_VERSION "unversioned"
-#endif
+#include "../version.hpp"
 
 namespace attention_plasticity::run
 {

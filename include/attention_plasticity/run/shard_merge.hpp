@@ -239,7 +239,8 @@ private:
             return;
         }
         const std::size_t before = problems.size();
-        // The files of the set: exactly the manifest's (in a plain folder, among its *.csv).
+        // The files of the set: exactly the manifest's (in a plain folder, among its *.csv), besides
+        // the manifest itself and the set's run.json (result_set_writer).
         std::set<std::string> listed(s.manifest.files.begin(), s.manifest.files.end());
         std::vector<std::string> entries;
         try
@@ -254,7 +255,8 @@ private:
         for (const auto& file : entries)
         {
             const bool candidate = reader.is_set() || (file.size() > 4 && file.compare(file.size() - 4, 4, ".csv") == 0);
-            if (candidate && file != shard_manifest_file && listed.count(file) == 0)
+            if (candidate && file != shard_manifest_file && file != result_set_writer::run_json_file
+                && listed.count(file) == 0)
             {
                 problems.push_back(name + ": holds " + file + ", which its manifest does not list (a file of another run?)");
             }
