@@ -326,3 +326,21 @@ def test_one_preset_for_the_intervals():
         assert getattr(preset, name) == getattr(default, name), name
     with pytest.raises(ValueError, match="did you mean 'seed'"):
         ap.analysis_options(sede=3)
+
+
+def test_a_result_set_is_not_written_over_another_programs_set(decoder, default_profile, tmp_path):
+    """A comparison's folder given as an analysis' output (or the reverse, in ap_compare) would
+    lose its links: refused, and the comparison stays as it was."""
+    result = default_profile[0]
+    assert result.write(tmp_path / "a")
+    ap.compare_runs([tmp_path / "a", tmp_path / "a"], output_dir=tmp_path / "cmp", names=["x", "y"])
+    before = sorted(os.listdir(tmp_path / "cmp"))
+    with pytest.raises(ap.OutputError, match="holds the results of another program"):
+        result.write(tmp_path / "cmp")
+    with pytest.raises(ap.OutputError, match="holds the results of another program"):
+        ap.analyze_dump(os.path.join(ROOT, "tests/data/real_minilm"), tmp_path / "cmp", layers="0",
+                        progress=False, warn=False)
+    with pytest.raises(ap.OutputError, match="holds the results of another program"):
+        ap.read_results(tmp_path / "a").write(tmp_path / "cmp")
+    assert sorted(os.listdir(tmp_path / "cmp")) == before
+    assert ap.compare_runs([tmp_path / "a", tmp_path / "a"], names=["x", "y"]).heads is not None

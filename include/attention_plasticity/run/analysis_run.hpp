@@ -32,6 +32,7 @@
 #include "dump_layout.hpp"
 #include "head_runner.hpp"
 #include "result_set.hpp"
+#include "result_set_reader.hpp"
 #include "run_report.hpp"
 #include "shard_manifest.hpp"
 #include "shard_plan.hpp"
@@ -111,6 +112,7 @@ public:
     /// system has room for at least the smallest set this run can write: before any work.
     void open_output()
     {
+        refuse_foreign_set(m_config.output_dir);
         m_writer.emplace(m_config.output_dir, file_names());
         m_writer->require_free_space(minimum_set_sizes());
     }
@@ -225,9 +227,27 @@ public:
         {
             return false;
         }
+        refuse_foreign_set(output_dir);
         result_set_writer writer(output_dir, file_names());
         write(writer);
         return true;
+    }
+
+    /// Throws output_error when `output_dir`'s current set holds another program's files (a
+    /// comparison, say): this run's set would replace it as the current set, its links left
+    /// dangling and its files deleted by the next run. A shard's manifest is this program's own
+    /// (an unsharded run may follow a shard into its folder).
+    void refuse_foreign_set(const std::string& output_dir) const
+    {
+        std::vector<std::string> own = file_names();
+        own.emplace_back(shard_manifest_file);
+        const std::vector<std::string> foreign = foreign_result_files(output_dir, own);
+        if (!foreign.empty())
+        {
+            throw output_error("output_dir '" + output_dir + "' holds the results of another program ("
+                               + name_list(foreign) + "): this run's set would replace them as the current set "
+                               "and leave their links dangling; write into another folder");
+        }
     }
 
     /// Releases the output folder (its lock and an unwritten temporary set).
