@@ -216,8 +216,8 @@ struct bucket_statistics
     std::int64_t bucket = 0;
     std::size_t count = 0;        // queries in the bucket
     double tau = 0.0;             // mean position
-    double tau_from_origin = 0.0; // tau minus the positions' origin (detail::bucket_statistics_raw; tau itself by default)
     gaussian semantic;            // of components [first_component, d)
+    double tau_from_origin = 0.0; // tau minus the positions' origin (detail::bucket_statistics_raw; tau itself by default)
 };
 
 struct bucket_options
@@ -396,6 +396,14 @@ struct bucket_query_model
     double position_mean = 0.0;      // alpha_rot_0 + beta_rot_0 tau_j
     double position_variance = 0.0;  // sigma2
     gaussian semantic;               // mu_j and Sigma_j (ddof = 1, + eps I) of components 1..d-1
+    // The head's positions are taken from t_origin, the smallest kept query position (docs/method.md
+    // §2.3); tau_shift = the mean of t - t_origin over the bucket, exact where tau_j, near 2^52,
+    // is rounded to a whole token. Both 0 in a model set by hand: then tau is used.
+    double t_origin = 0.0;
+    double tau_shift = 0.0;
+
+    /// tau_j - t_origin, for the rules that compare tau_j with positions (§2.11, §8.1).
+    double tau_from_origin() const noexcept { return t_origin == 0.0 ? tau : tau_shift; }
 };
 
 /// The d-dimensional Gaussian of a query model: mean [position_mean, mu_j], covariance
@@ -438,6 +446,8 @@ namespace detail
             model.n_queries = stats.count;
             model.tau = stats.tau;
             model.position_mean = at_origin + component0.beta * stats.tau_from_origin;
+            model.t_origin = component0.t_origin;
+            model.tau_shift = stats.tau_from_origin;
             model.position_variance = component0.residual_variance;
             model.semantic = std::move(stats.semantic);
             models.push_back(std::move(model));

@@ -93,15 +93,15 @@ struct linear_fit
 {
     xt::xtensor<double, 1> alpha;
     xt::xtensor<double, 1> beta;
-    // The fit is computed about t_origin, the smallest position (docs/method.md §2.3): the line
-    // is also alpha_origin_d + beta_d (t - t_origin), which stays exact where alpha_d (its value
-    // at t = 0, far from the data when the positions are large) loses the digits of the data.
-    double t_origin = 0.0;
-    xt::xtensor<double, 1> alpha_origin;
     xt::xtensor<double, 1> r2;   // per column
     double r2_mean = 0.0;        // nanmean of r2 (NaN when there are no columns)
     double beta_norm = 0.0;      // ||beta||
     bool regressor_varies = false;
+    // The fit is computed about t_origin, the smallest position (docs/method.md §2.3): the line
+    // is also alpha_origin_d + beta_d (t - t_origin), which stays exact where alpha_d (its value
+    // at t = 0, far from the data when the positions are large) loses the digits of the data.
+    double t_origin = 0.0;
+    xt::xtensor<double, 1> alpha_origin{};
 };
 
 namespace detail
@@ -122,8 +122,8 @@ namespace detail
         {
             throw_invalid(fn, "needs at least 1 sample, got 0");
         }
-        linear_fit fit{xt::zeros<double>({d}), xt::zeros<double>({d}), 0.0, xt::zeros<double>({d}),
-                       xt::zeros<double>({d})};
+        linear_fit fit{xt::zeros<double>({d}), xt::zeros<double>({d}), xt::zeros<double>({d})};
+        fit.alpha_origin = xt::zeros<double>({d});
         // t is centred about its smallest value first (docs/method.md §2.3): t - t_origin is exact
         // for integer positions up to 2^53, so the sums below are those of positions that start
         // at 0 whatever their offset (the plain mean of positions near 2^52 is off by units, and
@@ -300,8 +300,10 @@ namespace detail
 /// OLS of each column of X (n x d) on t (n): alpha, beta, per-column R2 and their nanmean
 /// (docs/method.md §2.3). R2 = S_tx^2 / (S_tt S_xx) in [0, 1], independent of the scale of
 /// the data. A constant column (all values equal): alpha = the constant, beta = 0, R2 = 0.
-/// When t has no variance: alpha = column mean, beta = 0, R2 = 0. `threads` share the
-/// columns (0 or 1: the calling thread only); any number gives the same bits.
+/// When t has no variance: alpha = column mean, beta = 0, R2 = 0. The sums are taken about the
+/// smallest t (t_origin), so positions offset by a constant give the same beta, R2 and
+/// alpha_origin (alpha, the line at t = 0, excepted). `threads` share the columns (0 or 1: the
+/// calling thread only); any number gives the same bits.
 template <class ET, class EX>
 linear_fit fit_linear(const xt::xexpression<ET>& t, const xt::xexpression<EX>& x, std::size_t threads = 1)
 {
@@ -499,12 +501,12 @@ struct position_component_fit
     double alpha = 0.0;               // alpha_rot_0
     double beta = 0.0;                // beta_rot_0
     double residual_variance = 0.0;   // sigma2 = var(residual, ddof = 1)
+    xt::xtensor<double, 1> residual;  // x_rot(i, 0) - (alpha + beta t_i), read by §2.7
     // The smallest position, about which the fit is computed (§2.3), and the line's value there
     // (alpha + beta t_origin without the rounding of alpha). Read only when t_origin != 0: a fit
     // set by hand with alpha and beta alone (t_origin 0) is the line alpha + beta t.
     double t_origin = 0.0;
     double alpha_origin = 0.0;
-    xt::xtensor<double, 1> residual;  // x_rot(i, 0) - (alpha + beta t_i), read by §2.7
 };
 
 namespace detail

@@ -39,6 +39,18 @@ def mount_tmpfs(path, options):
     return proc.returncode == 0, proc.stderr.strip()
 
 
+def fill(fs):
+    """Fills the file system at fs with one file, page by page, until no space is left; returns its path."""
+    filler = os.path.join(fs, "filler")
+    with open(filler, "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"\1" * PAGE)
+        except OSError:
+            pass
+    return filler
+
+
 def set_pages(files):
     return sum(max(1, math.ceil(len(data) / PAGE)) for data in files.values())
 
@@ -70,13 +82,7 @@ def inner(analyze, dump, work):
         ck.check(not u.leftovers(out), "no room: leftovers %s" % u.leftovers(out))
 
         # 2. A full disk and no earlier set.
-        filler = os.path.join(fs, "filler")
-        with open(filler, "wb", buffering=0) as f:
-            try:
-                while True:
-                    f.write(b"\1" * PAGE)
-            except OSError:
-                pass
+        filler = fill(fs)
         fresh = os.path.join(fs, "fresh")
         code, _, err = u.run([analyze, "--data-root", dump, "--output-dir", fresh, "--seed", 2], quiet=True)
         print("full disk, no earlier set: exit %d: %s" % (code, err.strip().splitlines()[-1]))
@@ -147,13 +153,7 @@ def sparse_dump_on_full_tmpfs(ck, analyze, dump, work, fs):
         vectors = os.path.join(sparse_dump, "l00h00q", "vector.npy")
         write_sparse_vectors(vectors, os.path.join(dense_dump, "l00h00q", "vector.npy"))
         ck.check(os.stat(vectors).st_blocks * 512 < os.path.getsize(vectors), "the sparse file has no hole")
-        filler = os.path.join(fs, "filler")
-        with open(filler, "wb", buffering=0) as f:
-            try:
-                while True:
-                    f.write(b"\1" * PAGE)
-            except OSError:
-                pass
+        fill(fs)
         ref, out = os.path.join(work, "dense_results"), os.path.join(work, "sparse_results")
         u.run([analyze, "--data-root", dense_dump, "--output-dir", ref, "--seed", 1], expect=0, quiet=True)
         code, _, err = u.run([analyze, "--data-root", sparse_dump, "--output-dir", out, "--seed", 1], quiet=True)

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <tuple>
 
 #include <unistd.h>
@@ -160,14 +161,37 @@ TEST_CASE("resolve_layout: head counts never guessed from the folder names", "[f
     CHECK(resolve_layout(sampled, counts(std::nullopt, 32, std::nullopt), counts(std::nullopt, 32, 8)).num_k_heads == 8);
 }
 
-TEST_CASE("read_model_config: a transformers config.json", "[frontend]")
+namespace
 {
-    const auto dir = std::filesystem::temp_directory_path() / ("ap_model_config_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
-    auto write = [&](const std::string& name, const std::string& text) {
+/// A fresh folder for model config files written by a test, removed at its end.
+struct config_folder
+{
+    std::filesystem::path dir;
+
+    explicit config_folder(const std::string& name)
+        : dir(std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid())))
+    {
+        std::filesystem::create_directories(dir);
+    }
+    ~config_folder()
+    {
+        std::error_code ignored;
+        std::filesystem::remove_all(dir, ignored);
+    }
+    /// Writes `text` into the file `name` of the folder; returns its path.
+    std::string write(const std::string& name, const std::string& text) const
+    {
         std::ofstream((dir / name).string(), std::ios::binary) << text;
         return (dir / name).string();
-    };
+    }
+};
+}  // namespace
+
+TEST_CASE("read_model_config: a transformers config.json", "[frontend]")
+{
+    const config_folder folder("ap_model_config");
+    const auto& dir = folder.dir;
+    auto write = [&](const std::string& name, const std::string& text) { return folder.write(name, text); };
     const layout_counts gqa = read_model_config(
         write("qwen.json", R"({"architectures": ["Qwen2ForCausalLM"], "num_attention_heads": 14, )"
                            R"("num_key_value_heads": 2, "num_hidden_layers": 24, "hidden_size": 896})"));
@@ -182,17 +206,12 @@ TEST_CASE("read_model_config: a transformers config.json", "[frontend]")
                       Contains("key 'num_attention_heads' is given twice"));
     CHECK_THROWS_WITH(read_model_config((dir / "absent.json").string()), Contains("file not found"));
     CHECK_FALSE(read_model_config("").num_q_heads);
-    std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("read_model_config: text_config, GPT-2 names, multi-query, conflicts", "[frontend]")
 {
-    const auto dir = std::filesystem::temp_directory_path() / ("ap_model_config_families_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
-    auto write = [&](const std::string& name, const std::string& text) {
-        std::ofstream((dir / name).string(), std::ios::binary) << text;
-        return (dir / name).string();
-    };
+    const config_folder folder("ap_model_config_families");
+    auto write = [&](const std::string& name, const std::string& text) { return folder.write(name, text); };
     auto layout = [](const layout_counts& c) {
         return std::make_tuple(c.num_q_heads.value_or(0), c.num_k_heads.value_or(0), c.num_layers.value_or(0));
     };
@@ -251,8 +270,7 @@ TEST_CASE("read_model_config: text_config, GPT-2 names, multi-query, conflicts",
                       Contains("key 'text_config.n_head' is given twice"));
     CHECK_THROWS_WITH(read_model_config(write("vision_only.json", R"({"vision_config": {"num_attention_heads": 16}})")),
                       Contains("vision_only.json: no num_attention_heads (nor n_head"));
-    std::filesystem::remove_all(dir);
-}
+    }
 
 TEST_CASE("resolve_layout: contradictions, folders outside the layout, GQA divisibility", "[frontend]")
 {
