@@ -86,3 +86,37 @@ TEST_CASE("pca_roles names its arguments", "[pca_roles]")
     AP_CHECK_THROWS_EXACT(ap::pca_roles(q, tq, k, tk), std::invalid_argument,
                           "pca_roles: needs at least 1 query and 1 key, got 2 queries and 0 keys");
 }
+
+TEMPLATE_TEST_CASE("pca_roles of constant vectors: r_q, r_k NaN and pca_class nan", "[pca_roles]", float, double)
+{
+    // docs/method.md §7.3, §8.5: a kind whose vectors are one constant (0.1: its float64 mean is
+    // not 0.1) has no spread along PC0, so its correlation with position is NaN, not the ~1e-15
+    // of rounding noise; the class is then nan. Queries 0.1 and keys 0.2: PC0 is the direction
+    // of their difference, (1, 1, 1)/sqrt(3) up to sign, and both r are NaN.
+    const std::size_t n = 41, d = 3;
+    xt::xtensor<TestType, 2> q = xt::xtensor<TestType, 2>::from_shape({n, d});
+    xt::xtensor<TestType, 2> k = xt::xtensor<TestType, 2>::from_shape({n, d});
+    xt::xtensor<double, 1> tq = xt::xtensor<double, 1>::from_shape({n});
+    xt::xtensor<double, 1> tk = xt::xtensor<double, 1>::from_shape({n});
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        tq(i) = static_cast<double>(3 * i + 1);
+        tk(i) = static_cast<double>(i);
+    }
+    q.fill(static_cast<TestType>(0.1));
+    k.fill(static_cast<TestType>(0.1));
+    const ap::pca_roles_result same = ap::pca_roles(q, tq, k, tk);
+    CHECK(std::isnan(same.r_q));
+    CHECK(std::isnan(same.r_k));
+    CHECK(same.role == ap::pca_class::undefined);
+    k.fill(static_cast<TestType>(0.2));
+    const ap::pca_roles_result two = ap::pca_roles(q, tq, k, tk);
+    CHECK(std::isnan(two.r_q));
+    CHECK(std::isnan(two.r_k));
+    CHECK(two.role == ap::pca_class::undefined);
+    CHECK(two.explained_variance_ratio == Approx(1.0).epsilon(1e-12));
+    for (std::size_t j = 0; j < d; ++j)
+    {
+        CHECK(std::fabs(two.component(j)) == Approx(1.0 / std::sqrt(3.0)).epsilon(1e-12));
+    }
+}

@@ -1218,6 +1218,106 @@ TEST_CASE("pipeline: the extensions of §8 add results and never change the meth
     CHECK(std::isnan(c.metrics.ap_empirical_overall_se));  // its SE belongs to the intervals
 }
 
+TEST_CASE("pipeline: positions offset by 2^48 or 2^52 give the same results, bit for bit, but for absolute positions",
+          "[pipeline]")
+{
+    // docs/method.md §2.3 "Large positions": every step takes positions from the head's smallest
+    // one (t - t_min is exact for integer positions up to 2^53), so adding a constant to every
+    // position changes only what is defined on absolute positions: y = log2(t + 1) of §2.4 (q_R2_scalar,
+    // the MAEs), C and tau_j / C of §2.14 (ap_first20, ap_last20, ap_drop, their errors), tau_j.
+    // Before this rule q_R2_pos and q_beta_norm were 46% off at +2^52 (issue 25, item 9).
+    const auto queries = random_tokens(1200, 6, 41, 1.5, 100);  // 12 sequences: the jackknife needs 10
+    const auto keys = random_tokens(1000, 6, 42, 1.0, 100);
+    ap::head_options options;
+    options.seed = 9;
+    options.sliding_window = 60;  // §2.11's rule compares tau_j with key positions
+    options.distance_map = true;
+    options.distance_map_extra_pairs = 20;
+    options.confidence_intervals = true;
+    options.sampling_unit = ap::sampling_unit::sequence;
+    options.sequence_influences = true;
+    options.pca_roles = true;
+    const ap::head_id id{0, 1, 0};
+    const ap::head_result base = ap::analyze_head(queries, keys, id, options);
+    REQUIRE(base.metrics.q_beta_norm > 0.0);
+    REQUIRE(!base.distance_map.empty());
+    REQUIRE(std::isfinite(base.metrics.bias_strength_se));
+    for (const std::int64_t offset : {std::int64_t{1} << 48, std::int64_t{1} << 52})
+    {
+        CAPTURE(offset);
+        ap::head_tokens<double> q = queries, k = keys;
+        q.position += offset;
+        k.position += offset;
+        const ap::head_result far = ap::analyze_head(q, k, id, options);
+        const ap::head_metrics& x = base.metrics;
+        const ap::head_metrics& y = far.metrics;
+        const double xs[] = {x.q_R2_pos, x.q_beta_norm, x.q_resid0_skew, x.q_resid0_kurt, x.q_resid0_ks_p,
+                             x.q_noise_med_abs_skew, x.q_noise_med_abs_kurt, x.q_noise_med_ks_p, x.ap_overall,
+                             x.ap_overall_se, x.ap_overall_bias, x.bias_strength, x.drift_slope_k,
+                             x.drift_query_mean, x.bias_strength_se, x.pc0_r_q, x.pc0_r_k};
+        const double ys[] = {y.q_R2_pos, y.q_beta_norm, y.q_resid0_skew, y.q_resid0_kurt, y.q_resid0_ks_p,
+                             y.q_noise_med_abs_skew, y.q_noise_med_abs_kurt, y.q_noise_med_ks_p, y.ap_overall,
+                             y.ap_overall_se, y.ap_overall_bias, y.bias_strength, y.drift_slope_k,
+                             y.drift_query_mean, y.bias_strength_se, y.pc0_r_q, y.pc0_r_k};
+        for (std::size_t i = 0; i < sizeof xs / sizeof xs[0]; ++i)
+        {
+            CAPTURE(i, xs[i], ys[i]);
+            CHECK(same(xs[i], ys[i]));
+        }
+        CHECK(x.pca_class == y.pca_class);
+        CHECK((base.component_r2 == far.component_r2));
+        REQUIRE(base.cells.size() == far.cells.size());
+        for (std::size_t i = 0; i < base.cells.size(); ++i)
+        {
+            CAPTURE(i);
+            CHECK(base.cells[i].k_bucket == far.cells[i].k_bucket);
+            CHECK(base.cells[i].n_pairs == far.cells[i].n_pairs);
+            CHECK(same(base.cells[i].plasticity, far.cells[i].plasticity));
+        }
+        REQUIRE(base.profile.size() == far.profile.size());
+        for (std::size_t i = 0; i < base.profile.size(); ++i)
+        {
+            CAPTURE(i);
+            CHECK(far.profile[i].tau == Approx(base.profile[i].tau + static_cast<double>(offset)).margin(0.5));
+            CHECK(same(base.profile[i].plasticity, far.profile[i].plasticity));
+            CHECK(same(base.profile[i].plasticity_se, far.profile[i].plasticity_se));
+            CHECK(same(base.profile[i].plasticity_bias, far.profile[i].plasticity_bias));
+        }
+        // The influences on ap_overall and AP_j (those on ap_first20, ap_last20 and ap_drop
+        // depend on tau_j / C, absolute).
+        auto relative = [](const ap::head_result& r) {
+            std::vector<ap::sequence_influence> kept;
+            for (const ap::sequence_influence& s : r.sequence_influences)
+            {
+                if (s.quantity == ap::influence_quantity::ap_overall || s.quantity == ap::influence_quantity::ap_bucket)
+                {
+                    kept.push_back(s);
+                }
+            }
+            return kept;
+        };
+        const std::vector<ap::sequence_influence> mine = relative(far), want = relative(base);
+        REQUIRE(mine.size() == want.size());
+        REQUIRE(!want.empty());
+        for (std::size_t i = 0; i < want.size(); ++i)
+        {
+            CAPTURE(i);
+            CHECK(mine[i].example_id == want[i].example_id);
+            CHECK(mine[i].q_bucket == want[i].q_bucket);
+            CHECK(same(mine[i].influence, want[i].influence));
+        }
+        REQUIRE(base.distance_map.size() == far.distance_map.size());
+        for (std::size_t i = 0; i < base.distance_map.size(); ++i)
+        {
+            CAPTURE(i);
+            CHECK(base.distance_map[i].key_bin == far.distance_map[i].key_bin);
+            CHECK(base.distance_map[i].query_bin == far.distance_map[i].query_bin);
+            CHECK(base.distance_map[i].n_pairs == far.distance_map[i].n_pairs);
+            CHECK(same(base.distance_map[i].plasticity, far.distance_map[i].plasticity));
+        }
+    }
+}
+
 TEST_CASE("pipeline: views over raw buffers, independent value types, float and double keys of the same values "
           "give identical results",
           "[pipeline]")

@@ -139,3 +139,72 @@ TEST_CASE("planar_rotation without position covariance is NaN, bad input names t
     AP_CHECK_THROWS_EXACT(ap::planar_rotation(q, same_position, wide, tk), std::invalid_argument,
                           "planar_rotation: queries has d = 2 columns and keys has d = 3 (they must be equal and >= 1)");
 }
+
+TEMPLATE_TEST_CASE("planar_rotation of constant vectors: no drift (NaN), two constants: a along their difference",
+                   "[planar_rotation]", float, double)
+{
+    // docs/method.md §7.3, §8.5: queries and keys all 0.1 (whose mean, summed in float64, is not
+    // 0.1) have no spread; the rounding noise of their mean must not give a drift direction.
+    const std::size_t n = 37, d = 3;
+    xt::xtensor<TestType, 2> q = xt::xtensor<TestType, 2>::from_shape({n, d});
+    xt::xtensor<TestType, 2> k = xt::xtensor<TestType, 2>::from_shape({n, d});
+    xt::xtensor<double, 1> tq = xt::xtensor<double, 1>::from_shape({n});
+    xt::xtensor<double, 1> tk = xt::xtensor<double, 1>::from_shape({n});
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        tq(i) = static_cast<double>(2 * i + 5);
+        tk(i) = static_cast<double>(i);
+    }
+    q.fill(static_cast<TestType>(0.1));
+    k.fill(static_cast<TestType>(0.1));
+    const ap::planar_rotation_result same = ap::planar_rotation(q, tq, k, tk);
+    CHECK(std::isnan(same.drift_direction(0)));
+    CHECK(std::isnan(same.drift_query_mean));
+    CHECK(std::isnan(same.drift_slope_k));
+    CHECK(std::isnan(same.bias_strength));
+    // Queries 0.1, keys 0.2, the queries later: c = n_q n_k / N (tQ - tK)(muQ - muK) points along
+    // -(1, 1, 1); a = -(1, 1, 1)/sqrt(3), mu_Q^a = -sqrt(3) 0.1, the keys' slope 0 (no spread), so
+    // bias_strength 0; the Pearson r of a kind without spread is NaN.
+    k.fill(static_cast<TestType>(0.2));
+    const ap::planar_rotation_result two = ap::planar_rotation(q, tq, k, tk);
+    const double tenth = static_cast<double>(static_cast<TestType>(0.1));
+    for (std::size_t j = 0; j < d; ++j)
+    {
+        CHECK(two.drift_direction(j) == Approx(-1.0 / std::sqrt(3.0)).epsilon(1e-15));
+    }
+    CHECK(two.drift_query_mean == Approx(-std::sqrt(3.0) * tenth).epsilon(1e-14));
+    CHECK(two.drift_slope_k == 0.0);
+    CHECK(two.drift_slope_q == 0.0);
+    CHECK(two.bias_strength == 0.0);
+    CHECK(std::isnan(two.drift_r_q));
+    CHECK(std::isnan(two.drift_r_k));
+}
+
+TEMPLATE_TEST_CASE("planar_rotation: positions offset by 2^52 give the same model", "[planar_rotation]", float, double)
+{
+    // The moments are taken about each kind's first row (docs/method.md §8.5), so t - t_0 is exact.
+    const std::size_t n = 29, d = 4;
+    xt::xtensor<TestType, 2> q = xt::xtensor<TestType, 2>::from_shape({n, d});
+    xt::xtensor<TestType, 2> k = xt::xtensor<TestType, 2>::from_shape({n, d});
+    xt::xtensor<double, 1> tq = xt::xtensor<double, 1>::from_shape({n});
+    xt::xtensor<double, 1> tk = xt::xtensor<double, 1>::from_shape({n});
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        tq(i) = static_cast<double>((5 * i) % n + 3);
+        tk(i) = static_cast<double>((3 * i) % n);
+        for (std::size_t j = 0; j < d; ++j)
+        {
+            q(i, j) = static_cast<TestType>(0.25 * static_cast<double>((i * (j + 2)) % 7) + 0.01 * tq(i));
+            k(i, j) = static_cast<TestType>(0.5 * static_cast<double>((i * (j + 3)) % 5) - 0.02 * tk(i));
+        }
+    }
+    const ap::planar_rotation_result base = ap::planar_rotation(q, tq, k, tk);
+    REQUIRE(std::isfinite(base.bias_strength));
+    const double offset = std::ldexp(1.0, 52);
+    const xt::xtensor<double, 1> tq_far = tq + offset, tk_far = tk + offset;
+    const ap::planar_rotation_result far = ap::planar_rotation(q, tq_far, k, tk_far);
+    CHECK(far.bias_strength == Approx(base.bias_strength).epsilon(1e-14));
+    CHECK(far.drift_slope_k == Approx(base.drift_slope_k).epsilon(1e-14));
+    CHECK(far.drift_query_mean == Approx(base.drift_query_mean).epsilon(1e-14));
+    CHECK(far.drift_r_q == Approx(base.drift_r_q).epsilon(1e-14));
+}

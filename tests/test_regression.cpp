@@ -518,3 +518,71 @@ TEST_CASE("component_weights: clipped R2 shares, uniform when no R2 is positive"
     const xt::xtensor<double, 1> bad = {0.5, std::nan("")};
     CHECK_THROWS_WITH(ap::component_weights(bad), Catch::StartsWith("component_weights: r2 has a non-finite"));
 }
+
+// ------------------------------------------------------------- large positions (issue 25, item 9)
+
+namespace
+{
+/// Positions 0, 3, 4, 9, ... (distinct integers, not sorted) plus `offset`, and X with a column
+/// exactly linear in position (x = 0.5 p - 2, float-exact), a noisy column and a constant.
+template <class T>
+struct offset_fixture
+{
+    xt::xtensor<double, 1> t;
+    xt::xtensor<T, 2> x;
+
+    explicit offset_fixture(double offset, std::size_t n = 40)
+        : t(xt::xtensor<double, 1>::from_shape({n})), x(xt::xtensor<T, 2>::from_shape({n, 3}))
+    {
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            const double p = static_cast<double>((i * 7) % n) + static_cast<double>(i % 3);  // up to n + 1
+            t(i) = offset + p;
+            x(i, 0) = static_cast<T>(0.5 * p - 2.0);
+            x(i, 1) = static_cast<T>(static_cast<double>((i * 13) % 11) * 0.25 - 1.0);
+            x(i, 2) = static_cast<T>(0.1);
+        }
+    }
+};
+}  // namespace
+
+TEMPLATE_TEST_CASE("fit_linear and fit_position_component: positions offset by 2^48 or 2^52 give the same fit",
+                   "[regression]", float, double)
+{
+    // docs/method.md §2.3: t is centred about its smallest value, t - t_min being exact for
+    // integer positions up to 2^53, so R2, beta (and the residual of §2.6) do not depend on
+    // where the positions start. Without it, at 2^52 the mean of t is off by units and S_tt
+    // by n times its square (q_R2_pos and q_beta_norm 46% off in the issue).
+    const offset_fixture<TestType> base(0.0);
+    const ap::linear_fit fit0 = ap::fit_linear(base.t, base.x);
+    // Closed form: column 0 is 0.5 p - 2 exactly, column 2 constant.
+    CHECK(fit0.beta(0) == Approx(0.5).epsilon(1e-14));
+    CHECK(fit0.r2(0) == Approx(1.0).epsilon(1e-14));
+    CHECK(fit0.beta(2) == 0.0);
+    const ap::position_component_fit c0 = ap::fit_position_component(base.t, base.x);
+    for (const double offset : {std::ldexp(1.0, 48), std::ldexp(1.0, 52)})
+    {
+        INFO("offset " << offset);
+        const offset_fixture<TestType> shifted(offset);
+        const ap::linear_fit fit = ap::fit_linear(shifted.t, shifted.x);
+        CHECK(fit.r2_mean == fit0.r2_mean);
+        CHECK(fit.beta_norm == fit0.beta_norm);
+        for (std::size_t j = 0; j < 3; ++j)
+        {
+            CHECK(fit.r2(j) == fit0.r2(j));
+            CHECK(fit.beta(j) == fit0.beta(j));
+            CHECK(fit.alpha_origin(j) == fit0.alpha_origin(j));
+        }
+        CHECK(fit.t_origin == offset);
+        CHECK(fit.beta(0) == Approx(0.5).epsilon(1e-14));
+        CHECK(fit.r2(0) == Approx(1.0).epsilon(1e-14));
+        const ap::position_component_fit c = ap::fit_position_component(shifted.t, shifted.x);
+        CHECK(c.beta == c0.beta);
+        CHECK(c.residual_variance == c0.residual_variance);
+        CHECK(c.alpha_origin == c0.alpha_origin);
+        for (std::size_t i = 0; i < base.t.size(); ++i)
+        {
+            CHECK(c.residual(i) == c0.residual(i));
+        }
+    }
+}

@@ -89,9 +89,11 @@ std::vector<key_bucket> group_key_buckets(const xt::xexpression<EP>& positions, 
 /// The key buckets eligible for query bucket j with mean position tau_j (docs/method.md
 /// §2.11), as indices into key_buckets (in increasing bucket id, as group_key_buckets returns
 /// them): the buckets c < j; with a sliding window of w > 0 tokens, only those with c = j - 1
-/// or a key position > tau_j - w. sliding_window <= 0 means none.
+/// or a key position > tau_j - w. sliding_window <= 0 means none. `origin`: positions and tau
+/// are compared as position - origin > (tau - origin) - w, `tau` being then tau_j - origin (exact
+/// for positions far from 0, docs/method.md §2.3; origin 0: the positions themselves).
 inline std::vector<std::size_t> eligible_key_buckets(const std::vector<key_bucket>& key_buckets, std::int64_t q_bucket,
-                                                     double tau, std::int64_t sliding_window)
+                                                     double tau, std::int64_t sliding_window, double origin = 0.0)
 {
     if (detail::is_non_finite(tau))
     {
@@ -106,7 +108,7 @@ inline std::vector<std::size_t> eligible_key_buckets(const std::vector<key_bucke
             break;
         }
         if (sliding_window > 0 && kb.bucket != q_bucket - 1
-            && !(static_cast<double>(kb.max_position) > tau - static_cast<double>(sliding_window)))
+            && !(static_cast<double>(kb.max_position) - origin > tau - static_cast<double>(sliding_window)))
         {
             continue;
         }

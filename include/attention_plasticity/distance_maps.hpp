@@ -130,8 +130,11 @@ struct pair_distances
 
 namespace detail
 {
+    /// With an `origin`, tau is tau_j - origin and the positions are taken from it (exact for
+    /// positions far from 0, docs/method.md §2.3; origin 0: the positions themselves).
     template <class Positions>
-    pair_distances pair_distances_raw(const Positions& position, const std::vector<cell_pairs>& cells, double tau)
+    pair_distances pair_distances_raw(const Positions& position, const std::vector<cell_pairs>& cells, double tau,
+                                      double origin = 0.0)
     {
         const std::size_t total = total_pairs(cells);
         pair_distances d{xt::xtensor<double, 1>::from_shape({total}), xt::xtensor<double, 1>::from_shape({total})};
@@ -140,8 +143,8 @@ namespace detail
         {
             for (std::size_t p = 0; p < cell.pairs.size(); ++p, ++at)
             {
-                const auto a = static_cast<double>(position[cell.pairs.first(p)]);
-                const auto b = static_cast<double>(position[cell.pairs.second(p)]);
+                const double a = static_cast<double>(position[cell.pairs.first(p)]) - origin;
+                const double b = static_cast<double>(position[cell.pairs.second(p)]) - origin;
                 d.key_distance(at) = std::fabs(a - b);
                 d.query_distance(at) = tau - 0.5 * (a + b);
             }

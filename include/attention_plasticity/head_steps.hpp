@@ -108,7 +108,8 @@ inline std::vector<cell_pairs> query_bucket_cells(const std::vector<key_bucket>&
                                                   std::uint64_t pair_sampler_seed)
 {
     std::vector<cell_pairs> cells;
-    for (std::size_t c : eligible_key_buckets(key_buckets, model.bucket, model.tau, options.sliding_window))
+    for (std::size_t c : eligible_key_buckets(key_buckets, model.bucket, model.tau_from_origin(),
+                                                  options.sliding_window, model.t_origin))
     {
         cells.push_back(cell_key_pairs(key_buckets[c], model.bucket, options.num_pairs_per_bucket,
                                        options.max_rel_dist, pair_sampler_seed));

@@ -202,8 +202,20 @@ namespace detail
     struct query_statistics
     {
         std::vector<std::size_t> slot;  // per row: index of its bucket's model, or models.size()
+        // Positions are taken from their smallest value t_origin (docs/method.md §2.3: t - t_origin
+        // is exact, so positions far from 0 give the same numbers); t_mean and tau_shift are
+        // means of t - t_origin (with t_origin 0, of t itself).
+        double t_origin = 0.0;
         double t_mean = 0.0;
+        std::vector<double> tau_shift;  // per model: its tau_j - t_origin
         double t_spread = 0.0;  // S_tt
+
+        /// t_i - t_bar, computed about t_origin.
+        double centred_t(double t) const noexcept { return (t - t_origin) - t_mean; }
+        /// tau_j - t_bar of model j.
+        double centred_tau(std::size_t j) const noexcept { return tau_shift[j] - t_mean; }
+        /// t_i - tau_j of model j.
+        double from_tau(double t, std::size_t j) const noexcept { return (t - t_origin) - tau_shift[j]; }
         double residual_mean = 0.0;
         double residual_fourth = 0.0;        // sum_i ((r_i - r_bar)^2 - sigma2)^2 / n^2
         std::vector<double> semantic_mean;   // x_bar of components 1..d-1
@@ -230,9 +242,11 @@ namespace detail
         s.bucket_mean0.assign(count_models, 0.0);
         s.bucket_variance0.assign(count_models, 0.0);
         s.bucket_cross.assign(count_models * m, 0.0);
+        s.tau_shift.assign(count_models, 0.0);
+        s.t_origin = n > 0 ? *std::min_element(t, t + n) : 0.0;
         for (std::size_t i = 0; i < n; ++i)
         {
-            s.t_mean += t[i];
+            s.t_mean += t[i] - s.t_origin;
             s.residual_mean += residual[i];
             const auto it = std::lower_bound(models.begin(), models.end(), buckets[i],
                                              [](const bucket_query_model& model, std::int64_t b) {
@@ -242,6 +256,7 @@ namespace detail
             {
                 s.slot[i] = static_cast<std::size_t>(it - models.begin());
                 s.bucket_mean0[s.slot[i]] += static_cast<double>(x.row(i)[0]);
+                s.tau_shift[s.slot[i]] += t[i] - s.t_origin;
             }
         }
         s.t_mean /= count;
@@ -249,11 +264,12 @@ namespace detail
         for (std::size_t j = 0; j < count_models; ++j)
         {
             s.bucket_mean0[j] /= static_cast<double>(models[j].n_queries);
+            s.tau_shift[j] /= static_cast<double>(models[j].n_queries);
         }
         std::vector<double> semantic_sum(m, 0.0);
         for (std::size_t i = 0; i < n; ++i)
         {
-            const double dt = t[i] - s.t_mean;
+            const double dt = s.centred_t(t[i]);
             s.t_spread += dt * dt;
             const double r = residual[i] - s.residual_mean;
             const double e = r * r - sigma2;
@@ -315,7 +331,7 @@ namespace detail
         const std::size_t m = model.semantic.mean.size();
         bucket_terms term;
         const auto nj = static_cast<double>(model.n_queries);
-        const double dtau = model.tau - q.t_mean;
+        const double dtau = q.centred_tau(slot);
         const double mean0_variance = sigma2 * (1.0 / count + (q.t_spread > 0.0 ? dtau * dtau / q.t_spread : 0.0));
         const double sigma_variance = q.residual_fourth;  // Var(sigma2_hat), sandwich
         const double sigma_shift = -sigma2 / (count - 1.0);  // E[sigma2_hat] - sigma2 (n - 1 divisor)
@@ -472,7 +488,7 @@ namespace detail
                 }
                 if (rotation_estimated)
                 {
-                    const double factor = (t[start + i] - q.t_mean) / (q.t_spread * slope_norm);
+                    const double factor = q.centred_t(t[start + i]) / (q.t_spread * slope_norm);
                     for (std::size_t k = 0; k < m; ++k)
                     {
                         centred[i * m + k] = factor * (static_cast<double>(row[k + 1]) - q.semantic_mean[k]);
@@ -497,8 +513,8 @@ namespace detail
 
     /// Influences through the positional line and sigma2 (every query) into columns
     /// 0..targets-1.
-    inline void add_line_influences(const double* t, std::size_t n, const std::vector<bucket_query_model>& models,
-                                    const std::vector<bucket_estimate>& estimates, const query_statistics& q,
+    inline void add_line_influences(const double* t, std::size_t n, const std::vector<bucket_estimate>& estimates,
+                                    const query_statistics& q,
                                     const targets_of_head& d, const double* residual, double sigma2,
                                     std::size_t stride, std::vector<double>& influence)
     {
@@ -508,11 +524,11 @@ namespace detail
         {
             const std::size_t j = d.in_d[c];
             const bucket_sensitivity& s = estimates[j].sensitivity;
-            const double dtau = models[j].tau - q.t_mean;
+            const double dtau = q.centred_tau(j);
             for (std::size_t i = 0; i < n; ++i)
             {
                 const double r = residual[i] - q.residual_mean;
-                const double line = 1.0 / count + (slope_known ? dtau * (t[i] - q.t_mean) / q.t_spread : 0.0);
+                const double line = 1.0 / count + (slope_known ? dtau * q.centred_t(t[i]) / q.t_spread : 0.0);
                 influence[i * stride + c] += s.position_mean * r * line + s.position_variance * (r * r - sigma2) / count;
             }
         }
@@ -608,9 +624,10 @@ namespace detail
             const std::size_t target = d.target_of[std::min(q.slot[i], models.size())];
             if (target > 0)
             {
-                const bucket_query_model& model = models[d.in_d[target - 1]];
-                const double slope = estimates[d.in_d[target - 1]].sensitivity.position_mean * beta0;
-                influence[i * stride + target - 1] += slope * (t[i] - model.tau) / static_cast<double>(model.n_queries);
+                const std::size_t j = d.in_d[target - 1];
+                const double slope = estimates[j].sensitivity.position_mean * beta0;
+                influence[i * stride + target - 1] +=
+                    slope * q.from_tau(t[i], j) / static_cast<double>(models[j].n_queries);
             }
         }
     }
@@ -910,7 +927,7 @@ namespace detail
         std::vector<double> influence(n * targets, 0.0);
         add_mean_and_direction_influences(t, x, models, estimates, q, d, terms, slope_norm, rotation_estimated, targets,
                                           influence);
-        add_line_influences(t, n, models, estimates, q, d, residual, sigma2, targets, influence);
+        add_line_influences(t, n, estimates, q, d, residual, sigma2, targets, influence);
         unit_influences units;
         std::vector<double> separate(targets, 0.0);  // variance outside the influences (token unit)
         if (by_sequence)

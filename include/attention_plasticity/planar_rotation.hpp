@@ -82,13 +82,13 @@ namespace detail
         double along = 0.0, query_mean = 0.0, key_mean = 0.0;
         for (std::size_t j = 0; j < d; ++j)
         {
-            along += (m.q.mean[j] - m.k.mean[j]) * a[j];
+            along += m.q.mean_difference(m.k, j) * a[j];
             query_mean += m.q.mean[j] * a[j];
             key_mean += m.k.mean[j] * a[j];
         }
         for (std::size_t j = 0; j < d; ++j)
         {
-            r.separation_direction(j) = (m.q.mean[j] - m.k.mean[j]) - along * a[j];
+            r.separation_direction(j) = m.q.mean_difference(m.k, j) - along * a[j];
         }
         const double b_norm = scaled_norm(r.separation_direction.data(), d);
         if (b_norm > 0.0)
@@ -97,7 +97,7 @@ namespace detail
             for (std::size_t j = 0; j < d; ++j)
             {
                 r.separation_direction(j) /= b_norm;
-                r.separation += (m.q.mean[j] - m.k.mean[j]) * r.separation_direction(j);
+                r.separation += m.q.mean_difference(m.k, j) * r.separation_direction(j);
             }
         }
         else
@@ -153,10 +153,13 @@ namespace detail
     }
 
     /// Adds each row's raw sums (n, t, t^2, x, t x) into its sequence's slot of `sums`
-    /// (stride 3 + 2d), the sequence found in the sorted `sequences`.
+    /// (stride 3 + 2d), the sequence found in the sorted `sequences`, with t taken from
+    /// `t_origin` (bias_strength does not depend on where positions start; raw sums of t^2 near
+    /// 2^52 would hold no digit of the spread, docs/method.md §2.3).
     template <class T>
-    void add_sequence_sums(const row_source<T>& rows, const double* t, const std::int64_t* ids,
-                           const std::vector<std::int64_t>& sequences, std::vector<double>& sums)
+    void add_sequence_sums(const row_source<T>& rows, const double* positions, double t_origin,
+                           const std::int64_t* ids, const std::vector<std::int64_t>& sequences,
+                           std::vector<double>& sums)
     {
         const std::size_t d = rows.cols;
         const std::size_t stride = 3 + 2 * d;
@@ -170,13 +173,14 @@ namespace detail
                 out = sums.data() + static_cast<std::size_t>(it - sequences.begin()) * stride;
             }
             rows.load(i, row.data());
+            const double t = positions[i] - t_origin;
             out[0] += 1.0;
-            out[1] += t[i];
-            out[2] += t[i] * t[i];
+            out[1] += t;
+            out[2] += t * t;
             for (std::size_t j = 0; j < d; ++j)
             {
                 out[3 + j] += row[j];
-                out[3 + d + j] += t[i] * row[j];
+                out[3 + d + j] += t * row[j];
             }
         }
     }
@@ -200,8 +204,11 @@ namespace detail
         const std::size_t d = q_rows.cols;
         const std::size_t stride = 3 + 2 * d;
         std::vector<double> q_sums(g * stride, 0.0), k_sums(g * stride, 0.0);
-        add_sequence_sums(q_rows, q_t, q_ids, sequences, q_sums);
-        add_sequence_sums(k_rows, k_t, k_ids, sequences, k_sums);
+        // The smallest position of both kinds as the origin: 0 for most dumps (the same sums).
+        const double t_origin = std::min(q_rows.rows ? *std::min_element(q_t, q_t + q_rows.rows) : 0.0,
+                                         k_rows.rows ? *std::min_element(k_t, k_t + k_rows.rows) : 0.0);
+        add_sequence_sums(q_rows, q_t, t_origin, q_ids, sequences, q_sums);
+        add_sequence_sums(k_rows, k_t, t_origin, k_ids, sequences, k_sums);
         std::vector<double> q_total(stride, 0.0), k_total(stride, 0.0);
         for (std::size_t e = 0; e < g; ++e)
         {

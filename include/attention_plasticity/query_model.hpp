@@ -217,6 +217,7 @@ struct bucket_statistics
     std::size_t count = 0;        // queries in the bucket
     double tau = 0.0;             // mean position
     gaussian semantic;            // of components [first_component, d)
+    double tau_from_origin = 0.0; // tau minus the positions' origin (detail::bucket_statistics_raw; tau itself by default)
 };
 
 struct bucket_options
@@ -266,12 +267,16 @@ namespace detail
         std::int64_t bucket = 0;
         std::vector<std::size_t> rows;
         double tau = 0.0;
+        double tau_from_origin = 0.0;  // the mean of position - origin
     };
 
     /// Buckets >= options.min_bucket with at least options.min_count rows, in increasing id,
-    /// with tau = the mean of their positions (summed in row order).
+    /// with tau = the mean of their positions: origin + the mean of position - origin (summed in
+    /// row order), exact for large positions near the origin (docs/method.md §2.3, §2.10); with
+    /// origin 0, the plain mean.
     inline std::vector<bucket_rows> selected_buckets(const double* positions, const std::int64_t* buckets,
-                                                     std::size_t n, const bucket_options& options)
+                                                     std::size_t n, const bucket_options& options,
+                                                     double origin = 0.0)
     {
         std::vector<bucket_rows> result;
         for (auto& [bucket, rows] : rows_by_bucket(buckets, n))
@@ -280,13 +285,13 @@ namespace detail
             {
                 continue;
             }
-            double tau = 0.0;
+            double shift = 0.0;
             for (std::size_t r : rows)
             {
-                tau += positions[r];
+                shift += positions[r] - origin;
             }
-            tau /= static_cast<double>(rows.size());
-            result.push_back({bucket, std::move(rows), tau});
+            shift /= static_cast<double>(rows.size());
+            result.push_back({bucket, std::move(rows), origin + shift, shift});
         }
         return result;
     }
@@ -294,9 +299,9 @@ namespace detail
     template <class T>
     std::vector<bucket_statistics> bucket_statistics_raw(const double* positions, const std::int64_t* buckets,
                                                          const row_source<T>& x, const bucket_options& options,
-                                                         std::size_t threads = 1)
+                                                         std::size_t threads = 1, double origin = 0.0)
     {
-        const std::vector<bucket_rows> selected = selected_buckets(positions, buckets, x.rows, options);
+        const std::vector<bucket_rows> selected = selected_buckets(positions, buckets, x.rows, options, origin);
         std::vector<row_set> sets;
         for (const auto& b : selected)
         {
@@ -311,6 +316,7 @@ namespace detail
             stats.bucket = selected[g].bucket;
             stats.count = selected[g].rows.size();
             stats.tau = selected[g].tau;
+            stats.tau_from_origin = selected[g].tau_from_origin;
             stats.semantic = std::move(gaussians[g]);
             result.push_back(std::move(stats));
         }
@@ -390,6 +396,14 @@ struct bucket_query_model
     double position_mean = 0.0;      // alpha_rot_0 + beta_rot_0 tau_j
     double position_variance = 0.0;  // sigma2
     gaussian semantic;               // mu_j and Sigma_j (ddof = 1, + eps I) of components 1..d-1
+    // The head's positions are taken from t_origin, the smallest kept query position (docs/method.md
+    // §2.3); tau_shift = the mean of t - t_origin over the bucket, exact where tau_j, near 2^52,
+    // is rounded to a whole token. Both 0 in a model set by hand: then tau is used.
+    double t_origin = 0.0;
+    double tau_shift = 0.0;
+
+    /// tau_j - t_origin, for the rules that compare tau_j with positions (§2.11, §8.1).
+    double tau_from_origin() const noexcept { return t_origin == 0.0 ? tau : tau_shift; }
 };
 
 /// The d-dimensional Gaussian of a query model: mean [position_mean, mu_j], covariance
@@ -422,13 +436,18 @@ namespace detail
         bucket_options options;
         options.epsilon = covariance_epsilon;
         std::vector<bucket_query_model> models;
-        for (auto& stats : bucket_statistics_raw(positions, buckets, x_rot, options, threads))
+        // tau_j and the line about the positions' origin of §2.6 (docs/method.md §2.3): the same
+        // numbers with t_origin 0, and exact ones for positions far from 0.
+        const double at_origin = component0.t_origin == 0.0 ? component0.alpha : component0.alpha_origin;
+        for (auto& stats : bucket_statistics_raw(positions, buckets, x_rot, options, threads, component0.t_origin))
         {
             bucket_query_model model;
             model.bucket = stats.bucket;
             model.n_queries = stats.count;
             model.tau = stats.tau;
-            model.position_mean = component0.alpha + component0.beta * stats.tau;
+            model.position_mean = at_origin + component0.beta * stats.tau_from_origin;
+            model.t_origin = component0.t_origin;
+            model.tau_shift = stats.tau_from_origin;
             model.position_variance = component0.residual_variance;
             model.semantic = std::move(stats.semantic);
             models.push_back(std::move(model));

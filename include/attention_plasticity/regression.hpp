@@ -97,6 +97,11 @@ struct linear_fit
     double r2_mean = 0.0;        // nanmean of r2 (NaN when there are no columns)
     double beta_norm = 0.0;      // ||beta||
     bool regressor_varies = false;
+    // The fit is computed about t_origin, the smallest position (docs/method.md §2.3): the line
+    // is also alpha_origin_d + beta_d (t - t_origin), which stays exact where alpha_d (its value
+    // at t = 0, far from the data when the positions are large) loses the digits of the data.
+    double t_origin = 0.0;
+    xt::xtensor<double, 1> alpha_origin{};
 };
 
 namespace detail
@@ -118,16 +123,25 @@ namespace detail
             throw_invalid(fn, "needs at least 1 sample, got 0");
         }
         linear_fit fit{xt::zeros<double>({d}), xt::zeros<double>({d}), xt::zeros<double>({d})};
-        double t_mean = 0.0;
+        fit.alpha_origin = xt::zeros<double>({d});
+        // t is centred about its smallest value first (docs/method.md §2.3): t - t_origin is exact
+        // for integer positions up to 2^53, so the sums below are those of positions that start
+        // at 0 whatever their offset (the plain mean of positions near 2^52 is off by units, and
+        // S_tt by n times its square). With t_origin = 0 these are the sums of t itself.
+        const double t_origin = *std::min_element(t, t + n);
+        fit.t_origin = t_origin;
+        double t_shift = 0.0;  // mean of t - t_origin
         for (std::size_t i = 0; i < n; ++i)
         {
-            t_mean += t[i];
+            t_shift += t[i] - t_origin;
         }
-        t_mean /= static_cast<double>(n);
+        t_shift /= static_cast<double>(n);
+        const double t_mean = t_origin + t_shift;
         double stt = 0.0;
         for (std::size_t i = 0; i < n; ++i)
         {
-            stt += (t[i] - t_mean) * (t[i] - t_mean);
+            const double tc = (t[i] - t_origin) - t_shift;
+            stt += tc * tc;
         }
         fit.regressor_varies = stt > 0.0 && std::any_of(t, t + n, [&](double v) { return v != t[0]; });
 
@@ -201,7 +215,7 @@ namespace detail
             }
             for (std::size_t i = 0; i < n; ++i)
             {
-                const double tc = t[i] - t_mean;
+                const double tc = (t[i] - t_origin) - t_shift;
                 if (signs_after)
                 {
                     const T* in = x.raw(i) + j0;
@@ -252,7 +266,7 @@ namespace detail
             if (constant[j] != 0 && n > 0)
             {
                 // OLS of a constant on t is exactly alpha = the constant, beta = 0.
-                fit.alpha(j) = first_row[j];
+                fit.alpha(j) = fit.alpha_origin(j) = first_row[j];
                 fit.beta(j) = 0.0;
                 fit.r2(j) = 0.0;
             }
@@ -261,11 +275,12 @@ namespace detail
                 const double beta = stx[j] / stt;
                 fit.beta(j) = beta;
                 fit.alpha(j) = mean[j] - beta * t_mean;
+                fit.alpha_origin(j) = mean[j] - beta * t_shift;
                 fit.r2(j) = ols_r_squared(stx[j], stt, sxx[j], constant[j] != 0);
             }
             else
             {
-                fit.alpha(j) = mean[j];
+                fit.alpha(j) = fit.alpha_origin(j) = mean[j];
                 fit.beta(j) = 0.0;
                 fit.r2(j) = 0.0;
             }
@@ -285,8 +300,10 @@ namespace detail
 /// OLS of each column of X (n x d) on t (n): alpha, beta, per-column R2 and their nanmean
 /// (docs/method.md §2.3). R2 = S_tx^2 / (S_tt S_xx) in [0, 1], independent of the scale of
 /// the data. A constant column (all values equal): alpha = the constant, beta = 0, R2 = 0.
-/// When t has no variance: alpha = column mean, beta = 0, R2 = 0. `threads` share the
-/// columns (0 or 1: the calling thread only); any number gives the same bits.
+/// When t has no variance: alpha = column mean, beta = 0, R2 = 0. The sums are taken about the
+/// smallest t (t_origin), so positions offset by a constant give the same beta, R2 and
+/// alpha_origin (alpha, the line at t = 0, excepted). `threads` share the columns (0 or 1: the
+/// calling thread only); any number gives the same bits.
 template <class ET, class EX>
 linear_fit fit_linear(const xt::xexpression<ET>& t, const xt::xexpression<EX>& x, std::size_t threads = 1)
 {
@@ -485,6 +502,11 @@ struct position_component_fit
     double beta = 0.0;                // beta_rot_0
     double residual_variance = 0.0;   // sigma2 = var(residual, ddof = 1)
     xt::xtensor<double, 1> residual;  // x_rot(i, 0) - (alpha + beta t_i), read by §2.7
+    // The smallest position, about which the fit is computed (§2.3), and the line's value there
+    // (alpha + beta t_origin without the rounding of alpha). Read only when t_origin != 0: a fit
+    // set by hand with alpha and beta alone (t_origin 0) is the line alpha + beta t.
+    double t_origin = 0.0;
+    double alpha_origin = 0.0;
 };
 
 namespace detail
@@ -503,11 +525,15 @@ namespace detail
         position_component_fit result;
         result.alpha = fit.alpha(0);
         result.beta = fit.beta(0);
+        result.t_origin = fit.t_origin;
+        result.alpha_origin = fit.alpha_origin(0);
         result.residual = xt::xtensor<double, 1>::from_shape({n});
         double mean = 0.0;
         for (std::size_t i = 0; i < n; ++i)
         {
-            result.residual(i) = static_cast<double>(column0(i, 0)) - (result.alpha + result.beta * t[i]);
+            // About t_origin (§2.3): the same line, exact for positions far from 0.
+            result.residual(i) =
+                static_cast<double>(column0(i, 0)) - (result.alpha_origin + result.beta * (t[i] - result.t_origin));
             mean += result.residual(i);
         }
         mean /= static_cast<double>(n);

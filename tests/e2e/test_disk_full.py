@@ -13,7 +13,10 @@ or as a user through a user namespace), so that no mount outlives the test. Exit
   - no space at all and no earlier set: refused before any work (exit 2, "not enough free
     space"), nothing written;
   - no inode left: the output folder is refused before any work (exit 2);
-  - the same folder with room for both sets again: exit 0, the whole new set.
+  - the same folder with room for both sets again: exit 0, the whole new set;
+  - a valid sparse vector.npy (a page never written: a hole) in a dump on a full tmpfs: the
+    reader reads it instead of mapping it (a mapped hole page is allocated when touched, which
+    on a full tmpfs is SIGBUS), exit 0 and the same results as the same bytes on a disk.
 """
 
 import math
@@ -34,6 +37,18 @@ def mount_tmpfs(path, options):
     proc = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", path], stderr=subprocess.PIPE,
                           universal_newlines=True)
     return proc.returncode == 0, proc.stderr.strip()
+
+
+def fill(fs):
+    """Fills the file system at fs with one file, page by page, until no space is left; returns its path."""
+    filler = os.path.join(fs, "filler")
+    with open(filler, "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"\1" * PAGE)
+        except OSError:
+            pass
+    return filler
 
 
 def set_pages(files):
@@ -67,13 +82,7 @@ def inner(analyze, dump, work):
         ck.check(not u.leftovers(out), "no room: leftovers %s" % u.leftovers(out))
 
         # 2. A full disk and no earlier set.
-        filler = os.path.join(fs, "filler")
-        with open(filler, "wb", buffering=0) as f:
-            try:
-                while True:
-                    f.write(b"\1" * PAGE)
-            except OSError:
-                pass
+        filler = fill(fs)
         fresh = os.path.join(fs, "fresh")
         code, _, err = u.run([analyze, "--data-root", dump, "--output-dir", fresh, "--seed", 2], quiet=True)
         print("full disk, no earlier set: exit %d: %s" % (code, err.strip().splitlines()[-1]))
@@ -109,7 +118,51 @@ def inner(analyze, dump, work):
                      "no inode: exit %d (expected 2, before any work):\n%s" % (code, err))
         finally:
             subprocess.run(["umount", fs])
+    sparse_dump_on_full_tmpfs(ck, analyze, dump, work, fs)
     ck.close("test_disk_full")
+
+
+def write_sparse_vectors(path, dense_copy):
+    """Rewrites the NPY file `path` with its payload page [PAGE, 2 PAGE) left unwritten (a hole,
+    which reads as zeros), and `dense_copy` with the same bytes all written. The file must be
+    longer than 2 pages."""
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    assert len(data) > 2 * PAGE, "%s: %d bytes, too short for a hole page" % (path, len(data))
+    data[PAGE:2 * PAGE] = bytes(PAGE)
+    with open(dense_copy, "wb") as f:
+        f.write(data)
+    os.remove(path)
+    with open(path, "wb") as f:
+        f.write(data[:PAGE])
+        f.seek(2 * PAGE)
+        f.write(data[2 * PAGE:])
+
+
+def sparse_dump_on_full_tmpfs(ck, analyze, dump, work, fs):
+    """5. A valid sparse vector.npy on a full tmpfs (issue 25, item 8)."""
+    ok, why = mount_tmpfs(fs, "size=1m")
+    if not ok:
+        ck.check(False, "cannot mount a tmpfs for the sparse dump: %s" % why)
+        return
+    try:
+        sparse_dump = os.path.join(fs, "dump")
+        dense_dump = os.path.join(work, "dense_dump")
+        u.copy_tree(dump, sparse_dump)
+        u.copy_tree(dump, dense_dump)
+        vectors = os.path.join(sparse_dump, "l00h00q", "vector.npy")
+        write_sparse_vectors(vectors, os.path.join(dense_dump, "l00h00q", "vector.npy"))
+        ck.check(os.stat(vectors).st_blocks * 512 < os.path.getsize(vectors), "the sparse file has no hole")
+        fill(fs)
+        ref, out = os.path.join(work, "dense_results"), os.path.join(work, "sparse_results")
+        u.run([analyze, "--data-root", dense_dump, "--output-dir", ref, "--seed", 1], expect=0, quiet=True)
+        code, _, err = u.run([analyze, "--data-root", sparse_dump, "--output-dir", out, "--seed", 1], quiet=True)
+        print("sparse vector.npy on a full tmpfs: exit %d" % code)
+        ck.check(code == 0, "sparse vector.npy on a full tmpfs: exit %d (-7: SIGBUS), expected 0:\n%s" % (code, err))
+        ck.check(code != 0 or u.read_set(out) == u.read_set(ref),
+                 "sparse vector.npy on a full tmpfs: the results differ from the same bytes on a disk")
+    finally:
+        subprocess.run(["umount", fs])
 
 
 def main():

@@ -476,6 +476,54 @@ def value_constant_vectors(c):
 
 
 @case
+def value_constant_point_one_vectors(c):
+    # Queries and keys all 0.1, whose float64 mean is not 0.1: no spread, so no drift direction
+    # (drift_query_mean and bias_strength NaN, docs/method.md §7.3, §8.5; issue 25 item 3).
+    c.save(0, 2, "q", "vector.npy", np().full((N, D), 0.1))
+    c.save(0, 1, "k", "vector.npy", np().full((N, D), 0.1))  # the keys of q heads 2 and 3
+    # Query positions whose mean is no float64 either (the clean ones centre exactly).
+    c.save(0, 2, "q", "position.npy", (np().arange(N, dtype=np().int64) ** 2) % 97)
+
+    def check(ck, name, out):
+        _, rows = u.read_csv(os.path.join(out, "head_metrics.csv"))
+        row = [r for r in rows if u.head_key(r) == (0, 2)]
+        ck.check(len(row) == 1 and row[0]["drift_query_mean"] == "nan" and row[0]["bias_strength"] == "nan"
+                 and row[0]["drift_slope_k"] == "nan",
+                 "%s: constant 0.1 vectors should have no drift: %s" % (name, row))
+    return Expect(0, changed=[(0, 2), (0, 3)], extra_check=check)
+
+
+@case
+def value_positions_offset_2_52(c):
+    # Every position of layer 1 + 2^52 (below 2^53, accepted): what does not depend on where
+    # positions start is the clean run's, to the bit (docs/method.md §2.3; issue 25 item 9:
+    # q_R2_pos and q_beta_norm were 46% off). log2(t + 1), C and tau_j are absolute (changed).
+    for kind, heads in (("q", Q_HEADS), ("k", K_HEADS)):
+        for head in range(heads):
+            p = c.load(1, head, kind, "position.npy")
+            c.save(1, head, kind, "position.npy", p.astype(np().int64) + 2 ** 52)
+    clean_metrics = os.path.join(c.work, "clean_out", "head_metrics.csv")
+    clean_cells = os.path.join(c.work, "clean_out", "head_bucket_plasticity.csv")
+    same = ["q_R2_pos", "q_beta_norm", "q_resid0_skew", "q_resid0_kurt", "q_resid0_ks_p", "q_noise_med_abs_skew",
+            "q_noise_med_ks_p", "ap_overall", "ap_overall_se", "bias_strength", "drift_slope_k", "drift_query_mean"]
+
+    def check(ck, name, out):
+        for csv_name, clean, cols in (("head_metrics.csv", clean_metrics, same),
+                                      ("head_bucket_plasticity.csv", clean_cells, ["n_pairs", "plasticity"])):
+            _, want = u.read_csv(clean)
+            _, got = u.read_csv(os.path.join(out, csv_name))
+            want = [r for r in want if u.head_key(r)[0] == 1]
+            got = [r for r in got if u.head_key(r)[0] == 1]
+            ck.check(len(got) == len(want) and len(got) > 0, "%s: %s has %d rows of layer 1, the clean run %d"
+                     % (name, csv_name, len(got), len(want)))
+            for w, g in zip(want, got):
+                for col in cols:
+                    ck.check(w[col] == g[col], "%s: %s %s of head %s: %s, the clean run %s"
+                             % (name, csv_name, col, u.head_key(w), g[col], w[col]))
+    return Expect(0, changed=[(1, head) for head in range(Q_HEADS)], extra_check=check)
+
+
+@case
 def value_large_int32_positions(c):
     for layer, head, kind in ((1, 0, "q"), (1, 0, "k"), (1, 1, "q")):
         p = c.load(layer, head, kind, "position.npy")
@@ -618,6 +666,30 @@ def layout_from_model_config(c):
                 '"num_hidden_layers": 2, "hidden_size": 16}')
     return Expect(0, layout=False, args=["--model-config", model], keep=lambda layer, head: (layer, head) != (0, 3),
                   messages=["layout from " + model, "7 of the 8 query heads of the layout present"])
+
+
+@case
+def layout_from_multimodal_model_config(c):
+    # A multimodal config.json: the language model's counts are in text_config (the vision
+    # tower's in vision_config are not read; issue 25 item 14).
+    model = os.path.join(c.work, c.name + "_config.json")
+    with open(model, "w") as f:
+        f.write('{"architectures": ["ToyForConditionalGeneration"], "model_type": "llava", '
+                '"vision_config": {"num_attention_heads": 16, "num_hidden_layers": 24}, '
+                '"text_config": {"num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2}}')
+    return Expect(0, layout=False, args=["--model-config", model], messages=["layout from " + model])
+
+
+@case
+def layout_model_config_multi_query_conflict(c):
+    # multi_query (one key head) beside num_key_value_heads 2: refused, naming the file and keys.
+    model = os.path.join(c.work, c.name + "_config.json")
+    with open(model, "w") as f:
+        f.write('{"model_type": "gpt_bigcode", "n_head": 4, "n_layer": 2, "multi_query": true, '
+                '"num_key_value_heads": 2}')
+    return Expect(2, layout=False, args=["--model-config", model],
+                  messages=["model_config %s: multi_query is true (one key head) but num_key_value_heads says 2"
+                            % model])
 
 
 @case

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <system_error>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -159,14 +161,37 @@ TEST_CASE("resolve_layout: head counts never guessed from the folder names", "[f
     CHECK(resolve_layout(sampled, counts(std::nullopt, 32, std::nullopt), counts(std::nullopt, 32, 8)).num_k_heads == 8);
 }
 
-TEST_CASE("read_model_config: a transformers config.json", "[frontend]")
+namespace
 {
-    const auto dir = std::filesystem::temp_directory_path() / ("ap_model_config_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
-    auto write = [&](const std::string& name, const std::string& text) {
+/// A fresh folder for model config files written by a test, removed at its end.
+struct config_folder
+{
+    std::filesystem::path dir;
+
+    explicit config_folder(const std::string& name)
+        : dir(std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid())))
+    {
+        std::filesystem::create_directories(dir);
+    }
+    ~config_folder()
+    {
+        std::error_code ignored;
+        std::filesystem::remove_all(dir, ignored);
+    }
+    /// Writes `text` into the file `name` of the folder; returns its path.
+    std::string write(const std::string& name, const std::string& text) const
+    {
         std::ofstream((dir / name).string(), std::ios::binary) << text;
         return (dir / name).string();
-    };
+    }
+};
+}  // namespace
+
+TEST_CASE("read_model_config: a transformers config.json", "[frontend]")
+{
+    const config_folder folder("ap_model_config");
+    const auto& dir = folder.dir;
+    auto write = [&](const std::string& name, const std::string& text) { return folder.write(name, text); };
     const layout_counts gqa = read_model_config(
         write("qwen.json", R"({"architectures": ["Qwen2ForCausalLM"], "num_attention_heads": 14, )"
                            R"("num_key_value_heads": 2, "num_hidden_layers": 24, "hidden_size": 896})"));
@@ -181,8 +206,71 @@ TEST_CASE("read_model_config: a transformers config.json", "[frontend]")
                       Contains("key 'num_attention_heads' is given twice"));
     CHECK_THROWS_WITH(read_model_config((dir / "absent.json").string()), Contains("file not found"));
     CHECK_FALSE(read_model_config("").num_q_heads);
-    std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("read_model_config: text_config, GPT-2 names, multi-query, conflicts", "[frontend]")
+{
+    const config_folder folder("ap_model_config_families");
+    auto write = [&](const std::string& name, const std::string& text) { return folder.write(name, text); };
+    auto layout = [](const layout_counts& c) {
+        return std::make_tuple(c.num_q_heads.value_or(0), c.num_k_heads.value_or(0), c.num_layers.value_or(0));
+    };
+    using counts3 = std::tuple<std::size_t, std::size_t, std::size_t>;
+    // A multimodal config (LLaVA, Gemma 3): the language model's counts are in text_config; the
+    // top level's own keys (here the vision tower's in vision_config) are not read.
+    CHECK(layout(read_model_config(write(
+              "llava.json", R"({"architectures": ["LlavaForConditionalGeneration"], "model_type": "llava", )"
+                            R"("vision_config": {"num_attention_heads": 16, "num_hidden_layers": 24}, )"
+                            R"("text_config": {"model_type": "llama", "num_attention_heads": 32, )"
+                            R"("num_key_value_heads": 8, "num_hidden_layers": 40}})")))
+          == counts3{32, 8, 40});
+    // The same counts at the top and in text_config agree; different ones are refused, naming both.
+    CHECK(layout(read_model_config(write("both.json", R"({"num_attention_heads": 16, "num_key_value_heads": 2, )"
+                                                      R"("text_config": {"num_attention_heads": 16}})")))
+          == counts3{16, 2, 0});
+    CHECK_THROWS_WITH(read_model_config(write("clash.json", R"({"num_attention_heads": 16, )"
+                                                            R"("text_config": {"num_attention_heads": 32}})")),
+                      Contains("clash.json: text_config.num_attention_heads says 32 but num_attention_heads says 16"));
+    // GPT-2: n_head, n_layer (n_embd is not a count); no multi-query: as many key heads.
+    CHECK(layout(read_model_config(write("gpt2.json", R"({"model_type": "gpt2", "n_head": 12, "n_layer": 12, )"
+                                                      R"("n_embd": 768})")))
+          == counts3{12, 12, 12});
+    CHECK_THROWS_WITH(read_model_config(write("alias.json", R"({"n_head": 12, "num_attention_heads": 16})")),
+                      Contains("alias.json: num_attention_heads says 16 but n_head says 12"));
+    // GPT-BigCode: multi_query (its default) means one key head.
+    CHECK(layout(read_model_config(write("santacoder.json", R"({"model_type": "gpt_bigcode", "n_head": 16, )"
+                                                            R"("n_layer": 24, "multi_query": true})")))
+          == counts3{16, 1, 24});
+    CHECK(layout(read_model_config(write("bigcode_default.json", R"({"model_type": "gpt_bigcode", "n_head": 16})")))
+          == counts3{16, 1, 0});
+    CHECK(layout(read_model_config(write("bigcode_mha.json", R"({"model_type": "gpt_bigcode", "n_head": 16, )"
+                                                             R"("multi_query": false})")))
+          == counts3{16, 16, 0});
+    CHECK_THROWS_WITH(read_model_config(write("mq_clash.json", R"({"num_attention_heads": 8, "multi_query": true, )"
+                                                               R"("num_key_value_heads": 4})")),
+                      Contains("mq_clash.json: multi_query is true (one key head) but num_key_value_heads says 4"));
+    // Falcon-7B as transformers saves it: multi_query wins over num_kv_heads (kept = 71).
+    CHECK(layout(read_model_config(write("falcon7b.json", R"({"model_type": "falcon", "num_attention_heads": 71, )"
+                                                          R"("num_kv_heads": 71, "multi_query": true, )"
+                                                          R"("new_decoder_architecture": false, "num_hidden_layers": 32})")))
+          == counts3{71, 1, 32});
+    // Falcon-40B: the new decoder architecture reads num_kv_heads (old name n_head_kv).
+    CHECK(layout(read_model_config(write("falcon40b.json", R"({"model_type": "falcon", "num_attention_heads": 128, )"
+                                                           R"("num_kv_heads": 8, "new_decoder_architecture": true, )"
+                                                           R"("num_hidden_layers": 60})")))
+          == counts3{128, 8, 60});
+    CHECK(layout(read_model_config(write("rw40b.json", R"({"model_type": "falcon", "n_head": 128, "n_head_kv": 8, )"
+                                                       R"("new_decoder_architecture": true, "n_layer": 60})")))
+          == counts3{128, 8, 60});
+    CHECK_THROWS_WITH(read_model_config(write("mq_text.json", R"({"multi_query": "yes please", "n_head": 4})")),
+                      Contains("mq_text.json: multi_query: expected true or false"));
+    CHECK_THROWS_WITH(read_model_config(write("text_list.json", R"({"text_config": [1, 2]})")),
+                      Contains("text_list.json: text_config: expected a JSON object"));
+    CHECK_THROWS_WITH(read_model_config(write("text_twice.json", R"({"text_config": {"n_head": 4, "n_head": 8}})")),
+                      Contains("key 'text_config.n_head' is given twice"));
+    CHECK_THROWS_WITH(read_model_config(write("vision_only.json", R"({"vision_config": {"num_attention_heads": 16}})")),
+                      Contains("vision_only.json: no num_attention_heads (nor n_head"));
+    }
 
 TEST_CASE("resolve_layout: contradictions, folders outside the layout, GQA divisibility", "[frontend]")
 {

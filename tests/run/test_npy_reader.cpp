@@ -5,6 +5,7 @@
 // byte (the NPY 1.0 format as NumPy documents it), not by the code under test; the values are
 // closed forms of (row, column).
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -17,6 +18,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -189,6 +192,51 @@ TEMPLATE_TEST_CASE("read_vectors: a payload not aligned for its type is read, wi
     const io::npy_vectors v = io::read_vectors(file.string());
     CHECK_FALSE(v.mapped());
     check_values<TestType>(v, 6, 3);
+}
+
+TEMPLATE_TEST_CASE("read_vectors: a sparse file (holes) is read, not mapped, with its zeros", "[npy]", float, double)
+{
+    // A valid file whose payload was never written (a header, then the file extended by
+    // resize_file): its pages are holes. Touching a hole of a mapping makes the file system
+    // allocate it, which on a full tmpfs is SIGBUS; read() returns the zeros without
+    // allocating (mapped_file.hpp; the full-tmpfs run itself: tests/e2e/test_disk_full.py).
+    temp_folder dir("sparse");
+    const fs::path sparse = dir.path / "vector.npy";
+    const std::size_t n = 4096, d = 4;  // payload 64 or 128 KiB: many pages of holes
+    const std::size_t size = 128 + n * d * sizeof(TestType);
+    write_file(sparse, npy_bytes(descr_of<TestType>(), false, "(4096, 4)", ""));
+    fs::resize_file(sparse, size);
+    struct stat st
+    {
+    };
+    REQUIRE(::stat(sparse.c_str(), &st) == 0);
+    // The file system made holes (fewer bytes allocated than the size): the case under test.
+    INFO("the temporary folder's file system allocated " << st.st_blocks * 512 << " bytes for a file of " << size);
+    REQUIRE(static_cast<std::uintmax_t>(st.st_blocks) * 512 < size);
+    const io::npy_vectors v = io::read_vectors(sparse.string());
+    CHECK_FALSE(v.mapped());
+    REQUIRE(v.rows() == n);
+    REQUIRE(v.cols() == d);
+    const TestType* data = v.data<TestType>();
+    CHECK(std::all_of(data, data + n * d, [](TestType x) { return x == TestType(0); }));
+
+    // The same values written out (no hole): mapped, as every dense file.
+    const fs::path dense = dir.path / "dense.npy";
+    write_file(dense, npy_bytes(descr_of<TestType>(), false, "(4096, 4)", std::string(n * d * sizeof(TestType), '\0')));
+    CHECK(io::read_vectors(dense.string()).mapped());
+
+    // The decision itself on open files: a hole anywhere in the range counts, also one after
+    // written data; the written file has none.
+    const fs::path tail_hole = dir.path / "tail_hole.npy";
+    write_file(tail_hole, npy_bytes(descr_of<TestType>(), false, "(4096, 4)", std::string(16384, '\1')));
+    fs::resize_file(tail_hole, size);
+    for (const auto& [path, holes] : {std::pair<fs::path, bool>{sparse, true}, {dense, false}, {tail_hole, true}})
+    {
+        const int fd = ::open(path.c_str(), O_RDONLY);
+        REQUIRE(fd >= 0);
+        CHECK(io::file_has_holes(fd, size) == holes);
+        ::close(fd);
+    }
 }
 
 TEMPLATE_TEST_CASE("read_vectors: bad files give the reader's messages, mapped or read", "[npy]", float, double)

@@ -96,7 +96,7 @@ namespace detail
             }
             if (m_options.distance_map)
             {
-                add_distances(cells, model.tau, bucket.pair_plasticity);
+                add_distances(cells, model, bucket.pair_plasticity);
                 if (m_options.distance_map_extra_pairs > 0)
                 {
                     add_extra_pairs(model, key_buckets, cells);
@@ -268,9 +268,11 @@ namespace detail
         }
 
     private:
-        void add_distances(const std::vector<cell_pairs>& cells, double tau, const xt::xtensor<double, 1>& pp)
+        void add_distances(const std::vector<cell_pairs>& cells, const bucket_query_model& model,
+                           const xt::xtensor<double, 1>& pp)
         {
-            const pair_distances d = pair_distances_raw(m_k.position, cells, tau);
+            // About the head's position origin (§2.3): exact for positions far from 0.
+            const pair_distances d = pair_distances_raw(m_k.position, cells, model.tau_from_origin(), model.t_origin);
             m_key_distance.insert(m_key_distance.end(), d.key_distance.begin(), d.key_distance.end());
             m_query_distance.insert(m_query_distance.end(), d.query_distance.begin(), d.query_distance.end());
             m_plasticity.insert(m_plasticity.end(), pp.begin(), pp.end());
@@ -291,7 +293,7 @@ namespace detail
                                                        "analyze_head"));
             }
             const bucket_plasticity_result pp = query_bucket_plasticity_raw(m_k_rows, extra, model);
-            add_distances(extra, model.tau, pp.pair_plasticity);
+            add_distances(extra, model, pp.pair_plasticity);
         }
 
         /// §8.2: the kept rows of the bucket's queries it uses, all of them or a seeded subsample of the cap.

@@ -7,6 +7,13 @@
 // Two passes over the rows (means, then the centred rows: with S_xx, with t appended through
 // SYRK in blocks; without, O(n d)), in fixed chunks reduced in chunk order, so the result does
 // not depend on the number of threads; no n x n matrix is formed.
+//
+// The sums are taken about the kind's first row [x_0, t_0] (docs/method.md §7.3, §8.5): the
+// mean is x_0 + mean(x - x_0) and the centred values (x - x_0) - mean(x - x_0). A column that
+// holds one value therefore centres to exact zeros (its mean need not round-trip: 0.1 summed n
+// times and divided by n is not 0.1, and the difference would be a spread of pure rounding
+// noise), and positions far from 0 centre as exactly as small ones (t - t_0 is exact for
+// integer positions up to 2^53).
 
 #include <algorithm>
 #include <cmath>
@@ -34,6 +41,8 @@ namespace detail
         std::size_t n = 0;
         std::size_t d = 0;
         std::vector<double> mean;     // d + 1: the mean of x, then the mean of t
+        std::vector<double> origin;   // d + 1: the first row, about which the sums are taken
+        std::vector<double> shift;    // d + 1: mean - origin, as computed (exact 0 for a constant column)
         std::vector<double> scatter;  // (d + 1)^2, full: sum_i (z_i - mean)(z_i - mean)^T
         bool has_sxx = false;         // without: only the last row and column (S_xt, S_tt) are set
 
@@ -41,6 +50,13 @@ namespace detail
         double sxt(std::size_t i) const noexcept { return scatter[i * (d + 1) + d]; }
         double stt() const noexcept { return scatter[d * (d + 1) + d]; }
         double mean_t() const noexcept { return mean[d]; }
+
+        /// mean_j of this kind minus mean_j of `other`, from the origins and the shifts: exact 0
+        /// for a column that holds the same value in both kinds, exact for positions far from 0.
+        double mean_difference(const kind_moments& other, std::size_t j) const noexcept
+        {
+            return (origin[j] - other.origin[j]) + (shift[j] - other.shift[j]);
+        }
     };
 
     constexpr std::size_t qk_moment_chunk_rows = 8192;
@@ -58,7 +74,14 @@ namespace detail
         const std::size_t w = m.d + 1;
         const chunks pieces{m.n, qk_moment_chunk_rows};
         const std::size_t tasks = pieces.count();
-        // Means: each chunk's sums in row order, the chunks in order.
+        m.origin.assign(w, 0.0);
+        if (m.n > 0)
+        {
+            rows.load(0, m.origin.data());
+            m.origin[m.d] = t[0];
+        }
+        const std::vector<double>& origin = m.origin;
+        // Means about the origin: each chunk's sums in row order, the chunks in order.
         std::vector<double> partial(tasks * w, 0.0);
         parallel_for(tasks, threads, [&](std::size_t c, std::size_t) {
             std::vector<double> row(m.d);
@@ -68,23 +91,26 @@ namespace detail
                 rows.load(i, row.data());
                 for (std::size_t j = 0; j < m.d; ++j)
                 {
-                    sum[j] += row[j];
+                    sum[j] += row[j] - origin[j];
                 }
-                sum[m.d] += t[i];
+                sum[m.d] += t[i] - origin[m.d];
             }
         });
-        m.mean.assign(w, 0.0);
+        m.shift.assign(w, 0.0);
         for (std::size_t c = 0; c < tasks; ++c)
         {
             for (std::size_t j = 0; j < w; ++j)
             {
-                m.mean[j] += partial[c * w + j];
+                m.shift[j] += partial[c * w + j];
             }
         }
-        for (double& x : m.mean)
+        m.mean.assign(w, 0.0);
+        for (std::size_t j = 0; j < w; ++j)
         {
-            x /= static_cast<double>(m.n);
+            m.shift[j] /= static_cast<double>(m.n);
+            m.mean[j] = origin[j] + m.shift[j];
         }
+        const std::vector<double>& shift = m.shift;
         if (!with_sxx)
         {
             // S_xt and S_tt alone: each chunk's sums of (t - mean_t)(x - mean) in row order.
@@ -95,10 +121,10 @@ namespace detail
                 for (std::size_t i = pieces.begin(c); i < pieces.end(c); ++i)
                 {
                     rows.load(i, row.data());
-                    const double dt = t[i] - m.mean[m.d];
+                    const double dt = (t[i] - origin[m.d]) - shift[m.d];
                     for (std::size_t j = 0; j < m.d; ++j)
                     {
-                        sum[j] += dt * (row[j] - m.mean[j]);
+                        sum[j] += dt * ((row[j] - origin[j]) - shift[j]);
                     }
                     sum[m.d] += dt * dt;
                 }
@@ -132,7 +158,7 @@ namespace detail
                     out[m.d] = t[b + r];
                     for (std::size_t j = 0; j < w; ++j)
                     {
-                        out[j] -= m.mean[j];
+                        out[j] = (out[j] - origin[j]) - shift[j];
                     }
                 }
                 syrk_ata<double>(w, count, 1.0, block.data(), w, 1.0, sum, w);
@@ -168,20 +194,14 @@ namespace detail
         std::size_t d() const noexcept { return q.d; }
         double total() const noexcept { return static_cast<double>(q.n + k.n); }
 
-        /// Pooled mean of x (component j) and of t.
-        double pooled_mean(std::size_t j) const noexcept
-        {
-            return (static_cast<double>(q.n) * q.mean[j] + static_cast<double>(k.n) * k.mean[j]) / total();
-        }
-
         /// Pooled centred sum of products of component j with t: S_xt(Q) + S_xt(K) plus the
-        /// between-kind term n_q (mean_tQ - mean_t)(muQ_j - mu_j) + n_k (...)(...).
+        /// between-kind term n_q n_k / N (tQ - tK)(muQ_j - muK_j) (equal to n_q (tQ - t)(muQ_j -
+        /// mu_j) + n_k (...)(...), without the pooled means, whose rounding would turn equal
+        /// constants into a spurious term, docs/method.md §7.3).
         double pooled_sxt(std::size_t j) const noexcept
         {
-            const double t = pooled_mean(q.d);
-            const double x = pooled_mean(j);
-            return q.sxt(j) + k.sxt(j) + static_cast<double>(q.n) * (q.mean_t() - t) * (q.mean[j] - x)
-                   + static_cast<double>(k.n) * (k.mean_t() - t) * (k.mean[j] - x);
+            const double between = static_cast<double>(q.n) * static_cast<double>(k.n) / total();
+            return q.sxt(j) + k.sxt(j) + between * q.mean_difference(k, q.d) * q.mean_difference(k, j);
         }
 
         /// Pooled centred sum of products of components i, j: S_xx(Q) + S_xx(K) + n_q n_k / N
@@ -189,7 +209,7 @@ namespace detail
         double pooled_sxx(std::size_t i, std::size_t j) const noexcept
         {
             const double between = static_cast<double>(q.n) * static_cast<double>(k.n) / total();
-            return q.sxx(i, j) + k.sxx(i, j) + between * (q.mean[i] - k.mean[i]) * (q.mean[j] - k.mean[j]);
+            return q.sxx(i, j) + k.sxx(i, j) + between * q.mean_difference(k, i) * q.mean_difference(k, j);
         }
     };
 

@@ -11,6 +11,12 @@
 // mapping, so no page of the mapping lies past the end of the file. A file truncated by
 // another process while it is mapped is out of scope: reading a page that no longer exists
 // raises SIGBUS, as for every program that maps files.
+//
+// A sparse file (one with holes: pages never written, e.g. made by truncate) is read, not
+// mapped (issue 25, item 8): touching a hole page of a mapping makes the file system allocate
+// it, and where it cannot (a full tmpfs) the process gets SIGBUS, whereas read() returns the
+// hole's zeros without allocating. The holes are found with lseek(SEEK_HOLE) when the file is
+// opened; a file system that cannot answer counts as sparse (read, the safe way).
 
 #include <cstddef>
 #include <cstdint>
@@ -34,6 +40,27 @@ inline bool file_mapping_enabled()
     return value == nullptr || strcasecmp(value, "off") != 0;
 }
 
+/// Whether the first `size` bytes of the open file `fd` have a hole (a range never written,
+/// which reads as zeros): lseek(SEEK_HOLE) from 0 finds the first hole, which is the end of the
+/// file when there is none. True also when the file system cannot tell (lseek fails), so that
+/// the caller takes the safe path.
+inline bool file_has_holes(int fd, std::uintmax_t size) noexcept
+{
+#if defined(SEEK_HOLE)
+    constexpr int seek_hole = SEEK_HOLE;
+#elif defined(__linux__)
+    constexpr int seek_hole = 4;  // Linux's value, which <unistd.h> hides without _GNU_SOURCE
+#else
+    constexpr int seek_hole = -1;
+#endif
+    if (seek_hole < 0)
+    {
+        return false;  // a platform without SEEK_HOLE cannot tell: mapped as before
+    }
+    const off_t hole = ::lseek(fd, 0, seek_hole);
+    return hole < 0 || static_cast<std::uintmax_t>(hole) < size;
+}
+
 /// A read-only, private mapping of a whole file, unmapped when destroyed. Move-only: the
 /// address of the mapped bytes does not change when the object moves, and views of them are
 /// valid exactly as long as the object (or the one it was moved into) lives.
@@ -43,7 +70,8 @@ public:
     mapped_file() = default;
 
     /// The whole of `path` mapped, if it is a regular file of exactly `expected_size` bytes
-    /// (> 0) and mapping is enabled and possible; otherwise an empty mapping (valid() false).
+    /// (> 0) without holes (file_has_holes) and mapping is enabled and possible; otherwise an
+    /// empty mapping (valid() false).
     /// Never throws: the caller reads the file instead, and reports its problems as it does.
     static mapped_file map(const std::string& path, std::uintmax_t expected_size) noexcept
     {
@@ -62,7 +90,8 @@ public:
         {
         };
         // The size checked here is the one the caller validated the header against.
-        if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<std::uintmax_t>(st.st_size) == expected_size)
+        if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<std::uintmax_t>(st.st_size) == expected_size
+            && !file_has_holes(fd, expected_size))
         {
             const auto size = static_cast<std::size_t>(expected_size);
             void* address = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | populate_flag, fd, 0);

@@ -217,7 +217,7 @@ inline const option_table<analyze_config>& analyze_options()
          count(&layout_counts::num_k_heads)},
         {"model_config", "PATH",
          "the model's config.json: num_q_heads, num_k_heads, num_layers from its num_attention_heads, "
-         "num_key_value_heads, num_hidden_layers",
+         "num_key_value_heads, num_hidden_layers (or text_config's; n_head, n_layer, multi_query, num_kv_heads)",
          set_option::path(&c::model_config)},
         {"layers", "LIST", "layers to analyze, e.g. 0-3,7 [all]",
          [](c& config, const std::string& label, const std::string& text) {

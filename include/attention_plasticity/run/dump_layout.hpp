@@ -11,7 +11,7 @@
 //
 // The layout (num_layers, num_q_heads, num_k_heads) comes from the flags or the --config
 // file, from the model's own config.json (--model-config: num_attention_heads,
-// num_key_value_heads, num_hidden_layers) or from the dump's metadata file
+// num_key_value_heads, num_hidden_layers and the other families' names, read_model_config) or from the dump's metadata file
 // <data_root>/metadata.json (see dump_metadata_file), which must agree where several give
 // it. The head counts, hence the GQA group size, are never guessed from the folder names: a
 // capture may hold some heads only, and query heads 0-5 of an 8-query/2-key model look like
@@ -263,11 +263,138 @@ inline layout_counts read_dump_metadata(const std::string& data_root)
     return parse_dump_metadata(read_config_file(path, "metadata"), path);
 }
 
+namespace detail
+{
+    /// The keys of a transformers config.json that give one layout count, in the names the model
+    /// families use (docs/method.md §1.3): Llama-style names first, then GPT-2 / GPT-BigCode /
+    /// Falcon ones (transformers' attribute_map aliases; Falcon's n_head_kv is its old name of
+    /// num_kv_heads).
+    inline constexpr const char* model_q_head_keys[] = {"num_attention_heads", "n_head"};
+    inline constexpr const char* model_kv_head_keys[] = {"num_key_value_heads", "num_kv_heads", "n_head_kv"};
+    inline constexpr const char* model_layer_keys[] = {"num_hidden_layers", "n_layer"};
+
+    /// A model config.json as read for its layout: the top-level mapping and, for a multimodal
+    /// model, its language model's `text_config` (where its counts are). A name may be given in
+    /// both, and under several of its aliases, as long as every value agrees.
+    struct model_config_view
+    {
+        std::string source;  // "model_config PATH", the prefix of every message
+        YAML::Node root;
+        std::optional<YAML::Node> text;  // text_config, when given
+
+        /// The places `key` is given: {"text_config.key", value} and {"key", value}.
+        std::vector<std::pair<std::string, YAML::Node>> find(const std::string& key) const
+        {
+            std::vector<std::pair<std::string, YAML::Node>> found;
+            for (const auto& [prefix, map] : {std::pair<std::string, const YAML::Node*>{"text_config.", text ? &*text : nullptr},
+                                              std::pair<std::string, const YAML::Node*>{"", &root}})
+            {
+                if (map == nullptr)
+                {
+                    continue;
+                }
+                const YAML::Node value = static_cast<const YAML::Node&>(*map)[key];  // const: never inserts
+                if (value.IsDefined() && !value.IsNull())
+                {
+                    found.emplace_back(prefix + key, value);
+                }
+            }
+            return found;
+        }
+
+        /// The one count that the keys give (nullopt when none does); a usage error naming both
+        /// keys when two of them disagree.
+        template <std::size_t N>
+        std::optional<std::size_t> count(const char* const (&keys)[N]) const
+        {
+            std::optional<std::size_t> result;
+            std::string result_key;
+            for (const char* key : keys)
+            {
+                for (const auto& [name, value] : find(key))
+                {
+                    if (!value.IsScalar())
+                    {
+                        throw usage_error(source + ": " + name + ": expected a number");
+                    }
+                    const auto v =
+                        static_cast<std::size_t>(parse_unsigned(source + ": " + name, value.Scalar(), 1, max_layout_count));
+                    if (result && *result != v)
+                    {
+                        throw usage_error(source + ": " + result_key + " says " + std::to_string(*result) + " but "
+                                          + name + " says " + std::to_string(v)
+                                          + "; which one is the language model's? (give --num-q-heads and "
+                                            "--num-k-heads instead)");
+                    }
+                    result = v;
+                    result_key = name;
+                }
+            }
+            return result;
+        }
+
+        /// A true/false key (`fallback` when absent); a usage error when it is not a boolean or two
+        /// places disagree.
+        bool flag(const char* key, bool fallback) const
+        {
+            std::optional<bool> result;
+            for (const auto& [name, value] : find(key))
+            {
+                bool v = false;
+                if (!value.IsScalar() || !YAML::convert<bool>::decode(value, v))
+                {
+                    throw usage_error(source + ": " + name + ": expected true or false");
+                }
+                if (result && *result != v)
+                {
+                    throw usage_error(source + ": " + key + " is both true and false (at the top and in text_config)");
+                }
+                result = v;
+            }
+            return result.value_or(fallback);
+        }
+
+        /// The model_type (of text_config when it has one), "" when absent.
+        std::string model_type() const
+        {
+            for (const auto& [name, value] : find("model_type"))
+            {
+                if (value.IsScalar())
+                {
+                    return value.Scalar();
+                }
+            }
+            return "";
+        }
+    };
+
+    /// A usage error when a key of `map` is given twice (yaml-cpp would keep one silently).
+    inline void refuse_repeated_keys(const YAML::Node& map, const std::string& source, const std::string& prefix)
+    {
+        std::set<std::string> keys;
+        for (const auto& entry : map)
+        {
+            if (entry.first.IsScalar() && !keys.insert(entry.first.Scalar()).second)
+            {
+                throw usage_error(source + ": key '" + prefix + entry.first.Scalar() + "' is given twice; keep one value");
+            }
+        }
+    }
+}  // namespace detail
+
 /// The layout counts of a model's own config.json (Hugging Face transformers; `path` names it
-/// in messages): num_q_heads from num_attention_heads, num_k_heads from num_key_value_heads
-/// (absent: num_attention_heads, as transformers reads it: no GQA), num_layers from
-/// num_hidden_layers. None when `path` is "". usage_error when it cannot be read or lacks
-/// num_attention_heads.
+/// in messages), docs/method.md §1.3: read at the top level and in `text_config` (the language
+/// model of a multimodal config), under the names of the model families:
+/// - num_q_heads: num_attention_heads or n_head (GPT-2, GPT-BigCode);
+/// - num_k_heads: multi-query attention (`multi_query: true`, the default of GPT-BigCode and
+///   Falcon, unless Falcon's `new_decoder_architecture: true`) has 1 key head, and then a
+///   num_key_value_heads other than 1 contradicts it; otherwise num_key_value_heads,
+///   num_kv_heads or n_head_kv (Falcon), absent meaning num_q_heads (no GQA), as transformers
+///   reads them;
+/// - num_layers: num_hidden_layers or n_layer.
+/// None when `path` is "". usage_error, naming the file and the key, when it cannot be read,
+/// lacks the query head count, or two of these names (or the top level and text_config) give
+/// different values.
 inline layout_counts read_model_config(const std::string& path)
 {
     layout_counts counts;
@@ -275,43 +402,55 @@ inline layout_counts read_model_config(const std::string& path)
     {
         return counts;
     }
-    const std::string source = "model_config " + path;
-    const YAML::Node root = load_one_yaml_document(read_config_file(path, "model_config"), source, "JSON");
-    if (!root.IsMap())
+    detail::model_config_view config;
+    config.source = "model_config " + path;
+    config.root = load_one_yaml_document(read_config_file(path, "model_config"), config.source, "JSON");
+    if (!config.root.IsMap())
     {
-        throw usage_error(source + ": expected a JSON object (a model's config.json)");
+        throw usage_error(config.source + ": expected a JSON object (a model's config.json)");
     }
-    std::set<std::string> keys;
-    for (const auto& entry : root)
+    detail::refuse_repeated_keys(config.root, config.source, "");
+    const YAML::Node text = static_cast<const YAML::Node&>(config.root)["text_config"];  // const: never inserts
+    if (text.IsDefined() && !text.IsNull())
     {
-        if (entry.first.IsScalar() && !keys.insert(entry.first.Scalar()).second)
+        if (!text.IsMap())
         {
-            throw usage_error(source + ": key '" + entry.first.Scalar() + "' is given twice; keep one value");
+            throw usage_error(config.source + ": text_config: expected a JSON object (the language model's config)");
         }
+        detail::refuse_repeated_keys(text, config.source, "text_config.");
+        config.text.emplace(text);
     }
-    auto count = [&](const char* key) -> std::optional<std::size_t> {
-        const YAML::Node value = static_cast<const YAML::Node&>(root)[key];  // const: never inserts
-        if (!value.IsDefined() || value.IsNull())
-        {
-            return std::nullopt;
-        }
-        if (!value.IsScalar())
-        {
-            throw usage_error(source + ": " + key + ": expected a number");
-        }
-        return static_cast<std::size_t>(parse_unsigned(source + ": " + key, value.Scalar(), 1, max_layout_count));
-    };
-    counts.num_q_heads = count("num_attention_heads");
+    counts.num_q_heads = config.count(detail::model_q_head_keys);
     if (!counts.num_q_heads)
     {
-        throw usage_error(source + ": no num_attention_heads (is it the config.json of a transformers model?)");
+        throw usage_error(config.source
+                          + ": no num_attention_heads (nor n_head, at the top or in text_config; is it the config.json "
+                            "of a transformers model?)");
     }
-    counts.num_k_heads = count("num_key_value_heads");
-    if (!counts.num_k_heads)
+    const std::string type = config.model_type();
+    const bool multi_query_default = type == "falcon" || type == "gpt_bigcode";
+    const bool multi_query = config.flag("multi_query", multi_query_default)
+                             && !config.flag("new_decoder_architecture", false);
+    if (multi_query)
     {
-        counts.num_k_heads = counts.num_q_heads;
+        // transformers ignores Falcon's num_kv_heads here (it keeps num_attention_heads in it).
+        const std::optional<std::size_t> declared = config.count({"num_key_value_heads"});
+        if (declared && *declared != 1)
+        {
+            throw usage_error(config.source + ": multi_query is true (one key head) but num_key_value_heads says "
+                              + std::to_string(*declared) + "; which one holds?");
+        }
+        counts.num_k_heads = 1;
     }
-    counts.num_layers = count("num_hidden_layers");
+    else
+    {
+        counts.num_k_heads = config.count(detail::model_kv_head_keys);
+        if (!counts.num_k_heads)
+        {
+            counts.num_k_heads = counts.num_q_heads;
+        }
+    }
+    counts.num_layers = config.count(detail::model_layer_keys);
     return counts;
 }
 
