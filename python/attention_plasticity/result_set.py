@@ -109,43 +109,6 @@ def analysis_options(**overrides):
     return options
 
 
-# The largest CSV read back: far more than any head set (a head writes kilobytes), far less
-# than memory; a larger file is refused, never read without bound.
-MAX_CSV_BYTES = 1 << 32
-
-
-def _read_file(path, what):
-    """The text of a regular file, opened without waiting (a FIFO is refused) and size-bounded."""
-    import stat
-
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as e:
-        raise ValueError(f"read_results: {path}: {e.strerror} ({what})") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ValueError(f"read_results: {path}: not a regular file ({what})")
-        if info.st_size > MAX_CSV_BYTES:
-            raise ValueError(f"read_results: {path}: {info.st_size} bytes, more than the {MAX_CSV_BYTES} "
-                             f"a result table can have")
-        chunks, size = [], 0
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > MAX_CSV_BYTES:
-                raise ValueError(f"read_results: {path}: grew past {MAX_CSV_BYTES} bytes while read")
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    try:
-        return b"".join(chunks).decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ValueError(f"read_results: {path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-
-
 def _frame(text, schema, path):
     """A CSV's text as a DataFrame with the schema's columns and dtypes (numbers exact)."""
     import io
@@ -169,50 +132,26 @@ def _frame(text, schema, path):
 def read_results(folder):
     """The result set in ``folder`` (written by ap_analyze, ap_merge, ``analyze_dump`` or a
     result's ``write``) as a ResultSet: the same tables, value for value (the CSVs hold every
-    double exactly, docs/method.md §3.1), and the same bytes (``csv_text``). The current set is
-    read as one: its folder (``.ap_results/current``) is resolved once, under the writer's lock
-    shared, so a run finishing meanwhile does not mix two sets. Raises ValueError naming the file
-    for a missing or unreadable table, a header of another version, a FIFO or an oversized file."""
-    import fcntl
-    import stat
-
+    double exactly, docs/method.md §3.1), and the same bytes (``csv_text``). It is read by the
+    reader of ap_merge and ap_compare (run/result_set_reader.hpp): under the folder's lock,
+    shared, the current set resolved once (a run finishing meanwhile does not mix two sets), each
+    file bounded, a FIFO, device or folder refused. Raises ValueError naming the file for a
+    missing or unreadable table or a header of another version."""
+    from ._core.dump import _read_result_set
     from ._core.tables import result_schema, result_tables
 
     folder = os.fspath(folder)
     if not os.path.isdir(folder):
         raise ValueError(f"read_results: {folder}: not a folder")
-    state = os.path.join(folder, ".ap_results")
-    lock_fd = None
-    base = folder
-    try:
-        if os.path.isdir(state):
-            lock = os.path.join(state, "lock")
-            try:
-                lock_fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-            except FileNotFoundError:
-                lock_fd = None
-            except OSError as e:
-                raise ValueError(f"read_results: {lock}: {e.strerror}") from None
-            if lock_fd is not None:
-                if not stat.S_ISREG(os.fstat(lock_fd).st_mode):
-                    raise ValueError(f"read_results: {lock}: not a regular file")
-                fcntl.flock(lock_fd, fcntl.LOCK_SH)
-            current = os.path.join(state, "current")
-            if os.path.islink(current):
-                base = os.path.join(state, os.readlink(current))
-        schema = result_schema()
-        tables, texts = {}, {}
-        for name, file, _header in result_tables():
-            path = os.path.join(base, file)
-            if not os.path.lexists(path) and name != "head_metrics":
-                continue  # a set of an earlier version without this table
-            texts[name] = _read_file(path, f"table {name} of the result set in {folder}")
-            tables[name] = _frame(texts[name], schema[name], os.path.join(folder, file))
-    finally:
-        if lock_fd is not None:
-            os.close(lock_fd)
-    metrics = tables["head_metrics"]
-    return ResultSet(tables, texts, f"{len(metrics)} heads read from {folder}", source=folder)
+    files = {file: name for name, file, _header in result_tables()}
+    texts = {files[file]: text for file, text in _read_result_set(folder, list(files))}
+    if "head_metrics" not in texts:
+        raise ValueError(f"read_results: {os.path.join(folder, 'head_metrics.csv')}: not found (not a result "
+                         f"set of ap_analyze, ap_merge or analyze_dump)")
+    schema = result_schema()
+    tables = {name: _frame(text, schema[name], os.path.join(folder, file))
+              for file, name in files.items() for text in [texts.get(name)] if text is not None}
+    return ResultSet(tables, texts, f"{len(tables['head_metrics'])} heads read from {folder}", source=folder)
 
 
 __all__ = ["ResultSet", "result_set", "read_results", "analysis_options"]

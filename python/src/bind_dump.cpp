@@ -724,6 +724,41 @@ void bind_dump(nb::module_& m)
              "'P of the L query heads of the layout present: ...'.");
 
     m.def(
+        "_read_result_set",
+        [](const std::string& folder, const std::vector<std::string>& names) {
+            // The one reader of result folders (result_set_reader.hpp): the shared lock, the
+            // current set resolved once, each file bounded (a quarter of memory, as ap_compare).
+            std::vector<std::pair<std::string, std::string>> out;
+            {
+                nb::gil_scoped_release release;
+                try
+                {
+                    const ex::result_set_reader reader(folder);
+                    const std::uintmax_t bound = attention_plasticity::io::physical_memory_bytes() / 4;
+                    for (const auto& name : names)
+                    {
+                        if (reader.holds(name))
+                        {
+                            out.emplace_back(name, reader.read(name, bound));
+                        }
+                    }
+                }
+                catch (const ex::result_folder_error& e)
+                {
+                    throw std::invalid_argument("read_results: " + folder + ": " + e.what());
+                }
+                catch (const attention_plasticity::io::input_error& e)
+                {
+                    throw std::invalid_argument(std::string("read_results: ") + e.what());
+                }
+            }
+            return out;
+        },
+        "folder"_a, "names"_a,
+        "[(name, text)] of the files `names` of the result set current in `folder` that it holds, read\n"
+        "under the folder's lock with the reader of ap_merge and ap_compare (result_set_reader.hpp): FIFOs,\n"
+        "devices and folders refused, each file bounded. Raises InvalidArgumentError naming the file.");
+    m.def(
         "_write_result_set",
         [](const std::string& output_dir, const std::vector<std::pair<std::string, std::string>>& files) {
             std::vector<std::string> names;
