@@ -155,7 +155,7 @@ TEST_CASE("bounded_read: line_reader gives the lines, refuses an endless line, t
           == dir / "zeros.csv" + ": a line longer than 1000 bytes (not a table of this program)");
 }
 
-TEST_CASE("result_set_reader: the lock is never waited on or followed; a folder being written is refused",
+TEST_CASE("result_set_reader: the lock is never waited on or followed, and a folder being written is refused",
           "[result_set_reader]")
 {
     temp_folder dir("reader_lock");
@@ -269,7 +269,7 @@ TEST_CASE("compare_runs: impossible values, duplicated columns or rows are refus
           == "");
 }
 
-TEST_CASE("compare_runs: the refusal of different heads names the two sets with their own counts; names that "
+TEST_CASE("compare_runs: the refusal of different heads names the two sets with their own counts, and names that "
           "would not read back are refused", "[result_set_reader][compare]")
 {
     temp_folder dir("compare_heads");
