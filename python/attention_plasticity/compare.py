@@ -88,8 +88,8 @@ def compare_runs(sets, output_dir=None, names=None, alpha=0.05, common_heads=Fal
     # One string is one name or one folder, never a list of its characters ('xy' -> 'x', 'y').
     for label, value in (("sets", sets), ("names", names)):
         if isinstance(value, (str, bytes, os.PathLike)) or (label == "sets" and _is_result(value)):
-            raise UsageError("compare_runs: %s: %r is one %s; give a list, one per set"
-                             % (label, value, "name" if label == "names" else "set"))
+            one = "name" if label == "names" else "result" if _is_result(value) else "folder"
+            raise UsageError("compare_runs: %s: %r is one %s; give a list, one per set" % (label, value, one))
     sets = list(sets)
     with tempfile.TemporaryDirectory(prefix="ap_compare_") as scratch:
         folders = []
