@@ -84,7 +84,7 @@ int main(int argc, char** argv)
         }
         // By the folders themselves (io/folder_overlap.hpp): a link, a bind mount of a shard is seen through.
         const folder_overlap overlap = find_folder_overlap(config.output_dir, folders);
-        if (overlap.relation != folder_relation::apart)
+        if (output_endangers_input(overlap.relation))
         {
             throw usage_error("--output-dir '" + config.output_dir + "' " + relation_words(overlap.relation)
                               + " the shard folder '" + folders[overlap.input]

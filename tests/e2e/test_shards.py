@@ -374,9 +374,12 @@ def main():
     ck.check(manifest(s1)["shard"] == 1, "a merge refused into a shard folder changed it")
     inner = os.path.join(s0, u.STATE, "current")
     merged([s0, s1, s2], inner, 2, ["--output-dir '%s' is inside the shard folder '%s'" % (inner, s0)])
-    # Issue 25: a folder that holds a shard, and a link to a shard, are refused as well.
+    # Issue 25: a link to a shard is refused as well; a folder holding the shards (the Slurm layout,
+    # OUT/shard-I merged into OUT) is merged into, the shards left as they were.
     holder = os.path.dirname(s0)
-    merged([s0, s1, s2], holder, 2, ["--output-dir '%s' holds the shard folder '%s'" % (holder, s0)])
+    before = manifest(s0)
+    merged([s0, s1, s2], holder, 0)
+    ck.check(manifest(s0) == before, "a merge into the folder holding the shards changed shard 0")
     alias = os.path.join(work, "variants", "alias_of_s2")
     os.symlink(s2, alias)
     merged([s0, s1, s2], alias, 2, ["--output-dir '%s' is the shard folder '%s'" % (alias, s2)])

@@ -121,6 +121,15 @@ inline folder_overlap find_folder_overlap(const std::string& output, const std::
     return {};
 }
 
+/// Whether writing a result set into the output folder would replace or strand an input: the
+/// output is the input or lies inside it. An output folder that holds inputs as subfolders (the
+/// Slurm layout of examples/slurm: OUT/shard-I, merged into OUT) is not: a writer touches only its
+/// own file names and its state folder (run/result_set.hpp), never another folder in it.
+inline bool output_endangers_input(folder_relation relation)
+{
+    return relation == folder_relation::same || relation == folder_relation::inside;
+}
+
 /// "is", "is inside", "holds": the output folder's relation in words ("" when apart).
 inline const char* relation_words(folder_relation relation)
 {

@@ -1182,14 +1182,14 @@ inline compare_result compare_result_sets(const compare_options& options)
     return result;
 }
 
-/// Throws compare_error when the output folder is one of the result sets, lies inside one or
-/// holds one (io/folder_overlap.hpp: by the folders themselves, not their paths), or holds the
-/// results of another program (an analysis): the comparison's set would replace theirs as the
-/// folder's current set and strand their links.
+/// Throws compare_error when the output folder is one of the result sets or lies inside one
+/// (io/folder_overlap.hpp: by the folders themselves, not their paths), or holds the results of
+/// another program (an analysis): the comparison's set would replace theirs as the folder's
+/// current set and strand their links. A folder holding the sets as subfolders is fine.
 inline void check_output_folder(const compare_options& options, const std::string& output_dir)
 {
     const io::folder_overlap overlap = io::find_folder_overlap(output_dir, options.folders);
-    if (overlap.relation != io::folder_relation::apart)
+    if (io::output_endangers_input(overlap.relation))
     {
         throw compare_error("the output folder '" + output_dir + "' " + io::relation_words(overlap.relation)
                             + " the result set '" + options.folders[overlap.input]
