@@ -13,6 +13,7 @@
 //                    weights (§2.3, §2.4, §2.6, §2.9)
 //   rotation.hpp     the Householder map to the positional axis (§2.5)
 //   moments.hpp      sample moments: skewness and excess kurtosis as SciPy (bias=False)
+//   multiple_testing.hpp  Benjamini-Hochberg q-values and Holm's adjusted p-values (§8.6)
 //   kolmogorov.hpp   the distributions of the Kolmogorov-Smirnov statistics, as SciPy
 //   ks_test.hpp      the one-sample KS test against N(0, 1)
 //   normality.hpp    the normality summaries of the method (§2.7, §2.8)
@@ -37,6 +38,7 @@
 #include "kolmogorov.hpp"
 #include "ks_test.hpp"
 #include "moments.hpp"
+#include "multiple_testing.hpp"
 #include "normal.hpp"
 #include "normality.hpp"
 #include "pipeline.hpp"

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include <attention_plasticity/intervals.hpp>
+#include <attention_plasticity/multiple_testing.hpp>
 #include <attention_plasticity/normal.hpp>
 
 #include "../io/csv_rows.hpp"
@@ -763,30 +764,23 @@ namespace compare_detail
         return sequence_se(sum);
     }
 
-    /// Benjamini-Hochberg q-values and Holm's adjusted p-values of the finite p of `family`.
+    /// Benjamini-Hochberg q-values and Holm's adjusted p-values of `family` (multiple_testing.hpp;
+    /// a NaN p is no test).
     inline void adjust(std::vector<comparison*>& family)
     {
-        std::vector<comparison*> tested;
-        for (comparison* c : family)
+        xt::xtensor<double, 1> p = xt::xtensor<double, 1>::from_shape({family.size()});
+        for (std::size_t i = 0; i < family.size(); ++i)
         {
-            if (!std::isnan(c->p))
+            p(i) = family[i]->p;
+        }
+        const adjusted_p_values adjusted = adjust_p_values(p);
+        for (std::size_t i = 0; i < family.size(); ++i)
+        {
+            if (!std::isnan(family[i]->p))
             {
-                tested.push_back(c);
+                family[i]->q_bh = adjusted.benjamini_hochberg(i);
+                family[i]->p_holm = adjusted.holm(i);
             }
-        }
-        std::stable_sort(tested.begin(), tested.end(), [](const comparison* u, const comparison* v) { return u->p < v->p; });
-        const std::size_t m = tested.size();
-        double running = 1.0;
-        for (std::size_t i = m; i-- > 0;)
-        {
-            running = std::min(running, tested[i]->p * static_cast<double>(m) / static_cast<double>(i + 1));
-            tested[i]->q_bh = running;
-        }
-        running = 0.0;
-        for (std::size_t i = 0; i < m; ++i)
-        {
-            running = std::max(running, std::min(1.0, tested[i]->p * static_cast<double>(m - i)));
-            tested[i]->p_holm = running;
         }
     }
 
