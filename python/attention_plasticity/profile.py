@@ -187,8 +187,9 @@ def _capture_options(capture_kw, preset, max_seq_len, tokens, run_kw, head_optio
     capture_kw.setdefault("capture_token_strings", False)
     sampling = {"sampler", "base_rate", "sampling_rate"}
     if preset == "notebook" and not sampling & set(capture_kw):
-        max_tokens = run_kw.get("max_tokens_per_head",
-                                getattr(head_options, "max_tokens_per_head", 50000))
+        from ._core.dump import analyze_default_options
+        defaults = head_options if head_options is not None else analyze_default_options()
+        max_tokens = run_kw.get("max_tokens_per_head", defaults.max_tokens_per_head)
         chosen = notebook_capture(max_seq_len, tokens, int(max_tokens), capture_kw.get("min_bucket_size"))
         capture_kw = {**chosen, **capture_kw}
     try:

@@ -769,13 +769,7 @@ void bind_dump(nb::module_& m)
                 pieces.push_back({name, {std::string_view(text)}});
             }
             nb::gil_scoped_release release;
-            const std::vector<std::string> foreign = ex::foreign_result_files(output_dir, names);
-            if (!foreign.empty())
-            {
-                throw ex::output_error("output_dir '" + output_dir + "' holds the results of another program ("
-                                       + ex::name_list(foreign) + "): this set would replace them as the current "
-                                       "set and leave their links dangling; write into another folder");
-            }
+            ex::refuse_foreign_result_set(output_dir, names);
             ex::result_set_writer writer(output_dir, names);
             writer.commit(pieces);
         },

@@ -233,21 +233,13 @@ public:
         return true;
     }
 
-    /// Throws output_error when `output_dir`'s current set holds another program's files (a
-    /// comparison, say): this run's set would replace it as the current set, its links left
-    /// dangling and its files deleted by the next run. A shard's manifest is this program's own
-    /// (an unsharded run may follow a shard into its folder).
+    /// refuse_foreign_result_set (result_set_reader.hpp) for this run's files; a shard's manifest
+    /// is this program's own (an unsharded run may follow a shard into its folder).
     void refuse_foreign_set(const std::string& output_dir) const
     {
         std::vector<std::string> own = file_names();
         own.emplace_back(shard_manifest_file);
-        const std::vector<std::string> foreign = foreign_result_files(output_dir, own);
-        if (!foreign.empty())
-        {
-            throw output_error("output_dir '" + output_dir + "' holds the results of another program ("
-                               + name_list(foreign) + "): this run's set would replace them as the current set "
-                               "and leave their links dangling; write into another folder");
-        }
+        refuse_foreign_result_set(output_dir, own);
     }
 
     /// Releases the output folder (its lock and an unwritten temporary set).
