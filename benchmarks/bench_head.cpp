@@ -22,6 +22,7 @@ namespace
 {
 namespace ap = attention_plasticity;
 using namespace attention_plasticity::run;
+namespace io = attention_plasticity::io;
 
 void print_number(const char* name, double value, bool comma = true)
 {
@@ -74,8 +75,8 @@ int main(int argc, char** argv)
     }
     try
     {
-        const folder_data q = load_folder(head_folder_path(root, layer, q_head, 'q'), true);
-        const folder_data k = load_folder(head_folder_path(root, layer, k_head, 'k'), false);
+        const io::folder_data q = io::load_folder(head_folder_path(root, layer, q_head, 'q'), true);
+        const io::folder_data k = io::load_folder(head_folder_path(root, layer, k_head, 'k'), false);
         options.sliding_window = q.sliding_window;
         const ap::head_id id{static_cast<std::int64_t>(layer), static_cast<std::int64_t>(q_head),
                              static_cast<std::int64_t>(k_head)};

@@ -31,6 +31,7 @@ namespace
 namespace fs = std::filesystem;
 using namespace ap_synth;
 using namespace attention_plasticity::run;
+namespace io = attention_plasticity::io;
 
 struct synth_cli
 {
@@ -292,12 +293,12 @@ group_output run_group(const synth_cli& cli, std::size_t layer, std::size_t k_he
         const true_ap_result truth =
             true_ap(o, qp, r, keys, layout, query_layout, window, stream_seed(o.seed, 10, layer, q_head));
         const std::string id = std::to_string(layer) + "," + std::to_string(q_head) + "," + std::to_string(k_head);
-        out.head_rows += id + "," + format_number(truth.ap) + "," + format_number(truth.ap_first20) + "," + format_number(truth.ap_last20) + ","
-                         + format_number(qp.drift) + "\n";
+        out.head_rows += id + "," + io::format_number(truth.ap) + "," + io::format_number(truth.ap_first20) + "," + io::format_number(truth.ap_last20) + ","
+                         + io::format_number(qp.drift) + "\n";
         for (const auto& row : truth.profile)
         {
-            out.profile_rows += id + "," + std::to_string(row.q_bucket) + "," + format_number(row.tau) + ","
-                                + std::to_string(row.n_queries) + "," + format_number(row.ap) + "," + std::to_string(row.n_pairs)
+            out.profile_rows += id + "," + std::to_string(row.q_bucket) + "," + io::format_number(row.tau) + ","
+                                + std::to_string(row.n_queries) + "," + io::format_number(row.ap) + "," + std::to_string(row.n_pairs)
                                 + "\n";
         }
     }

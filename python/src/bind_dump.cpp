@@ -52,7 +52,8 @@ namespace ap_python
 {
 namespace
 {
-    namespace ex = attention_plasticity::run;
+    namespace run = attention_plasticity::run;
+    namespace io = attention_plasticity::io;
     namespace fs = std::filesystem;
 
     constexpr const char* parquet_file = "data.parquet";
@@ -92,7 +93,7 @@ namespace
     /// attention_plasticity.sniffed with pyarrow; `file` its data.parquet) or a folder held in
     /// memory (profile_model's capture; `file` the folder's name). Checked as load_folder checks
     /// NPY folders; `fn` names the function the user called.
-    ex::loaded_folder load_python_folder(const std::string& folder, const std::string& file, bool with_sliding_window,
+    run::loaded_folder load_python_folder(const std::string& folder, const std::string& file, bool with_sliding_window,
                                          const nb::object& reader, const char* fn)
     {
         auto arrays = std::make_shared<python_arrays>();
@@ -110,7 +111,7 @@ namespace
                     throw std::bad_alloc();
                 }
                 const auto [where, reason] = split_message(nb::cast<std::string>(nb::str(e.value())), file);
-                throw ex::input_error(where, reason);
+                throw io::input_error(where, reason);
             }
             arrays->vectors = float_array(data["vector"], fn, "vector", 2);
             arrays->position = int64_array(data["position"], fn, "position");
@@ -125,10 +126,10 @@ namespace
         const array_arg& v = arrays->vectors;
         const std::size_t n = v.shape[0];
         const std::size_t d = v.shape[1];
-        if (d > ex::max_head_dim)
+        if (d > io::max_head_dim)
         {
-            throw ex::input_error(file, "column 'vector': vectors have d = " + std::to_string(d)
-                                            + " columns, more than the limit " + std::to_string(ex::max_head_dim)
+            throw io::input_error(file, "column 'vector': vectors have d = " + std::to_string(d)
+                                            + " columns, more than the limit " + std::to_string(io::max_head_dim)
                                             + " of a head dimension");
         }
         for (const auto& [column, name] : {std::pair<const array_arg*, const char*>{&arrays->position, "position"},
@@ -137,18 +138,18 @@ namespace
         {
             if (column->size() != n)
             {
-                throw ex::input_error(file, std::string("column '") + name + "' has " + std::to_string(column->size())
+                throw io::input_error(file, std::string("column '") + name + "' has " + std::to_string(column->size())
                                                 + " rows but 'vector' has " + std::to_string(n));
             }
         }
-        ex::check_positions(view<std::int64_t, 1>(arrays->position), file, "column 'position': ");
-        using views = ex::loaded_folder::tokens_type;
+        io::check_positions(view<std::int64_t, 1>(arrays->position), file, "column 'position': ");
+        using views = run::loaded_folder::tokens_type;
         auto tokens = [&](auto tag) {
             using T = std::remove_pointer_t<decltype(tag)>;
             return ap::tokens_view<T>{view<T, 2>(v), view<std::int64_t, 1>(arrays->position),
                                       view<std::int64_t, 1>(arrays->bucket), view<std::int64_t, 1>(arrays->example_id)};
         };
-        ex::loaded_folder out(v.is_float32 ? views(tokens(static_cast<float*>(nullptr)))
+        run::loaded_folder out(v.is_float32 ? views(tokens(static_cast<float*>(nullptr)))
                                            : views(tokens(static_cast<double*>(nullptr))));
         out.folder = folder;
         out.vector_file = file;
@@ -156,7 +157,7 @@ namespace
         out.d = d;
         if (arrays->sliding_window.data != nullptr)
         {
-            out.sliding_window = ex::sliding_window_of(view<std::int64_t, 1>(arrays->sliding_window), file,
+            out.sliding_window = io::sliding_window_of(view<std::int64_t, 1>(arrays->sliding_window), file,
                                                        "column 'sliding_window': ");
         }
         out.owner = std::move(arrays);
@@ -165,27 +166,27 @@ namespace
 
     /// The folder loader of a Python run: Parquet where the folder holds data.parquet, NPY
     /// otherwise (docs/method.md §1.1-1.2).
-    ex::folder_loader dump_loader(nb::object reader)
+    run::folder_loader dump_loader(nb::object reader)
     {
         return [reader = std::move(reader)](const std::string& folder, bool with_sliding_window) {
             const std::string parquet = (fs::path(folder) / parquet_file).string();
-            if (!ex::inspect_path(parquet).absent)
+            if (!io::inspect_path(parquet).absent)
             {
                 return load_python_folder(folder, parquet, with_sliding_window, reader, "analyze_dump");
             }
             const std::string npy = (fs::path(folder) / "vector.npy").string();
-            if (ex::inspect_path(folder).is_directory && ex::inspect_path(npy).absent)
+            if (io::inspect_path(folder).is_directory && io::inspect_path(npy).absent)
             {
-                throw ex::input_error(npy, "not found, nor is data.parquet: the folder holds neither the NPY layout "
+                throw io::input_error(npy, "not found, nor is data.parquet: the folder holds neither the NPY layout "
                                            "nor qk-sniffer's Parquet layout");
             }
-            return ex::load_npy_folder(folder, with_sliding_window);
+            return run::load_npy_folder(folder, with_sliding_window);
         };
     }
 
     /// The folder loader of a run over folders held in memory (DumpRun.from_memory): every folder
     /// is read by `reader`.
-    ex::folder_loader memory_loader(nb::object reader, std::string fn)
+    run::folder_loader memory_loader(nb::object reader, std::string fn)
     {
         return [reader = std::move(reader), fn = std::move(fn)](const std::string& folder, bool with_sliding_window) {
             return load_python_folder(folder, folder, with_sliding_window, reader, fn.c_str());
@@ -208,23 +209,23 @@ namespace
     /// The shard plan's view of a folder (shard_plan.hpp): data.parquet where the folder holds
     /// one (its rows from the Parquet footer, through `parquet_rows`: a Python function, called
     /// with the GIL held), else the NPY layout's vector.npy, as dump_loader reads them.
-    ex::folder_probe dump_probe(nb::object parquet_rows)
+    run::folder_probe dump_probe(nb::object parquet_rows)
     {
         return [parquet_rows = std::move(parquet_rows)](const std::string& folder) {
             const std::string file = (fs::path(folder) / parquet_file).string();
-            const ex::path_info info = ex::inspect_path(file);
+            const io::path_info info = io::inspect_path(file);
             if (info.absent)
             {
-                return ex::probe_npy_folder(folder);
+                return run::probe_npy_folder(folder);
             }
             if (!info.is_regular)
             {
-                return ex::vector_file_probe{};  // a FIFO is never opened (no wait); the head reports it
+                return run::vector_file_probe{};  // a FIFO is never opened (no wait); the head reports it
             }
             const nb::object count = parquet_rows.is_none()
                                          ? nb::module_::import_("attention_plasticity.dump").attr("parquet_rows")
                                          : parquet_rows;
-            ex::vector_file_probe probe;
+            run::vector_file_probe probe;
             try
             {
                 const nb::object rows = count(file);
@@ -252,7 +253,7 @@ namespace
     class dump_run
     {
     public:
-        dump_run(ex::analyze_config config, bool write, nb::object parquet_rows)
+        dump_run(run::analyze_config config, bool write, nb::object parquet_rows)
             : m_run(std::move(config), dump_probe(std::move(parquet_rows)))
         {
             if (write)
@@ -262,12 +263,12 @@ namespace
         }
 
         /// A run over folders held in memory (no output folder: write_to writes a copy).
-        dump_run(ex::analyze_config config, ex::dump_scan folders, std::string function)
+        dump_run(run::analyze_config config, run::dump_scan folders, std::string function)
             : m_run(std::move(config), std::move(folders)), m_memory_function(std::move(function))
         {
         }
 
-        const ex::analysis_run& engine() const { return m_run; }
+        const run::analysis_run& engine() const { return m_run; }
 
         /// Analyzes every head of the plan (GIL released); calls on_progress(done, failures)
         /// from this thread with the failures that came in since the last call, as tuples
@@ -278,7 +279,7 @@ namespace
             {
                 throw std::invalid_argument("analyze_dump: a run is analyzed once");
             }
-            const ex::folder_loader loader = m_memory_function.empty() ? dump_loader(std::move(reader))
+            const run::folder_loader loader = m_memory_function.empty() ? dump_loader(std::move(reader))
                                                                        : memory_loader(std::move(reader), m_memory_function);
             std::mutex mutex;
             std::condition_variable changed;
@@ -287,7 +288,7 @@ namespace
             std::vector<std::size_t> fresh_failures;
             std::exception_ptr error;
             std::atomic<bool> stop{false};
-            auto on_done = [&](std::size_t index, const ex::head_task&, const ex::head_failure* failure) {
+            auto on_done = [&](std::size_t index, const run::head_task&, const run::head_failure* failure) {
                 std::lock_guard<std::mutex> lock(mutex);
                 ++done;
                 if (failure != nullptr)
@@ -375,10 +376,10 @@ namespace
             nb::list out;
             for (std::size_t index : indices)
             {
-                const ex::head_task& task = m_run.plan().heads[index];
-                const ex::head_failure& failure = *m_run.state().failures[index];
+                const run::head_task& task = m_run.plan().heads[index];
+                const run::head_failure& failure = *m_run.state().failures[index];
                 out.append(nb::make_tuple(index, task.layer, task.q_head, task.k_head, failure.file, failure.reason,
-                                          ex::failure_line(task, failure)));
+                                          run::failure_line(task, failure)));
             }
             return out;
         }
@@ -399,14 +400,14 @@ namespace
 
         /// {table name: header + rows of the analyzed heads in (layer, q_head) order}: the bytes
         /// of each CSV as it is written.
-        nb::dict tables_text() const { return ap_python::tables_text(ex::analyzed_rows(m_run.state())); }
+        nb::dict tables_text() const { return ap_python::tables_text(run::analyzed_rows(m_run.state())); }
 
         /// {table name: {column: array}} of the analyzed heads in (layer, q_head) order: the numbers
         /// the CSVs are written from (the run keeps each head's result, analyze_config::keep_results).
         nb::dict columns() const
         {
             std::vector<const ap::head_result*> results;
-            for (const ex::head_rows* rows : ex::analyzed_rows(m_run.state()))
+            for (const io::head_rows* rows : run::analyzed_rows(m_run.state()))
             {
                 if (!rows->result)
                 {
@@ -436,7 +437,7 @@ namespace
             {
                 throw std::invalid_argument("analyze_dump: this run has no output_dir");
             }
-            ex::run_report report = without_gil([&] { return m_run.finish(); });
+            run::run_report report = without_gil([&] { return m_run.finish(); });
             return {std::move(report.lines), report.exit_status};
         }
 
@@ -450,7 +451,7 @@ namespace
         void close() { m_run.close(); }
 
     private:
-        ex::analysis_run m_run;
+        run::analysis_run m_run;
         std::string m_memory_function;  // the Python function of a run over folders in memory ("" a dump)
     };
 
@@ -458,13 +459,13 @@ namespace
     /// --config file first, then the options by key (a key of the option table), then the
     /// arguments. Returns whether results are to be written (an output_dir given here or in the
     /// file).
-    std::pair<ex::analyze_config, bool> configure(const std::string& data_root, nb::handle output_dir,
+    std::pair<run::analyze_config, bool> configure(const std::string& data_root, nb::handle output_dir,
                                                   nb::handle config_file, const nb::dict& options,
                                                   const char* fn = "analyze_dump",
                                                   const ap::head_options* base = nullptr)
     {
-        const auto& table = ex::analyze_options();
-        ex::analyze_config config;
+        const auto& table = run::analyze_options();
+        run::analyze_config config;
         if (base != nullptr)
         {
             config.options = *base;  // the keywords below are set on it
@@ -473,16 +474,16 @@ namespace
         if (!config_file.is_none())
         {
             const std::string path = option_text("config", config_file, false);
-            ex::apply_yaml(config, table, ex::read_config_file(path, "config"), path);
+            run::apply_yaml(config, table, run::read_config_file(path, "config"), path);
         }
         for (const auto& [key_object, value] : options)
         {
             const std::string key = nb::cast<std::string>(key_object);
-            const auto* option = ex::find_option(table, key);
+            const auto* option = run::find_option(table, key);
             if (option == nullptr || key == "data_root" || key == "output_dir")
             {
-                throw ex::usage_error(std::string(fn) + ": "
-                                      + ex::unknown_name_message("keyword", key, table,
+                throw run::usage_error(std::string(fn) + ": "
+                                      + run::unknown_name_message("keyword", key, table,
                                                                  [](const std::string& name) { return name; })
                                       + " (the options of ap_analyze, as keywords: see help(attention_plasticity."
                                       + fn + "))");
@@ -493,10 +494,10 @@ namespace
             }
             set_option_value(*option, config, key, value, fn);
         }
-        ex::find_option(table, "data_root")->set(config, "data_root", data_root);
+        run::find_option(table, "data_root")->set(config, "data_root", data_root);
         if (!output_dir.is_none())
         {
-            ex::find_option(table, "output_dir")
+            run::find_option(table, "output_dir")
                 ->set(config, "output_dir", option_text("output_dir", output_dir, false));
         }
         config.words.flags = false;  // messages name the keywords (option_words)
@@ -509,7 +510,7 @@ namespace
         return {std::move(config), write};
     }
 
-    nb::dict layout_dict(const ex::dump_layout& layout)
+    nb::dict layout_dict(const run::dump_layout& layout)
     {
         nb::dict out;
         out["num_layers"] = layout.num_layers;
@@ -536,20 +537,20 @@ void bind_dump(nb::module_& m)
         "analyze_options",
         [] {
             nb::list out;
-            for (const auto& option : ex::analyze_options())
+            for (const auto& option : run::analyze_options())
             {
-                out.append(nb::make_tuple(option.name, ex::flag_of(option.name), option.metavar, option.help,
+                out.append(nb::make_tuple(option.name, run::flag_of(option.name), option.metavar, option.help,
                                           option.takes_list));
             }
             return out;
         },
         "The options of ap_analyze (one table for the command line, the --config file and analyze_dump): a list\n"
         "of (key, flag, metavar, help, takes_list); the help ends with the default in brackets.");
-    m.def("analyze_default_options", &ex::analyze_default_options,
+    m.def("analyze_default_options", &run::analyze_default_options,
           "The HeadOptions of ap_analyze and analyze_dump when no option is given: the library's defaults\n"
           "(HeadOptions()) with the confidence intervals of docs/method.md §8.3 on. Returns a new HeadOptions.");
     m.def(
-        "analyze_help", [](const std::string& program) { return ex::analyze_help(program.c_str(), true); }, "program"_a,
+        "analyze_help", [](const std::string& program) { return run::analyze_help(program.c_str(), true); }, "program"_a,
         "The --help text of ap_analyze, for `program`.");
 
     nb::class_<dump_run>(
@@ -568,11 +569,11 @@ void bind_dump(nb::module_& m)
                     auto [cfg, write] = configure(data_root, output_dir, config, options);
                     return new dump_run(std::move(cfg), write, std::move(parquet_rows));
                 }
-                catch (const ex::usage_error& e)
+                catch (const run::usage_error& e)
                 {
                     // The run layer named the options as keywords (config.words); the function is named here.
                     const std::string message = e.what();
-                    throw ex::usage_error(message.rfind("analyze_dump: ", 0) == 0 ? message : "analyze_dump: " + message);
+                    throw run::usage_error(message.rfind("analyze_dump: ", 0) == 0 ? message : "analyze_dump: " + message);
                 }
             },
             "data_root"_a, "output_dir"_a = nb::none(), "config"_a = nb::none(), "options"_a = nb::dict(),
@@ -593,15 +594,15 @@ void bind_dump(nb::module_& m)
                     cfg.layout.num_layers = std::get<0>(layout);
                     cfg.layout.num_q_heads = std::get<1>(layout);
                     cfg.layout.num_k_heads = std::get<2>(layout);
-                    ex::dump_scan folders;
+                    run::dump_scan folders;
                     folders.query = query_folders;
                     folders.key = key_folders;
                     return new dump_run(std::move(cfg), std::move(folders), fn);
                 }
-                catch (const ex::usage_error& e)
+                catch (const run::usage_error& e)
                 {
                     const std::string message = e.what();
-                    throw ex::usage_error(message.rfind(fn + ": ", 0) == 0 ? message : fn + ": " + message);
+                    throw run::usage_error(message.rfind(fn + ": ", 0) == 0 ? message : fn + ": " + message);
                 }
             },
             "name"_a, "query_folders"_a, "key_folders"_a, "layout"_a, "options"_a = nb::dict(),
@@ -620,7 +621,7 @@ void bind_dump(nb::module_& m)
                 {
                     args.push_back(a.c_str());
                 }
-                const auto parsed = ex::parse_analyze_command_line(static_cast<int>(args.size()), args.data());
+                const auto parsed = run::parse_analyze_command_line(static_cast<int>(args.size()), args.data());
                 if (!parsed)
                 {
                     return nullptr;
@@ -710,7 +711,7 @@ void bind_dump(nb::module_& m)
             "head_results",
             [](const dump_run& r) {
                 std::vector<py_head_result> out;
-                for (const ex::head_rows* rows : ex::analyzed_rows(r.engine().state()))
+                for (const io::head_rows* rows : run::analyzed_rows(r.engine().state()))
                 {
                     if (rows->result)
                     {
@@ -733,7 +734,7 @@ void bind_dump(nb::module_& m)
                 nb::gil_scoped_release release;
                 try
                 {
-                    const ex::result_set_reader reader(folder);
+                    const run::result_set_reader reader(folder);
                     const std::uintmax_t bound = attention_plasticity::io::physical_memory_bytes() / 4;
                     for (const auto& name : names)
                     {
@@ -743,7 +744,7 @@ void bind_dump(nb::module_& m)
                         }
                     }
                 }
-                catch (const ex::result_folder_error& e)
+                catch (const run::result_folder_error& e)
                 {
                     throw std::invalid_argument("read_results: " + folder + ": " + e.what());
                 }
@@ -762,15 +763,15 @@ void bind_dump(nb::module_& m)
         "_write_result_set",
         [](const std::string& output_dir, const std::vector<std::pair<std::string, std::string>>& files) {
             std::vector<std::string> names;
-            std::vector<ex::result_file> pieces;
+            std::vector<io::result_file> pieces;
             for (const auto& [name, text] : files)
             {
                 names.push_back(name);
                 pieces.push_back({name, {std::string_view(text)}});
             }
             nb::gil_scoped_release release;
-            ex::refuse_foreign_result_set(output_dir, names);
-            ex::result_set_writer writer(output_dir, names);
+            run::refuse_foreign_result_set(output_dir, names);
+            run::result_set_writer writer(output_dir, names);
             writer.commit(pieces);
         },
         "output_dir"_a, "files"_a,

@@ -20,7 +20,8 @@
 
 namespace ap_python
 {
-namespace ex = attention_plasticity::run;
+namespace run = attention_plasticity::run;
+namespace io = attention_plasticity::io;
 
 py_tokens::py_tokens(const array_like& vectors_, const array_like& position_, const array_like& bucket_,
                      nb::handle example_id_)
@@ -37,9 +38,9 @@ py_tokens::py_tokens(const array_like& vectors_, const array_like& position_, co
 
 nb::dict csv_rows_of(const ap::head_result& result)
 {
-    const attention_plasticity::run::head_rows rows = attention_plasticity::run::format_head(result);
+    const attention_plasticity::io::head_rows rows = attention_plasticity::io::format_head(result);
     nb::dict out;
-    for (const auto& table : attention_plasticity::run::result_tables())
+    for (const auto& table : attention_plasticity::io::result_tables())
     {
         out[table_name(table.file).c_str()] = std::string(table.header) + "\n" + rows.*(table.rows);
     }
@@ -60,7 +61,7 @@ std::string option_text(const std::string& key, nb::handle value, bool takes_lis
 {
     if (PyBool_Check(value.ptr()))
     {
-        throw ex::usage_error(key + ": expected a number, got a bool");
+        throw run::usage_error(key + ": expected a number, got a bool");
     }
     if (nb::isinstance<nb::str>(value))
     {
@@ -93,12 +94,12 @@ std::string option_text(const std::string& key, nb::handle value, bool takes_lis
         }
         if (joined.empty())
         {
-            throw ex::usage_error(key + ": empty list");
+            throw run::usage_error(key + ": empty list");
         }
         return joined;
     }
     const nb::handle type(reinterpret_cast<PyObject*>(Py_TYPE(value.ptr())));
-    throw ex::usage_error(key + ": expected " + (takes_list ? "a value or a list of values" : "a single value")
+    throw run::usage_error(key + ": expected " + (takes_list ? "a value or a list of values" : "a single value")
                           + ", got " + nb::cast<std::string>(nb::str(type)));
 }
 
@@ -188,11 +189,11 @@ namespace
     /// Sets HeadOptions' option `key` from a Python value, by the option table's setter.
     void set_head_option(ap::head_options& options, const std::string& key, nb::handle value)
     {
-        const auto& table = ex::head_option_table();
-        const auto* option = ex::find_option(table, key);
+        const auto& table = run::head_option_table();
+        const auto* option = run::find_option(table, key);
         if (option == nullptr)
         {
-            throw ex::usage_error("HeadOptions: " + ex::unknown_name_message("keyword", key, table,
+            throw run::usage_error("HeadOptions: " + run::unknown_name_message("keyword", key, table,
                                                                              [](const std::string& k) { return k; }));
         }
         set_option_value(*option, options, key, value, "HeadOptions");
@@ -204,7 +205,7 @@ namespace
         static const std::string signature = [] {
             std::string sig = "def __init__(self, *";
             const nb::object defaults = nb::cast(ap::head_options{});
-            for (const auto& option : ex::head_option_table())
+            for (const auto& option : run::head_option_table())
             {
                 const std::string metavar = option.metavar;
                 const char* type = metavar == "on|off"                   ? "bool"
@@ -309,7 +310,7 @@ namespace
         cls.def("__repr__", [](nb::handle self) {
             std::string out = "HeadOptions(";
             bool first = true;
-            for (const auto& option : ex::head_option_table())
+            for (const auto& option : run::head_option_table())
             {
                 out += std::string(first ? "" : ", ") + option.name + "="
                        + nb::cast<std::string>(nb::repr(self.attr(option.name)));

@@ -20,7 +20,8 @@ namespace ap_python
 {
 namespace
 {
-    namespace ex = attention_plasticity::run;
+    namespace run = attention_plasticity::run;
+    namespace io = attention_plasticity::io;
 
     enum class column_type
     {
@@ -70,7 +71,7 @@ namespace
         {
         }
 
-        void row(ex::table_index table)
+        void row(io::table_index table)
         {
             m_table = &m_tables[table];
             m_next = 0;
@@ -121,7 +122,7 @@ namespace
     std::vector<table_columns> named_tables()
     {
         std::vector<table_columns> tables;
-        for (const auto& table : ex::result_tables())
+        for (const auto& table : io::result_tables())
         {
             table_columns t;
             t.name = table_name(table.file);
@@ -146,7 +147,7 @@ namespace
             sample.component_r2 = xt::zeros<double>({std::size_t{1}});
             sample.component_weight = xt::zeros<double>({std::size_t{1}});
             column_sink sink(named_tables(), true);
-            ex::emit_head(sample, sink);
+            io::emit_head(sample, sink);
             std::vector<table_columns> out = std::move(sink.tables());
             for (auto& t : out)
             {
@@ -163,10 +164,10 @@ namespace
     }
 }  // namespace
 
-nb::dict tables_text(const std::vector<const ex::head_rows*>& heads)
+nb::dict tables_text(const std::vector<const io::head_rows*>& heads)
 {
     nb::dict out;
-    for (const ex::result_file& file : ex::result_files(heads))
+    for (const io::result_file& file : io::result_files(heads))
     {
         std::string text;
         for (const auto& piece : file.pieces)
@@ -184,7 +185,7 @@ nb::dict result_columns(const std::vector<const ap::head_result*>& results)
         column_sink sink(schema(), false);
         for (const ap::head_result* r : results)
         {
-            ex::emit_head(*r, sink);
+            io::emit_head(*r, sink);
         }
         return std::move(sink.tables());
     });
@@ -298,7 +299,7 @@ void bind_tables(nb::module_& m)
         "result_tables",
         [] {
             nb::list out;
-            for (const auto& table : ex::result_tables())
+            for (const auto& table : io::result_tables())
             {
                 out.append(nb::make_tuple(table_name(table.file), table.file, table.header));
             }
@@ -335,17 +336,17 @@ void bind_tables(nb::module_& m)
         "_tables_text",
         [](nb::iterable results) {
             const std::vector<const ap::head_result*> heads = head_results(results, "_tables_text");
-            const std::vector<ex::head_rows> rows = without_gil([&] {
-                std::vector<ex::head_rows> formatted;
+            const std::vector<io::head_rows> rows = without_gil([&] {
+                std::vector<io::head_rows> formatted;
                 formatted.reserve(heads.size());
                 for (const ap::head_result* r : heads)
                 {
-                    formatted.push_back(ex::format_head(*r));
+                    formatted.push_back(io::format_head(*r));
                 }
                 return formatted;
             });
-            std::vector<const ex::head_rows*> pointers;
-            for (const ex::head_rows& r : rows)
+            std::vector<const io::head_rows*> pointers;
+            for (const io::head_rows& r : rows)
             {
                 pointers.push_back(&r);
             }

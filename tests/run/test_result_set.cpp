@@ -28,6 +28,7 @@
 #include "run_files.hpp"
 
 using namespace attention_plasticity::run;
+namespace io = attention_plasticity::io;
 using namespace ap_test;
 using strings = std::vector<std::string>;
 
@@ -36,7 +37,7 @@ namespace
 namespace fs = std::filesystem;
 
 /// The set a test writes: a.csv and b.csv with these contents (each in two pieces).
-std::vector<result_file> two_files(const std::string& a, const std::string& b)
+std::vector<io::result_file> two_files(const std::string& a, const std::string& b)
 {
     return {{"a.csv", {"x,y\n", a}}, {"b.csv", {b}}};
 }

@@ -18,6 +18,7 @@
 #include "run_files.hpp"
 
 using namespace attention_plasticity::run;
+namespace io = attention_plasticity::io;
 using namespace ap_test;
 using strings = std::vector<std::string>;
 
@@ -113,7 +114,7 @@ test_shard shard_of(std::size_t index, std::size_t count = 3)
 
 /// Writes a shard into `folder`: as a result set (as ap_analyze --shard does) or as plain files;
 /// `extra`: a file of the set that its manifest does not list.
-void write_shard(const test_shard& s, const std::string& folder, bool as_set, const result_file* extra = nullptr)
+void write_shard(const test_shard& s, const std::string& folder, bool as_set, const io::result_file* extra = nullptr)
 {
     const std::string manifest = manifest_json(s.manifest);
     if (!as_set)
@@ -128,7 +129,7 @@ void write_shard(const test_shard& s, const std::string& folder, bool as_set, co
     }
     strings names = s.manifest.files;
     names.push_back("shard.json");
-    std::vector<result_file> files;
+    std::vector<io::result_file> files;
     for (std::size_t f = 0; f < s.manifest.files.size(); ++f)
     {
         files.push_back({s.manifest.files[f], {s.tables[f]}});
@@ -327,7 +328,7 @@ TEST_CASE("shard_merge: a shard's own files are checked: the §3 tables only, ro
     {
         three_shards run;
         const std::string extra = run.dir / "s3";
-        const result_file x = {"x.csv", {"x\n"}};
+        const io::result_file x = {"x.csv", {"x\n"}};
         write_shard(shard_of(2), extra, true, &x);
         CHECK(merge_error_of({run.s0, run.s1, extra})
               == "shard folder '" + extra

@@ -39,8 +39,7 @@
 
 namespace attention_plasticity::run
 {
-// The run layer reads and writes through the io layer (run -> io -> core, never back).
-using namespace attention_plasticity::io;
+// The run layer reads and writes through the io layer, by qualified names (run -> io -> core).
 
 /// The program a shard's manifest names: ap_analyze's analysis at this version, whichever
 /// front end ran it (shards of ap_analyze and of the Python module merge together).
@@ -124,14 +123,14 @@ public:
     std::vector<std::uint64_t> minimum_set_sizes() const
     {
         std::vector<std::uint64_t> sizes;
-        for (const auto& table : result_tables())
+        for (const auto& table : io::result_tables())
         {
             const std::string header = table.header;
             sizes.push_back(header.size() + 1);
         }
         if (!sizes.empty())
         {
-            const std::string metrics = result_tables().front().header;
+            const std::string metrics = io::result_tables().front().header;
             const auto columns = static_cast<std::uint64_t>(std::count(metrics.begin(), metrics.end(), ',') + 1);
             sizes.front() += 2 * columns * m_plan.heads.size();
         }
@@ -159,7 +158,7 @@ public:
     /// The files of the result set: the CSVs, and shard.json for a shard.
     std::vector<std::string> file_names() const
     {
-        std::vector<std::string> names = result_file_names();
+        std::vector<std::string> names = io::result_file_names();
         if (m_shard)
         {
             names.emplace_back(shard_manifest_file);
@@ -252,7 +251,7 @@ public:
         {
             throw std::logic_error("analysis_run: a run without a shard has no manifest");
         }
-        std::vector<const head_rows*> rows;
+        std::vector<const io::head_rows*> rows;
         std::vector<std::string> errors;
         for (std::size_t i = 0; i < m_plan.heads.size(); ++i)
         {
@@ -354,7 +353,7 @@ public:
 private:
     void write(result_set_writer& writer) const
     {
-        std::vector<result_file> files = result_files(analyzed_rows(m_state));
+        std::vector<io::result_file> files = io::result_files(analyzed_rows(m_state));
         std::string manifest;  // outlives the commit: the files hold views
         if (m_shard)
         {

@@ -27,8 +27,7 @@
 
 namespace attention_plasticity::run
 {
-// The run layer reads and writes through the io layer (run -> io -> core, never back).
-using namespace attention_plasticity::io;
+// The run layer reads and writes through the io layer, by qualified names (run -> io -> core).
 
 /// ap_analyze's defaults: the library's (docs/method.md §2), with the confidence intervals of
 /// §8.3 on (they cost about one more kernel per head; the empirical AP of §8.2 stays opt-in).
@@ -299,10 +298,10 @@ inline std::vector<std::pair<std::string, std::string>> result_options(const ana
         {"heads", set_text(config.selection.q_heads)},
         {"max_tokens_per_head", std::to_string(o.max_tokens_per_head)},
         {"normality_max_dims", std::to_string(o.normality_max_dims)},
-        {"p_alpha", format_number(o.p_alpha)},
+        {"p_alpha", io::format_number(o.p_alpha)},
         {"seed", std::to_string(o.seed)},
         {"num_pairs_per_bucket", std::to_string(o.num_pairs_per_bucket)},
-        {"max_rel_dist", format_number(o.max_rel_dist)},
+        {"max_rel_dist", io::format_number(o.max_rel_dist)},
         {"min_bucket_queries", std::to_string(o.min_bucket_queries)},
         {"distance_map", o.distance_map ? "on" : "off"},
         {"distance_map_extra_pairs", std::to_string(o.distance_map_extra_pairs)},
@@ -312,7 +311,7 @@ inline std::vector<std::pair<std::string, std::string>> result_options(const ana
         {"confidence_intervals", o.confidence_intervals ? "on" : "off"},
         {"planar_rotation", o.planar_rotation ? "on" : "off"},
         {"pca_roles", o.pca_roles ? "on" : "off"},
-        {"confidence_level", format_number(o.confidence_level)},
+        {"confidence_level", io::format_number(o.confidence_level)},
         {"sampling_unit", o.sampling_unit == attention_plasticity::sampling_unit::sequence ? "sequence" : "token"},
         {"sequence_influences", o.sequence_influences ? "on" : "off"},
     };
@@ -330,7 +329,7 @@ inline std::vector<std::pair<std::string, std::string>> result_options(const ana
                               : given != config.given.end() ? "given as '" + given->second + "'"
                                                             : std::string("(default)"));
     }
-    out.emplace_back("covariance_epsilon", format_number(o.covariance_epsilon));  // a library option only
+    out.emplace_back("covariance_epsilon", io::format_number(o.covariance_epsilon));  // a library option only
     return out;
 }
 

@@ -43,8 +43,7 @@
 
 namespace attention_plasticity::run
 {
-// The run layer reads and writes through the io layer (run -> io -> core, never back).
-using namespace attention_plasticity::io;
+// The run layer reads and writes through the io layer, by qualified names (run -> io -> core).
 
 /// How the standard error of a head's change is made (docs/method.md §8.6).
 enum class compare_design
@@ -160,7 +159,7 @@ namespace compare_detail
     inline std::string number_text(double x)
     {
         std::string s;
-        append_double(s, x);
+        io::append_double(s, x);
         return s;
     }
 
@@ -336,7 +335,7 @@ namespace compare_detail
     /// cannot be read).
     inline std::size_t read_influences(loaded_set& s, const result_set_reader& reader)
     {
-        io::line_reader in = reader.lines(influence_csv, max_influence_line_bytes);
+        io::line_reader in = reader.lines(io::influence_csv, max_influence_line_bytes);
         const std::string file = in.name();
         table t;
         t.file = file;
@@ -347,12 +346,12 @@ namespace compare_detail
         }
         const std::vector<std::string> header = split(line);
         t.column = header_columns(header, file);
-        for (const std::string& name : split(influence_header))
+        for (const std::string& name : split(io::influence_header))
         {
             if (t.column.count(name) == 0)
             {
                 throw compare_error(file + ": has no column '" + name + "' (its header should be "
-                                    + influence_header + ")");
+                                    + io::influence_header + ")");
             }
         }
         const std::size_t quantity_column = t.index("quantity"), bucket_column = t.index("q_bucket");
@@ -372,12 +371,12 @@ namespace compare_detail
             const auto it = s.heads.find(head_key{layer, q_head});
             if (it == s.heads.end())
             {
-                throw compare_error(where + ": " + head_text(layer, q_head) + " has no row in " + metrics_csv);
+                throw compare_error(where + ": " + head_text(layer, q_head) + " has no row in " + io::metrics_csv);
             }
             if (integer(t, row, n, "k_head") != it->second.k_head)
             {
                 throw compare_error(where + ": " + head_text(layer, q_head) + " has k_head " + row[t.index("k_head")]
-                                    + ", " + std::to_string(it->second.k_head) + " in " + metrics_csv);
+                                    + ", " + std::to_string(it->second.k_head) + " in " + io::metrics_csv);
             }
             const std::string& quantity = row[quantity_column];
             std::int64_t bucket = -1;
@@ -460,7 +459,7 @@ namespace compare_detail
                 {
                     throw compare_error(file + ": " + head_text(key.first, key.second) + " has no rows of "
                                         + q.first + (q.second >= 0 ? " " + std::to_string(q.second) : "")
-                                        + ", which has a standard error in " + metrics_csv + "/" + profile_csv
+                                        + ", which has a standard error in " + io::metrics_csv + "/" + io::profile_csv
                                         + " (files of different runs?)");
                 }
             }
@@ -481,8 +480,8 @@ namespace compare_detail
         loaded_set s;
         s.name = name;
         s.folder = folder;
-        const table metrics = parse_table(reader.read(metrics_csv, max_table_bytes()), reader.display(metrics_csv));
-        const table profile = parse_table(reader.read(profile_csv, max_table_bytes()), reader.display(profile_csv));
+        const table metrics = parse_table(reader.read(io::metrics_csv, max_table_bytes()), reader.display(io::metrics_csv));
+        const table profile = parse_table(reader.read(io::profile_csv, max_table_bytes()), reader.display(io::profile_csv));
         for (const char* column : compare_metrics_columns)
         {
             if (metrics.column.count(column) == 0)
@@ -542,13 +541,13 @@ namespace compare_detail
             if (it == s.heads.end())
             {
                 throw compare_error(profile.file + ": line " + std::to_string(n) + ": "
-                                    + head_text(key.first, key.second) + " has no row in " + metrics_csv);
+                                    + head_text(key.first, key.second) + " has no row in " + io::metrics_csv);
             }
             if (integer(profile, row, n, "k_head") != it->second.k_head)
             {
                 throw compare_error(cell_text(profile, n, "k_head") + ": " + head_text(key.first, key.second)
                                     + " has k_head " + row[profile.index("k_head")] + ", "
-                                    + std::to_string(it->second.k_head) + " in " + metrics_csv);
+                                    + std::to_string(it->second.k_head) + " in " + io::metrics_csv);
             }
             bucket_row b;
             b.q_bucket = integer(profile, row, n, "q_bucket");
@@ -561,13 +560,13 @@ namespace compare_detail
             b.ap = read_estimate(profile, row, n, "plasticity", "plasticity_bias", "plasticity_se", 0.0, 1.0);
             it->second.buckets.push_back(b);
         }
-        if (reader.holds(influence_csv))
+        if (reader.holds(io::influence_csv))
         {
             // A table of its header only: the set was analyzed without the influences.
             s.has_influences = read_influences(s, reader) > 0;
             if (s.has_influences)
             {
-                check_influences(s, reader.display(influence_csv));
+                check_influences(s, reader.display(io::influence_csv));
             }
         }
         return s;
@@ -790,7 +789,7 @@ namespace compare_detail
         for (double x : values)
         {
             out += ',';
-            append_double(out, x);
+            io::append_double(out, x);
         }
     }
 
@@ -849,7 +848,7 @@ inline compare_result compare_result_sets(const compare_options& options)
         if (options.design == compare_design::paired && !sets.back().has_influences)
         {
             throw compare_error("design paired (--design paired, design='paired'): result set '" + options.folders[i]
-                                + "' has no per-sequence influences (" + influence_csv
+                                + "' has no per-sequence influences (" + io::influence_csv
                                 + " absent, or without rows; the paired errors need them): analyze it with "
                                   "--sequence-influences on (sequence_influences: on), or compare unpaired");
         }
@@ -943,7 +942,7 @@ inline compare_result compare_result_sets(const compare_options& options)
             result.notes.push_back(
                 "the model-level standard errors (compare_summary.csv, compare_trajectory.csv) take the heads as "
                 "independent (sqrt(sum s^2)/n) where a set has no "
-                + std::string(influence_csv) + " (" + without
+                + std::string(io::influence_csv) + " (" + without
                 + "): the heads of a model see the same sequences, so their errors are correlated and these are "
                   "likely too small; analyze with --sequence-influences on for errors that account for it");
         }
@@ -1200,9 +1199,9 @@ inline void check_output_folder(const compare_options& options, const std::strin
 }
 
 /// The files of a comparison for result_set_writer::commit (views of `r`'s texts).
-inline std::vector<result_file> compare_files(const compare_result& r)
+inline std::vector<io::result_file> compare_files(const compare_result& r)
 {
-    std::vector<result_file> files;
+    std::vector<io::result_file> files;
     for (std::size_t i = 0; i < r.names.size(); ++i)
     {
         files.push_back({r.names[i], {r.texts[i]}});

@@ -30,8 +30,7 @@
 
 namespace attention_plasticity::run
 {
-// The run layer reads and writes through the io layer (run -> io -> core, never back).
-using namespace attention_plasticity::io;
+// The run layer reads and writes through the io layer, by qualified names (run -> io -> core).
 
 /// One option: key `name` in a --config file, flag --name-with-dashes on the command line.
 template <class Config>
@@ -155,7 +154,7 @@ inline std::string read_config_file(const std::string& path, const std::string& 
         throw usage_error(label + " '" + path.substr(0, path.find('\0'))
                           + "\\0...': holds a NUL character, which no path may hold");
     }
-    const path_info info = inspect_path(path, "file");
+    const io::path_info info = io::inspect_path(path, "file");
     if (!info.exists)
     {
         throw usage_error(label + " " + path + ": " + info.problem);
@@ -172,7 +171,7 @@ inline std::string read_config_file(const std::string& path, const std::string& 
     std::ifstream in(path, std::ios::binary);
     if (!in)
     {
-        throw usage_error(label + " " + path + ": cannot open: " + errno_text(errno));
+        throw usage_error(label + " " + path + ": cannot open: " + io::errno_text(errno));
     }
     std::string text;
     text.resize(static_cast<std::size_t>(info.size));

@@ -40,8 +40,7 @@
 
 namespace attention_plasticity::run
 {
-// The run layer reads and writes through the io layer (run -> io -> core, never back).
-using namespace attention_plasticity::io;
+// The run layer reads and writes through the io layer, by qualified names (run -> io -> core).
 
 /// Layers, query heads and key heads are each at most this many (indices below it).
 inline constexpr std::size_t max_layout_count = 10000;
@@ -159,7 +158,7 @@ struct dump_scan
 inline dump_scan scan_dump(const std::string& data_root)
 {
     namespace fs = std::filesystem;
-    const path_info info = inspect_path(data_root, "folder");
+    const io::path_info info = io::inspect_path(data_root, "folder");
     if (!info.exists)
     {
         throw usage_error("data_root: '" + data_root + "': " + info.problem);
@@ -256,7 +255,7 @@ inline layout_counts parse_dump_metadata(const std::string& text, const std::str
 inline layout_counts read_dump_metadata(const std::string& data_root)
 {
     const std::string path = (std::filesystem::path(data_root) / dump_metadata_file).string();
-    if (inspect_path(path).absent)
+    if (io::inspect_path(path).absent)
     {
         return {};
     }

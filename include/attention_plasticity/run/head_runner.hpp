@@ -41,8 +41,7 @@
 
 namespace attention_plasticity::run
 {
-// The run layer reads and writes through the io layer (run -> io -> core, never back).
-using namespace attention_plasticity::io;
+// The run layer reads and writes through the io layer, by qualified names (run -> io -> core).
 
 /// One folder of a dump as views of its tokens (float or double vectors, int64 columns).
 struct loaded_folder
@@ -69,8 +68,8 @@ using folder_loader = std::function<loaded_folder(const std::string& folder, boo
 /// which holds the mapping of its vector.npy.
 inline loaded_folder load_npy_folder(const std::string& folder, bool with_sliding_window)
 {
-    auto data = std::make_shared<const folder_data>(load_folder(folder, with_sliding_window));
-    loaded_folder out(with_tokens(*data, [](const auto& view) { return loaded_folder::tokens_type(view); }));
+    auto data = std::make_shared<const io::folder_data>(io::load_folder(folder, with_sliding_window));
+    loaded_folder out(io::with_tokens(*data, [](const auto& view) { return loaded_folder::tokens_type(view); }));
     out.folder = data->folder;
     out.vector_file = data->vector_file;
     out.n = data->n;
@@ -166,7 +165,7 @@ private:
 };
 
 /// The analysis of one query head; throws input_error naming the file for bad input.
-inline head_rows analyze_one(const analyze_config& config, const dump_scan& scan, key_cache& cache,
+inline io::head_rows analyze_one(const analyze_config& config, const dump_scan& scan, key_cache& cache,
                              const head_task& task)
 {
     namespace ap = attention_plasticity;
@@ -184,23 +183,23 @@ inline head_rows analyze_one(const analyze_config& config, const dump_scan& scan
     const std::string k_folder = head_folder_path(config.data_root, layer, k_head, 'k');
     if (!scan.has_key(layer, k_head))
     {
-        throw input_error(k_folder, "folder not found (the keys of query head " + std::to_string(q_head)
+        throw io::input_error(k_folder, "folder not found (the keys of query head " + std::to_string(q_head)
                                         + "'s GQA group, key head " + std::to_string(k_head) + ")");
     }
     const key_cache::value k = cache.acquire(k_folder, id);
     if (k->n < 1)
     {
-        throw input_error(k->vector_file, "has no keys (0 rows)");
+        throw io::input_error(k->vector_file, "has no keys (0 rows)");
     }
     const loaded_folder q = cache.loader()(head_folder_path(config.data_root, layer, q_head, 'q'), true);
     if (q.n < 2)
     {
-        throw input_error(q.vector_file, "needs at least 2 queries, has " + std::to_string(q.n)
+        throw io::input_error(q.vector_file, "needs at least 2 queries, has " + std::to_string(q.n)
                                            + (q.n == 1 ? " row" : " rows"));
     }
     if (q.d != k->d)
     {
-        throw input_error(q.vector_file, "d mismatch: queries have d = " + std::to_string(q.d) + " but "
+        throw io::input_error(q.vector_file, "d mismatch: queries have d = " + std::to_string(q.d) + " but "
                                              + k->vector_file + " has d = " + std::to_string(k->d));
     }
     ap::head_id hid;
@@ -215,7 +214,7 @@ inline head_rows analyze_one(const analyze_config& config, const dump_scan& scan
         return std::visit(
             [&](const auto& queries, const auto& keys) {
                 ap::head_result result = ap::analyze_head(queries, keys, hid, options);
-                head_rows rows = format_head(result);
+                io::head_rows rows = io::format_head(result);
                 rows.undefined_sequence_errors =
                     options.confidence_intervals && options.sampling_unit == ap::sampling_unit::sequence
                     && std::isnan(result.metrics.ap_overall_se) && !std::isnan(result.metrics.ap_overall_bias);
@@ -234,7 +233,7 @@ inline head_rows analyze_one(const analyze_config& config, const dump_scan& scan
     catch (const std::exception& e)
     {
         // The library checks what the loader does not (it names no file): the head's folder.
-        throw input_error(q.folder, e.what());
+        throw io::input_error(q.folder, e.what());
     }
 }
 
@@ -252,7 +251,7 @@ struct head_failure
 /// (neither for a head that a stopped run did not reach).
 struct run_state
 {
-    std::vector<std::optional<head_rows>> results;
+    std::vector<std::optional<io::head_rows>> results;
     std::vector<std::optional<head_failure>> failures;
     std::vector<double> seconds;
     std::string thread_note;  // "" unless fewer worker threads than asked could be started
@@ -288,7 +287,7 @@ inline void run_heads(const analyze_config& config, const dump_scan& scan, const
             {
                 state.results[index] = analyze_one(config, scan, cache, task);
             }
-            catch (const input_error& e)
+            catch (const io::input_error& e)
             {
                 failure = head_failure{e.file(), e.reason()};
             }
@@ -342,9 +341,9 @@ inline std::string failure_line(const head_task& task, const head_failure& failu
 }
 
 /// The formatted rows of the analyzed heads, in the plan's order (= (layer, q_head)).
-inline std::vector<const head_rows*> analyzed_rows(const run_state& state)
+inline std::vector<const io::head_rows*> analyzed_rows(const run_state& state)
 {
-    std::vector<const head_rows*> rows;
+    std::vector<const io::head_rows*> rows;
     for (const auto& r : state.results)
     {
         if (r)

@@ -69,8 +69,7 @@
 
 namespace attention_plasticity::run
 {
-// The run layer reads and writes through the io layer (run -> io -> core, never back).
-using namespace attention_plasticity::io;
+// The run layer reads and writes through the io layer, by qualified names (run -> io -> core).
 
 namespace detail
 {
@@ -101,12 +100,12 @@ namespace detail
         const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
         if (fd < 0)
         {
-            throw output_error(path + ": cannot create: " + errno_text(errno));
+            throw output_error(path + ": cannot create: " + io::errno_text(errno));
         }
         auto fail = [&](const char* what) {
             const int err = errno;
             ::close(fd);
-            throw output_error(path + ": " + what + ": " + errno_text(err));
+            throw output_error(path + ": " + what + ": " + io::errno_text(err));
         };
         // writev: one system call for many pieces; a short write resumes where it stopped.
         std::vector<struct iovec> vectors;
@@ -148,7 +147,7 @@ namespace detail
         }
         if (::close(fd) != 0)
         {
-            throw output_error(path + ": write failed (close): " + errno_text(errno));
+            throw output_error(path + ": write failed (close): " + io::errno_text(errno));
         }
     }
 
@@ -158,13 +157,13 @@ namespace detail
         ::unlink(temp.c_str());
         if (::symlink(text.c_str(), temp.c_str()) != 0)
         {
-            throw output_error(temp + ": cannot create a symbolic link: " + errno_text(errno));
+            throw output_error(temp + ": cannot create a symbolic link: " + io::errno_text(errno));
         }
         if (::rename(temp.c_str(), target.c_str()) != 0)
         {
             const int err = errno;
             ::unlink(temp.c_str());
-            throw output_error(target + ": cannot replace: " + errno_text(err));
+            throw output_error(target + ": cannot replace: " + io::errno_text(err));
         }
     }
 }  // namespace detail
@@ -181,7 +180,7 @@ public:
 
     /// run.json's text: {"attention_plasticity_version": "0.1.0", "files": ["a.csv", ...]}.
     /// The names are the program's own file names (plain, nothing to escape).
-    static std::string run_json(const std::vector<result_file>& files)
+    static std::string run_json(const std::vector<io::result_file>& files)
     {
         std::string text = std::string("{\"attention_plasticity_version\": \"") + attention_plasticity::version
                            + "\", \"files\": [";
@@ -251,7 +250,7 @@ public:
         const std::uint64_t available = static_cast<std::uint64_t>(fs.f_bavail) * block;
         if (available < need)
         {
-            throw output_error("output_dir '" + m_out + "': not enough free space (" + errno_text(ENOSPC) + "): "
+            throw output_error("output_dir '" + m_out + "': not enough free space (" + io::errno_text(ENOSPC) + "): "
                                + std::to_string(available) + " bytes free, the results need at least "
                                + std::to_string(need) + "; nothing was analyzed, so " + unchanged_text(true));
         }
@@ -262,7 +261,7 @@ public:
 
     /// Writes `files` (their names must be the constructor's, each once) and makes them the
     /// current set. Throws output_error; then the earlier set is still the current one.
-    void commit(const std::vector<result_file>& files)
+    void commit(const std::vector<io::result_file>& files)
     {
         if (!m_have_temp)
         {
@@ -282,7 +281,7 @@ public:
             detail::fsync_path(m_temp);
             if (::rename(m_temp.c_str(), set_path.c_str()) != 0)
             {
-                throw output_error(set_path + ": cannot rename the new set into place: " + errno_text(errno));
+                throw output_error(set_path + ": cannot rename the new set into place: " + io::errno_text(errno));
             }
             renamed = true;
             detail::fsync_path(m_state);
@@ -353,7 +352,7 @@ private:
         m_set_name = "set-" + token;
         if (::mkdir(m_temp.c_str(), 0755) != 0)
         {
-            throw output_error("output_dir '" + m_out + "': cannot write into it: " + errno_text(errno));
+            throw output_error("output_dir '" + m_out + "': cannot write into it: " + io::errno_text(errno));
         }
         m_have_temp = true;
         const std::string probe = in_state("link-" + token);
@@ -361,7 +360,7 @@ private:
         if (::symlink("probe", probe.c_str()) != 0)
         {
             const int err = errno;
-            throw output_error("output_dir '" + m_out + "': cannot create symbolic links there (" + errno_text(err)
+            throw output_error("output_dir '" + m_out + "': cannot create symbolic links there (" + io::errno_text(err)
                                + "); the results are replaced as a set through one; use a folder on another file "
                                  "system");
         }
@@ -391,7 +390,7 @@ private:
 
     void prepare_folder()
     {
-        const path_info info = inspect_path(m_out, "folder");
+        const io::path_info info = io::inspect_path(m_out, "folder");
         if (!info.exists && !info.absent)
         {
             throw output_error("output_dir '" + m_out + "': " + info.problem);
@@ -413,7 +412,7 @@ private:
         {
             const int err = errno;
             throw output_error("output_dir '" + m_out + "': not writable ("
-                               + (err == EACCES ? std::string("permission denied") : errno_text(err)) + ")");
+                               + (err == EACCES ? std::string("permission denied") : io::errno_text(err)) + ")");
         }
     }
 
@@ -422,7 +421,7 @@ private:
         if (::mkdir(m_state.c_str(), 0755) != 0 && errno != EEXIST)
         {
             throw output_error("output_dir '" + m_out + "': cannot write into it: cannot create " + m_state + ": "
-                               + errno_text(errno));
+                               + io::errno_text(errno));
         }
         struct stat st;
         if (::lstat(m_state.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
@@ -443,7 +442,7 @@ private:
                 throw output_error("output_dir '" + m_out + "' is in use by another run (" + lock_holder_text(m_lock_fd)
                                    + "); wait for it to finish or choose another --output-dir");
             }
-            m_notes.push_back("note: cannot lock " + path + " (" + errno_text(err)
+            m_notes.push_back("note: cannot lock " + path + " (" + io::errno_text(err)
                               + "); make sure no other run writes into '" + m_out + "'");
             return;
         }
@@ -555,7 +554,7 @@ private:
         const std::string legacy = in_state(legacy_name);
         if (::mkdir(legacy.c_str(), 0755) != 0)
         {
-            throw output_error(legacy + ": cannot create: " + errno_text(errno));
+            throw output_error(legacy + ": cannot create: " + io::errno_text(errno));
         }
         for (const auto& name : m_legacy)
         {

@@ -38,8 +38,7 @@
 
 namespace attention_plasticity::run
 {
-// The run layer reads and writes through the io layer (run -> io -> core, never back).
-using namespace attention_plasticity::io;
+// The run layer reads and writes through the io layer, by qualified names (run -> io -> core).
 
 inline constexpr const char* shard_manifest_file = "shard.json";
 
@@ -315,7 +314,7 @@ namespace detail
 /// error ("FILE: reason") when it failed; `program`: who writes it ("ap_analyze 0.1.0").
 inline shard_manifest make_shard_manifest(const std::string& program, const analyze_config& config,
                                           const head_plan& plan, const shard_selection& selection,
-                                          const std::vector<const head_rows*>& rows,
+                                          const std::vector<const io::head_rows*>& rows,
                                           const std::vector<std::string>& errors, double seconds)
 {
     shard_manifest m;
@@ -329,7 +328,7 @@ inline shard_manifest make_shard_manifest(const std::string& program, const anal
     m.layout_heads = plan.layout_heads;
     m.host = this_process().host;
     m.seconds = seconds;
-    m.files = result_file_names();
+    m.files = io::result_file_names();
     for (std::size_t i = 0; i < plan.heads.size(); ++i)
     {
         shard_head head;

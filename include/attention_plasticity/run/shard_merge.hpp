@@ -55,8 +55,7 @@
 
 namespace attention_plasticity::run
 {
-// The run layer reads and writes through the io layer (run -> io -> core, never back).
-using namespace attention_plasticity::io;
+// The run layer reads and writes through the io layer, by qualified names (run -> io -> core).
 
 /// A head that failed in its shard: reported by the merge like by an unsharded run.
 struct failed_shard_head
@@ -96,13 +95,13 @@ public:
     const std::vector<std::string>& file_names() const { return reference().manifest.files; }
 
     /// The merged files; the views point into this object.
-    std::vector<result_file> files() const
+    std::vector<io::result_file> files() const
     {
         const shard& ref = reference();
-        std::vector<result_file> out;
+        std::vector<io::result_file> out;
         for (std::size_t f = 0; f < ref.manifest.files.size(); ++f)
         {
-            result_file file;
+            io::result_file file;
             file.name = ref.manifest.files[f];
             const std::string& data = ref.contents[f];
             file.pieces.emplace_back(std::string_view(data).substr(0, data.find('\n') + 1));
@@ -209,7 +208,7 @@ private:
         {
             text = reader.read(shard_manifest_file, max_manifest_bytes);
         }
-        catch (const input_error& e)
+        catch (const io::input_error& e)
         {
             problems.push_back(
                 name + ": " + shard_manifest_file + ": " + e.reason()
@@ -231,10 +230,10 @@ private:
         // The merge writes only the tables of docs/method.md §3, all of them: a manifest that
         // lists another file (which would replace a file of the user's in the output folder)
         // or none (which would leave the output folder's result links dangling) is refused.
-        if (s.manifest.files != result_file_names())
+        if (s.manifest.files != io::result_file_names())
         {
             problems.push_back(name + ": " + shard_manifest_file + " lists the files " + list_text(s.manifest.files)
-                               + ", but a shard's set holds exactly " + list_text(result_file_names())
+                               + ", but a shard's set holds exactly " + list_text(io::result_file_names())
                                + " (docs/method.md §3); it was not written by this version of ap_analyze, or edited");
             return;
         }
@@ -247,7 +246,7 @@ private:
         {
             entries = reader.entries();
         }
-        catch (const input_error& e)
+        catch (const io::input_error& e)
         {
             problems.push_back(name + ": " + e.what());
             return;
@@ -262,7 +261,7 @@ private:
             }
         }
         // The merged set is held in memory: each file at most the machine's memory.
-        const std::uintmax_t memory = physical_memory_bytes();
+        const std::uintmax_t memory = io::physical_memory_bytes();
         for (const auto& file : s.manifest.files)
         {
             s.contents.emplace_back();
@@ -270,7 +269,7 @@ private:
             {
                 s.contents.back() = reader.read(file, memory);
             }
-            catch (const input_error& e)
+            catch (const io::input_error& e)
             {
                 problems.push_back(name + ": " + file + ", listed in its manifest: " + e.reason());
             }

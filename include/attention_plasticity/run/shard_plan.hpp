@@ -50,8 +50,7 @@
 
 namespace attention_plasticity::run
 {
-// The run layer reads and writes through the io layer (run -> io -> core, never back).
-using namespace attention_plasticity::io;
+// The run layer reads and writes through the io layer, by qualified names (run -> io -> core).
 
 /// Shard `index` of `count` (0 <= index < count).
 struct shard_spec
@@ -207,7 +206,7 @@ inline std::uint64_t folder_fingerprint(const std::string& folder)
         struct stat st;
         if (fd < 0 || ::fstat(fd, &st) != 0)
         {
-            line += " unreadable: " + errno_text(errno);
+            line += " unreadable: " + io::errno_text(errno);
         }
         else if (!S_ISREG(st.st_mode))
         {
@@ -232,20 +231,20 @@ inline std::uint64_t folder_fingerprint(const std::string& folder)
 inline vector_file_probe probe_vector_file(const std::string& path)
 {
     vector_file_probe probe;
-    if (!inspect_path(path).is_regular)
+    if (!io::inspect_path(path).is_regular)
     {
         return probe;  // analyzing the head reports what is wrong
     }
     try
     {
         std::ifstream in;
-        const npy_header h = open_npy(in, path);
+        const io::npy_header h = io::open_npy(in, path);
         if (h.shape.size() == 2)
         {
             probe.rows = h.shape[0];
         }
     }
-    catch (const input_error&)
+    catch (const io::input_error&)
     {
         probe.rows = 0;  // analyzing the head reports what is wrong
     }
