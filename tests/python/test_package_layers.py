@@ -169,8 +169,7 @@ def former_top_level():
     capture, compare, dump, interop, profile, result_set, results = (
         importlib.import_module("attention_plasticity." + m)
         for m in ("capture", "compare", "dump", "interop", "profile", "result_set", "results"))
-    with open(os.path.join(os.path.dirname(__file__), "former_top_level_names.txt")) as f:
-        names = [line.strip() for line in f if line.strip() and not line.startswith("#")]
+    names = fixture_names("former_top_level_names.txt")
     before = {n: getattr(ap._core, n) for n in ("DomainError", "InvalidArgumentError", "OutputError", "UsageError")}
     for part in PARTS:  # star-imported, in this order
         module = importlib.import_module("attention_plasticity._core." + part)
@@ -201,18 +200,12 @@ def test_every_former_top_level_name_still_resolves_to_the_same_object():
     assert not hasattr(ap, "no_such_name") and not hasattr(ap, "analyze_head_seconds")
 
 
-CURATED = [
-    "__version__",
-    "analyze_dump", "analyze_head", "profile_model", "profile_vectors", "notebook_capture",
-    "from_activation_cache", "from_nnsight_inputs", "compare_runs", "read_results", "result_set", "tables",
-    "result_schema", "nan_reasons", "analysis_options", "planar_rotation", "pca_roles",
-    "set_blas_threads", "get_blas_threads", "blas_report",
-    "Tokens", "HeadId", "HeadOptions", "HeadResult", "HeadMetrics", "BucketProfile", "CellPlasticity",
-    "DistancePlasticityBin", "StageTimings", "PlanarRotation", "PcaRoles",
-    "ResultSet", "DumpResult", "ModelProfile", "CompareResult", "HeadError",
-    "DomainError", "InvalidArgumentError", "OutputError", "UsageError", "CaptureError",
-    "HeadFailedWarning", "NaNColumnWarning",
-]
+def fixture_names(file):
+    with open(os.path.join(os.path.dirname(__file__), file)) as f:
+        return [line.strip() for line in f if line.strip() and not line.startswith("#")]
+
+
+CURATED = fixture_names("curated_top_level_names.txt")
 SUBMODULES = ["steps", "kernel", "extensions", "plots", "capture", "qk_sniffer", "sniffed"]
 
 
