@@ -104,7 +104,10 @@ def __getattr__(name):
         for part in _FORMER_HOMES:
             home = getattr(_core, part)
             if name in vars(home):
-                return vars(home)[name]
+                # Kept here once found, so that a loop calling ap.pair_plasticity pays the
+                # search once (dir() is __dir__'s list, so the name stays unlisted).
+                value = globals()[name] = vars(home)[name]
+                return value
         if importlib.util.find_spec(f"{__name__}.{name}") is not None:
             return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
