@@ -1,42 +1,41 @@
 """attention_plasticity: whether attention heads choose keys by content or by position.
 
-``import attention_plasticity as ap`` gives the C++ library on NumPy arrays and torch tensors
-(read in place, at C++ speed; see ``help(attention_plasticity._core)`` for how arrays are
-taken, the errors and threads) and the dump analysis of ap_analyze:
+``import attention_plasticity as ap`` gives, at the top level, the entry points and the types
+they take and return (``ap.__all__``):
 
-- every step of the method (docs/method.md §2.1-2.15): ``orientation_signs``,
-  ``subsample_rows``, ``fit_linear``, ``scalar_position_predictability``,
-  ``householder_to_e1`` / ``Householder.apply``, ``fit_position_component``,
-  ``standardized_normality``, ``noise_normality``, ``component_weights``, ``query_buckets``,
-  ``bucket_query_models``, ``full_gaussian``, ``group_key_buckets``,
-  ``eligible_key_buckets``, ``cell_key_pairs``, ``cell_pair_seed`` / ``pair_sampler_seed`` /
-  ``seeds_of_head``, ``query_bucket_plasticity``, ``plasticity_aggregates``;
-- the extensions (docs/method.md §8): distance maps ``cell_pair_distances``,
-  ``distance_plasticity_map``, ``distance_map_cell_pairs``, ``log_distance_bin``; the empirical
-  AP ``pair_preferences``, ``empirical_pair_plasticity``, ``query_bucket_empirical_plasticity``,
-  ``empirical_plasticity_variance``; the intervals ``bucket_plasticity_sensitivity``,
-  ``pair_sampling_variance``, ``plasticity_standard_errors``, ``plasticity_interval``;
-- the per-head analysis ``analyze_head(Tokens(...), Tokens(...), HeadId(...), HeadOptions(...))``;
-- the kernel (§4): ``pair_plasticity``, ``head_plasticity``, ``pair_moments_full``,
-  ``structured_pair_moments``, ``plasticity_from_moments``, ``key_differences``; the sampler
-  (§5): ``sample_key_pairs``, ``sample_bucket_key_pairs``; the streams (§6): ``Rng``;
-  the statistics (§7): ``sample_moments``, ``ks_test_normal``, ``kolmogorov_sf``, ...;
-- ``tables(results)``: a list of HeadResult (or a DumpResult) as the DataFrames of
-  docs/method.md §3, one call; every result type prints its numbers and has ``to_dict()``;
-- ``analyze_dump(path, ...)``: a dump (NPY or qk-sniffer Parquet) analyzed as ap_analyze
-  does, the tables returned as DataFrames and optionally written as the same CSVs;
-  ``python -m attention_plasticity`` is its command line;
-- the companion measures (docs/method.md §8.5) ``planar_rotation``, ``pca_roles``; result sets
-  compared head by head with significance (§8.6): ``compare_runs`` (as ``ap_compare``);
-- ``attention_plasticity.capture``: torch forward hooks that capture a transformers model's
-  per-head queries and keys in memory; ``attention_plasticity.sniffed``: the Parquet reader;
-- ``ap.plots``: the figures of the tables (matplotlib), loaded on first use;
-- a live model in memory: ``profile_model(model, tokenizer, texts)``, and states other tools
-  captured: ``profile_vectors`` with ``from_activation_cache`` (TransformerLens) or
-  ``from_nnsight_inputs`` (nnsight); they return a ``ModelProfile``;
+- a dump (NPY or qk-sniffer Parquet) analyzed as ap_analyze does: ``analyze_dump(path, ...)``
+  (``python -m attention_plasticity`` is its command line), returning a ``DumpResult``;
+- a live model in memory: ``profile_model(model, tokenizer, texts)`` (``notebook_capture``), and
+  states other tools captured: ``profile_vectors`` with ``from_activation_cache``
+  (TransformerLens) or ``from_nnsight_inputs`` (nnsight); they return a ``ModelProfile``;
+- one head: ``analyze_head(Tokens(...), Tokens(...), HeadId(...), HeadOptions(...))`` returning a
+  ``HeadResult`` (``HeadMetrics``, ``BucketProfile``, ``CellPlasticity``,
+  ``DistancePlasticityBin``, ``StageTimings``); every result type prints its numbers and has
+  ``to_dict()``;
 - result sets (``ResultSet``: what analyze_dump and profile_model return, ``result_set`` of
-  HeadResults, ``read_results(folder)``): tables, ``write(folder)``, compared by ``compare_runs``;
-  ``analysis_options()`` is the options preset of analyze_dump and profile_model.
+  HeadResults, ``read_results(folder)``): ``tables(results)`` as the DataFrames of
+  docs/method.md §3 (``result_schema()``: their columns; ``nan_reasons``), ``write(folder)``,
+  compared head by head with significance (§8.6) by ``compare_runs`` (as ``ap_compare``,
+  a ``CompareResult``); ``analysis_options()`` is the options preset of analyze_dump and
+  profile_model;
+- the companion measures (docs/method.md §8.5) ``planar_rotation``, ``pca_roles``;
+- the BLAS threads (§7.7): ``set_blas_threads``, ``get_blas_threads``, ``blas_report``;
+- the errors: ``InvalidArgumentError``, ``DomainError``, ``UsageError``, ``OutputError``,
+  ``CaptureError``, and the warnings ``HeadFailedWarning``, ``NaNColumnWarning``.
+
+The pieces of the method, on NumPy arrays and torch tensors (read in place, at C++ speed; see
+``help(attention_plasticity._core)`` for how arrays are taken, the errors and threads), are in
+submodules: ``ap.steps`` (§2.1-2.15 and the statistics of §7: ``orientation_signs``,
+``fit_linear``, ``householder_to_e1``, ``query_buckets``, ``cell_key_pairs``,
+``plasticity_aggregates``, ...), ``ap.kernel`` (§4-§6: ``pair_plasticity``,
+``key_differences``, ``sample_key_pairs``, ``Rng``, ...), ``ap.extensions`` (§8: distance maps,
+empirical AP, intervals). ``ap.plots``: the figures of the tables (matplotlib), loaded on first
+use; ``ap.capture``: the attention-registry hook of transformers models; ``ap.qk_sniffer``:
+qk-sniffer's capture options, plans and Parquet sinks; ``ap.sniffed``: the Parquet reader.
+
+Every name the top level had before it was curated (``ap.pair_plasticity``, ``ap.DumpRun``,
+...) still resolves, to the same object, from its home (``__getattr__`` below); it is only no
+longer listed in ``dir(ap)`` or ``__all__``.
 """
 
 import os as _os
@@ -49,33 +48,70 @@ import sys as _sys
 if _sys.argv[:1] == ["-m"]:
     _os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-# The compiled library (see the stubs in _core/): its errors, and the public names of each of its
-# parts, one submodule per topic (attention_plasticity._core.kernel, ...).
-from ._core import (DomainError, InvalidArgumentError, OutputError,  # noqa: F401
-                    UsageError)
-# The project's version, compiled into the module from CMakeLists.txt's project(VERSION) (the one
-# home of the version; the wheel's metadata reads the same line): ap_analyze --version's.
-from ._core import __version__  # noqa: F401
-from ._core.kernel import *  # noqa: F401,F403  (§4-§6: the kernel, the sampler, the streams)
-from ._core.steps import *  # noqa: F401,F403  (§2 and §7: the steps and their statistics)
-from ._core.extensions import *  # noqa: F401,F403  (§8: distance maps, empirical AP, intervals)
-from ._core.head import *  # noqa: F401,F403  (Tokens, HeadOptions, analyze_head, HeadResult)
-from ._core.dump import *  # noqa: F401,F403  (DumpRun, the options of ap_analyze, BLAS threads)
-from ._core.companion import *  # noqa: F401,F403  (§8.5-8.6: planar rotation, PCA roles)
-from ._core.tables import *  # noqa: F401,F403  (§3: the tables' files, schema and columns)
-from .capture import CaptureError  # noqa: F401
-from .profile import ModelProfile, notebook_capture, profile_model, profile_vectors  # noqa: F401
-from .interop import from_activation_cache, from_nnsight_inputs  # noqa: F401
-from .dump import (DumpResult, HeadError, HeadFailedWarning,  # noqa: F401
-                   analyze_dump)
-from .results import NaNColumnWarning, nan_reasons, tables  # noqa: F401
-from .result_set import ResultSet, analysis_options, read_results, result_set  # noqa: F401
-from .compare import CompareResult, compare_runs  # noqa: F401
+# The compiled library (see the stubs in _core/): its errors, its version (compiled into the
+# module from CMakeLists.txt's project(VERSION), the one home of the version; the wheel's metadata
+# reads the same line: ap_analyze --version's) and the entry points and result types of its parts;
+# the rest of each part is reached through its submodule (ap.steps, ap.kernel, ap.extensions) or,
+# for the engine's internals, _core (DumpRun, analyze_options, result_tables, ...).
+from ._core import DomainError, InvalidArgumentError, OutputError, UsageError, __version__
+from ._core.companion import PcaRoles, PlanarRotation, pca_roles, planar_rotation
+from ._core.dump import blas_report, get_blas_threads, set_blas_threads
+from ._core.extensions import DistancePlasticityBin
+from ._core.head import BucketProfile, HeadMetrics, HeadOptions, HeadResult, StageTimings, Tokens, analyze_head
+from ._core.steps import CellPlasticity, HeadId
+from ._core.tables import result_schema
+from .capture import CaptureError
+from .profile import ModelProfile, notebook_capture, profile_model, profile_vectors
+from .interop import from_activation_cache, from_nnsight_inputs
+from .dump import DumpResult, HeadError, HeadFailedWarning, analyze_dump
+from .results import NaNColumnWarning, nan_reasons, tables
+from .result_set import ResultSet, analysis_options, read_results, result_set
+from .compare import CompareResult, compare_runs
+
+__all__ = [
+    "__version__",
+    # entry points
+    "analyze_dump", "analyze_head", "profile_model", "profile_vectors", "notebook_capture",
+    "from_activation_cache", "from_nnsight_inputs", "compare_runs", "read_results", "result_set", "tables",
+    "result_schema", "nan_reasons", "analysis_options", "planar_rotation", "pca_roles",
+    "set_blas_threads", "get_blas_threads", "blas_report",
+    # what they take and return
+    "Tokens", "HeadId", "HeadOptions", "HeadResult", "HeadMetrics", "BucketProfile", "CellPlasticity",
+    "DistancePlasticityBin", "StageTimings", "PlanarRotation", "PcaRoles",
+    "ResultSet", "DumpResult", "ModelProfile", "CompareResult", "HeadError",
+    # errors and warnings
+    "DomainError", "InvalidArgumentError", "OutputError", "UsageError", "CaptureError",
+    "HeadFailedWarning", "NaNColumnWarning",
+]
+
+# The package's public submodules (in dir(ap), not in __all__: `from attention_plasticity import *`
+# must not import matplotlib).
+_SUBMODULES = ("steps", "kernel", "extensions", "plots", "capture", "qk_sniffer", "sniffed")
+
+# Where the names the top level had before it was curated live now: every public name of these
+# parts of the compiled module (the top level star-imported them all).
+_FORMER_HOMES = ("kernel", "steps", "extensions", "head", "dump", "companion", "tables")
 
 
 def __getattr__(name):
-    # ap.plots on first use (PEP 562), so that `import attention_plasticity` does not import matplotlib.
-    if name == "plots":
-        import importlib
-        return importlib.import_module(".plots", __name__)
+    # PEP 562: called only for a name the module does not hold. A submodule is imported on first
+    # use (ap.plots: `import attention_plasticity` does not import matplotlib); a former top-level
+    # name resolves from its home, silently (README and tests run with -W error::UserWarning, and
+    # the name is not deprecated, only no longer listed).
+    import importlib
+    import importlib.util
+    if not name.startswith("_"):
+        for part in _FORMER_HOMES:
+            home = getattr(_core, part)
+            if name in vars(home):
+                # Kept here once found, so that a loop calling ap.pair_plasticity pays the
+                # search once (dir() is __dir__'s list, so the name stays unlisted).
+                value = globals()[name] = vars(home)[name]
+                return value
+        if importlib.util.find_spec(f"{__name__}.{name}") is not None:
+            return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(__all__ + list(_SUBMODULES))

@@ -16,7 +16,7 @@ import sys
 
 from ._core import __version__
 from ._core.dump import DumpRun, analyze_help, blas_report
-from .dump import _run, parquet_rows
+from .dump import _run
 
 PROG = "python -m attention_plasticity"
 
@@ -31,7 +31,7 @@ def main(argv=None):
         print(f"{PROG} {__version__}")
         return 0
     try:
-        run = DumpRun.from_command_line([PROG] + argv, parquet_rows=parquet_rows)
+        run = DumpRun.from_command_line([PROG] + argv)
     except (ValueError, OSError, RuntimeError) as exc:
         say(exc)
         return 2

@@ -102,22 +102,73 @@ def default_model_dir():
 # Which modules are attention layers, and do they dispatch through the registry
 # ---------------------------------------------------------------------------
 
+_DISPATCH_CACHE = {}
+# The calling convention of the registry's attention functions (transformers' AttentionInterface):
+# f(module, query, key, value, attention_mask, ...), as every model's eager_attention_forward.
+_ATTENTION_PARAMETERS = ("module", "query", "key", "value", "attention_mask")
+# Only for the case the code object cannot settle (below): get_interface's default read from the source.
 _DISPATCH_RE = re.compile(r"ALL_ATTENTION_FUNCTIONS\.get_interface\(\s*self\.config\._attn_implementation"
                           r"\s*,\s*(\w+)\s*\)")
-_SOURCE_CACHE = {}
+
+
+def _attention_registry():
+    """The type of transformers' registries of attention functions (AttentionInterface: its
+    ALL_ATTENTION_FUNCTIONS, and a model's own instance, e.g. Doge's, which shares the global
+    mapping the capture registers into); None without transformers."""
+    try:
+        from transformers.modeling_utils import AttentionInterface
+    except ImportError:
+        return None
+    return AttentionInterface
+
+
+def _is_attention_function(value):
+    """A plain function with the registry's calling convention."""
+    if not inspect.isfunction(value):
+        return False
+    try:
+        return tuple(inspect.signature(value).parameters)[:5] == _ATTENTION_PARAMETERS
+    except (TypeError, ValueError):
+        return False
 
 
 def _dispatch_default(cls):
-    """The name of the eager function the class passes to get_interface, or None when the
-    class's forward does not dispatch through the registry."""
-    if cls not in _SOURCE_CACHE:
-        try:
-            source = inspect.getsource(cls.forward)
-        except (OSError, TypeError, AttributeError):
-            source = ""
-        m = _DISPATCH_RE.search(source)
-        _SOURCE_CACHE[cls] = m.group(1) if m else None
-    return _SOURCE_CACHE[cls]
+    """The eager attention function the class's forward passes to the registry's get_interface
+    (the one to run where the model asks for "eager"), or None when its forward does not
+    dispatch through the registry."""
+    if cls not in _DISPATCH_CACHE:
+        _DISPATCH_CACHE[cls] = _find_dispatch_default(cls)
+    return _DISPATCH_CACHE[cls]
+
+
+def _find_dispatch_default(cls):
+    try:
+        forward = inspect.unwrap(getattr(cls, "forward", None))
+    except ValueError:
+        return None
+    registry = _attention_registry()
+    code, scope = getattr(forward, "__code__", None), getattr(forward, "__globals__", None)
+    if code is None or scope is None or registry is None:
+        return None
+    # What transformers exposes decides whether the module dispatches: its forward loads a
+    # registry (a global of its module that is an AttentionInterface, ALL_ATTENTION_FUNCTIONS),
+    # asks it get_interface, keyed by config._attn_implementation; read from the compiled code
+    # (the names it loads), so comments, strings, formatting and a missing source file do not matter.
+    names = code.co_names
+    if not any(isinstance(scope.get(n), registry) for n in names) or "get_interface" not in names \
+            or "_attn_implementation" not in names:
+        return None
+    defaults = [scope[n] for n in dict.fromkeys(names) if _is_attention_function(scope.get(n))]
+    if len(defaults) == 1:
+        return defaults[0]
+    # Several functions of the registry's convention loaded by forward (or one under other
+    # parameter names): which is get_interface's default nothing but the source says; the regex
+    # over the source is kept for this case alone.
+    try:
+        match = _DISPATCH_RE.search(inspect.getsource(forward))
+    except (OSError, TypeError):
+        match = None
+    return scope.get(match.group(1)) if match else None
 
 
 def _model_type(model):
@@ -263,7 +314,7 @@ def _wrapped_function(inner):
             capture._record(module, query, key, attention_mask, kwargs)
         if inner == "eager":
             cls = type(module)
-            fn = getattr(inspect.getmodule(cls), _dispatch_default(cls) or "", None)
+            fn = _dispatch_default(cls)
             if fn is None:
                 raise CaptureError(f"{cls.__name__}: cannot find its own eager attention "
                                    f"function to call")

@@ -104,13 +104,6 @@ class DumpResult(ResultSet):
         return self._run.write_to(os.fspath(output_dir))
 
 
-def parquet_rows(file):
-    """The number of rows a data.parquet announces in its footer (no data is read): the weight
-    of a Parquet folder in the shard plan, as ap_analyze weighs an NPY folder by its header."""
-    import pyarrow.parquet as pq
-    return pq.read_metadata(file).num_rows
-
-
 def read_parquet_folder(folder):
     """The arrays of one qk-sniffer Parquet folder (attention_plasticity.sniffed): the reader
     analyze_dump gives the C++ run. Errors are "FILE: reason" ValueErrors."""
@@ -186,8 +179,7 @@ def analyze_dump(data_root, output_dir=None, *, config=None, progress=True, warn
     """
     run = DumpRun.from_options(os.fspath(data_root),
                                      None if output_dir is None else os.fspath(output_dir),
-                                     None if config is None else os.fspath(config), options,
-                                     parquet_rows=parquet_rows)
+                                     None if config is None else os.fspath(config), options)
     target = run.output_dir
     try:
         _run(run, progress=progress, warn=warn)
@@ -232,4 +224,4 @@ def _run(run, progress, warn, report=False, reader=None):
         bar.close()
 
 
-__all__ = ["analyze_dump", "DumpResult", "HeadError", "HeadFailedWarning", "parquet_rows", "read_parquet_folder"]
+__all__ = ["analyze_dump", "DumpResult", "HeadError", "HeadFailedWarning", "read_parquet_folder"]

@@ -11,14 +11,17 @@ The other result types (the structs of the steps, kernel and extensions, e.g. ``
 ``CellPlasticity``, ``StageTimings``) get from the module a ``repr`` listing their fields
 (``_repr``: numbers with 6 significant digits, arrays by dtype and shape, lists by length) and
 ``to_dict()`` (``_to_dict``: the fields as they are, arrays stay arrays), unless they have their
-own (python/src/bind_tables.cpp, install_result_methods); ``HeadResult`` prints its key numbers
-(``_head_result_repr``).
+own; ``HeadResult`` prints its key numbers (``_head_result_repr``) and has ``tables()``. They are
+attached here, when the package is imported (``_install_result_methods``), not by the compiled
+module, which imports nothing of the package.
 """
 
+import inspect
 import warnings
 
 import numpy as np
 
+from . import _core
 from ._core.head import HeadResult
 from ._core.tables import result_columns
 
@@ -151,7 +154,7 @@ def _fields(cls):
 
 
 def _to_dict(self):
-    """The fields, by name (numbers as numbers, arrays as arrays, nested results as they are)."""
+    """The fields by name (numbers as numbers, arrays as arrays, nested results as they are)."""
     return {name: getattr(self, name) for name in _fields(type(self))}
 
 
@@ -181,11 +184,46 @@ def _head_result_repr(self):
 
 
 def _head_result_to_dict(self):
-    """The head and its metrics: {layer, q_head, k_head, and every column of head_metrics.csv}."""
+    """The head and its metrics: {layer, q_head, k_head and every column of head_metrics.csv}."""
     # The one row of head_metrics, straight from the columns (no DataFrame of every table).
     columns = result_columns([self])["head_metrics"]
     return {name: (column[0].item() if hasattr(column[0], "item") else column[0])
             for name, column in columns.items()}
 
+
+def _head_result_tables(self):
+    """The head's rows as pandas DataFrames with the columns and dtypes of the CSVs (docs/method.md §3),
+    by table name: head_metrics, head_bucket_plasticity, head_profile, head_component_weights,
+    head_distance_plasticity (and any table ap_analyze writes); attention_plasticity.tables([self]).
+    Made from the numbers, not from CSV text."""
+    return tables((self,), warn=False)
+
+
+# The docstring as help() and the stubs show a method's (Python 3.11 keeps the indentation).
+_head_result_tables.__doc__ = inspect.cleandoc(_head_result_tables.__doc__)
+
+
+# The submodules of the compiled module whose types get a repr and to_dict() (module.cpp's parts).
+_CORE_PARTS = ("kernel", "steps", "extensions", "head", "dump", "companion", "tables")
+
+
+def _install_result_methods():
+    """Attaches HeadResult's repr, to_dict() and tables(), then to every other bound class with
+    fields (properties) and no repr or to_dict of its own, ``_repr`` and ``_to_dict``: a struct
+    bound later is readable without more code. Run once, at import."""
+    HeadResult.__repr__ = _head_result_repr
+    HeadResult.to_dict = _head_result_to_dict
+    HeadResult.tables = _head_result_tables
+    for part in _CORE_PARTS:
+        for value in vars(getattr(_core, part)).values():
+            if not isinstance(value, type) or not any(isinstance(a, property) for a in vars(value).values()):
+                continue
+            if "__repr__" not in vars(value):
+                value.__repr__ = _repr
+            if "to_dict" not in vars(value):
+                value.to_dict = _to_dict
+
+
+_install_result_methods()
 
 __all__ = ["tables", "frames", "nan_reasons", "warn_nan_columns", "NaNColumnWarning"]

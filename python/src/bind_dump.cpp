@@ -208,7 +208,9 @@ namespace
 
     /// The shard plan's view of a folder (shard_plan.hpp): data.parquet where the folder holds
     /// one (its rows from the Parquet footer, through `parquet_rows`: a Python function, called
-    /// with the GIL held), else the NPY layout's vector.npy, as dump_loader reads them.
+    /// with the GIL held; None: pyarrow's footer read here, the one home of that count, so that
+    /// this module needs nothing of the Python package it sits in), else the NPY layout's
+    /// vector.npy, as dump_loader reads them.
     run::folder_probe dump_probe(nb::object parquet_rows)
     {
         return [parquet_rows = std::move(parquet_rows)](const std::string& folder) {
@@ -222,13 +224,13 @@ namespace
             {
                 return run::vector_file_probe{};  // a FIFO is never opened (no wait); the head reports it
             }
-            const nb::object count = parquet_rows.is_none()
-                                         ? nb::module_::import_("attention_plasticity.dump").attr("parquet_rows")
-                                         : parquet_rows;
             run::vector_file_probe probe;
             try
             {
-                const nb::object rows = count(file);
+                const nb::object rows =
+                    parquet_rows.is_none()
+                        ? nb::module_::import_("pyarrow.parquet").attr("read_metadata")(file).attr("num_rows")
+                        : parquet_rows(file);
                 probe.rows = nb::cast<std::uint64_t>(rows);
             }
             catch (nb::python_error& e)
@@ -559,7 +561,7 @@ void bind_dump(nb::module_& m)
         "ap_analyze's own (include/attention_plasticity/run/analysis_run.hpp). Made from options, it has checked them, read the\n"
         "layout and planned the heads, those of its shard with `shard` (UsageError otherwise) and, when it\n"
         "writes, checked and locked the output folder (OutputError). parquet_rows(file) -> int: the rows a\n"
-        "data.parquet announces, which the shard plan weighs (None: attention_plasticity.dump.parquet_rows).")
+        "data.parquet announces, which the shard plan weighs (None: the footer's count, read with pyarrow).")
         .def_static(
             "from_options",
             [](const std::string& data_root, nb::handle output_dir, nb::handle config, const nb::dict& options,

@@ -446,30 +446,6 @@ namespace
                 "w_d (§2.9), float64 [d].")
             .def_ro("timings", &py_head_result::timings, "StageTimings when asked for (timings=True), else None.")
             .def(
-                "__repr__",
-                [](nb::handle self) {
-                    return nb::cast<std::string>(
-                        nb::module_::import_("attention_plasticity.results").attr("_head_result_repr")(self));
-                })
-            .def(
-                "to_dict",
-                [](nb::handle self) {
-                    return nb::cast<nb::dict>(
-                        nb::module_::import_("attention_plasticity.results").attr("_head_result_to_dict")(self));
-                },
-                "The head and its metrics: {layer, q_head, k_head and every column of head_metrics.csv}.")
-            .def(
-                "tables",
-                [](nb::handle self) {
-                    return nb::cast<nb::dict>(
-                        nb::module_::import_("attention_plasticity.results").attr("tables")(nb::make_tuple(self),
-                                                                                           "warn"_a = false));
-                },
-                "The head's rows as pandas DataFrames with the columns and dtypes of the CSVs (docs/method.md §3),\n"
-                "by table name: head_metrics, head_bucket_plasticity, head_profile, head_component_weights,\n"
-                "head_distance_plasticity (and any table ap_analyze writes); attention_plasticity.tables([self]).\n"
-                "Made from the numbers, not from CSV text.")
-            .def(
                 "csv_rows", [](const py_head_result& r) { return csv_rows_of(r.result); },
                 "The head's rows of each CSV of docs/method.md §3, formatted as ap_analyze writes them, with the\n"
                 "header: {table name: text}.");

@@ -220,18 +220,6 @@ nb::dict result_columns(const std::vector<const ap::head_result*>& results)
 
 namespace
 {
-    /// The function `name` of attention_plasticity.results (imported when first called: the
-    /// package imports this module first).
-    nb::object results_function(const char* name)
-    {
-        return nb::module_::import_("attention_plasticity.results").attr(name);
-    }
-
-    bool has_own(nb::handle type, const char* name)
-    {
-        return nb::cast<bool>(type.attr("__dict__").attr("__contains__")(name));
-    }
-
     /// The head results of `results` (HeadResult items; `fn` names the function in the error).
     std::vector<const ap::head_result*> head_results(nb::iterable results, const char* fn)
     {
@@ -253,45 +241,6 @@ namespace
         return heads;
     }
 }  // namespace
-
-void install_result_methods(nb::module_& m)
-{
-    // Every class with fields (read-only or read-write properties) that has no repr of its own
-    // gets one listing its fields, and to_dict(): attention_plasticity.results._repr / _to_dict,
-    // so that a struct bound later is readable without more code.
-    const nb::dict attributes = nb::borrow<nb::dict>(PyModule_GetDict(m.ptr()));
-    for (const auto& [name, value] : attributes)
-    {
-        if (!nb::type_check(value))
-        {
-            continue;
-        }
-        bool has_fields = false;
-        for (nb::handle attribute : value.attr("__dict__").attr("values")())
-        {
-            has_fields = has_fields || PyObject_TypeCheck(attribute.ptr(), &PyProperty_Type);
-        }
-        if (!has_fields)
-        {
-            continue;
-        }
-        if (!has_own(value, "__repr__"))
-        {
-            nb::setattr(value, "__repr__",
-                        nb::cpp_function(
-                            [](nb::handle self) { return nb::cast<std::string>(results_function("_repr")(self)); },
-                            nb::scope(value), nb::name("__repr__"), nb::is_method()));
-        }
-        if (!has_own(value, "to_dict"))
-        {
-            nb::setattr(value, "to_dict",
-                        nb::cpp_function(
-                            [](nb::handle self) { return nb::cast<nb::dict>(results_function("_to_dict")(self)); },
-                            nb::scope(value), nb::name("to_dict"), nb::is_method(),
-                            "The fields by name (numbers as numbers, arrays as arrays, nested results as they are)."));
-        }
-    }
-}
 
 void bind_tables(nb::module_& m)
 {

@@ -280,7 +280,6 @@ void bind_head(nb::module_& m);    // _core.head: tokens, analyze_head and its r
 void bind_dump(nb::module_& m);    // _core.dump: the options of ap_analyze, dump runs, BLAS threads
 void bind_tables(nb::module_& m);  // _core.tables: the tables of §3, their schema and columns
 void bind_companion(nb::module_& m);  // _core.companion: §8.5-8.6: planar rotation, PCA roles, compare_runs
-void install_result_methods(nb::module_& m);  // bind_tables.cpp: repr and to_dict of m's result types
 
 // The private submodule _core._bench: hooks of the benchmarks and tests, not the API.
 void bind_head_bench(nb::module_& bench);  // analyze_head_seconds

@@ -471,11 +471,9 @@ NB_MODULE(_core, m)
         nb::module_ sub = m.def_submodule(p.name, p.doc);
         p.bind(sub);
     }
-    for (const part& p : parts)
-    {
-        nb::module_ sub = nb::borrow<nb::module_>(m.attr(p.name));
-        ap_python::install_result_methods(sub);
-    }
+    // The reprs, to_dict() and HeadResult.tables() of the result types are attached by the package
+    // (attention_plasticity/results.py, at import), not from here: this module imports nothing of
+    // the package it sits in (issue 26: the layer line between the two).
 
     nb::module_ bench =
         m.def_submodule("_bench", "Hooks of the benchmarks and the tests (benchmarks/bench_python.py, tests/python): "

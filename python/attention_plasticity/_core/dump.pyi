@@ -29,7 +29,7 @@ class DumpRun:
     ap_analyze's own (include/attention_plasticity/run/analysis_run.hpp). Made from options, it has checked them, read the
     layout and planned the heads, those of its shard with `shard` (UsageError otherwise) and, when it
     writes, checked and locked the output folder (OutputError). parquet_rows(file) -> int: the rows a
-    data.parquet announces, which the shard plan weighs (None: attention_plasticity.dump.parquet_rows).
+    data.parquet announces, which the shard plan weighs (None: the footer's count, read with pyarrow).
     """
 
     @staticmethod

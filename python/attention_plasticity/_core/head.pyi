@@ -615,6 +615,12 @@ class HeadResult:
     def timings(self) -> StageTimings | None:
         """StageTimings when asked for (timings=True), else None."""
 
+    def csv_rows(self) -> dict:
+        """
+        The head's rows of each CSV of docs/method.md §3, formatted as ap_analyze writes them, with the
+        header: {table name: text}.
+        """
+
     def __repr__(self) -> str: ...
 
     def to_dict(self) -> dict:
@@ -628,12 +634,6 @@ class HeadResult:
         by table name: head_metrics, head_bucket_plasticity, head_profile, head_component_weights,
         head_distance_plasticity (and any table ap_analyze writes); attention_plasticity.tables([self]).
         Made from the numbers, not from CSV text.
-        """
-
-    def csv_rows(self) -> dict:
-        """
-        The head's rows of each CSV of docs/method.md §3, formatted as ap_analyze writes them, with the
-        header: {table name: text}.
         """
 
 def analyze_head(queries: Tokens, keys: Tokens, head: attention_plasticity._core.steps.HeadId = ..., options: HeadOptions = ..., timings: bool = False) -> HeadResult:
