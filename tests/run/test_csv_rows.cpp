@@ -18,7 +18,6 @@
 
 #include <attention_plasticity/io/csv_rows.hpp>
 #include <attention_plasticity/pipeline.hpp>
-#include <attention_plasticity/random.hpp>
 
 namespace ap = attention_plasticity;
 namespace io = attention_plasticity::io;
@@ -41,15 +40,17 @@ std::vector<std::string> split(const std::string& text, char separator)
     return parts;
 }
 
-// n tokens of d dims in sequences of `length` positions (example_id = i / length), 8 buckets,
-// a position drift along every third component.
+// n tokens of d dims in sequences of `length` positions (example_id = i / length), 8 buckets:
+// each component a drift with position (every third one) plus a deterministic scramble of
+// (seed, i, j) in [-1, 1) (a splitmix64 step: independent-looking values, no generator needed).
 ap::head_tokens<double> synthetic_tokens(std::size_t n, std::size_t d, std::uint64_t seed, std::size_t length)
 {
-    ap::rng gen(seed);
-    auto normal = [&gen]() {
-        const double u1 = 1.0 - gen.uniform();
-        const double u2 = gen.uniform();
-        return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+    auto scramble = [seed](std::uint64_t i, std::uint64_t j) {
+        std::uint64_t z = seed * 0x9e3779b97f4a7c15ULL + i * 0xbf58476d1ce4e5b9ULL + j * 0x94d049bb133111ebULL;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        z ^= z >> 31;
+        return static_cast<double>(z >> 11) * 0x1.0p-52 - 1.0;
     };
     ap::head_tokens<double> t;
     t.vectors = xt::xtensor<double, 2>::from_shape({n, d});
@@ -58,14 +59,14 @@ ap::head_tokens<double> synthetic_tokens(std::size_t n, std::size_t d, std::uint
     t.example_id = xt::xtensor<std::int64_t, 1>::from_shape({n});
     for (std::size_t i = 0; i < n; ++i)
     {
-        const auto pos = static_cast<std::int64_t>(i % length);
-        t.position(i) = pos;
-        t.bucket(i) = pos / static_cast<std::int64_t>(length / 8);
+        const std::size_t pos = i % length;
+        t.position(i) = static_cast<std::int64_t>(pos);
+        t.bucket(i) = static_cast<std::int64_t>(pos * 8 / length);
         t.example_id(i) = static_cast<std::int64_t>(i / length);
         for (std::size_t j = 0; j < d; ++j)
         {
-            t.vectors(i, j) = normal() * (1.0 + 0.1 * static_cast<double>(j))
-                              + (j % 3 == 0 ? 0.8 * static_cast<double>(pos) / 100.0 : 0.3);
+            const double drift = j % 3 == 0 ? 0.008 * static_cast<double>(pos) : 0.3;
+            t.vectors(i, j) = drift + (1.0 + 0.1 * static_cast<double>(j)) * scramble(i, j);
         }
     }
     return t;
