@@ -52,11 +52,9 @@ ap::head_tokens<double> synthetic_tokens(std::size_t n, std::size_t d, std::uint
         z ^= z >> 31;
         return static_cast<double>(z >> 11) * 0x1.0p-52 - 1.0;
     };
-    ap::head_tokens<double> t;
-    t.vectors = xt::xtensor<double, 2>::from_shape({n, d});
-    t.position = xt::xtensor<std::int64_t, 1>::from_shape({n});
-    t.bucket = xt::xtensor<std::int64_t, 1>::from_shape({n});
-    t.example_id = xt::xtensor<std::int64_t, 1>::from_shape({n});
+    using ids = xt::xtensor<std::int64_t, 1>;
+    ap::head_tokens<double> t{xt::xtensor<double, 2>::from_shape({n, d}), ids::from_shape({n}), ids::from_shape({n}),
+                              ids::from_shape({n})};
     for (std::size_t i = 0; i < n; ++i)
     {
         const std::size_t pos = i % length;
