@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <nanobind/stl/optional.h>
@@ -207,11 +209,15 @@ namespace
             const nb::object defaults = nb::cast(ap::head_options{});
             for (const auto& option : run::head_option_table())
             {
-                const std::string metavar = option.metavar;
-                const char* type = metavar == "on|off"                   ? "bool"
-                                   : metavar == "X"                      ? "float"
-                                   : metavar.find('|') != std::string::npos ? "str"
-                                                                            : "int";
+                const char* type = std::visit(
+                    [](const auto& value) {
+                        using T = std::decay_t<decltype(value)>;
+                        return std::is_same_v<T, bool>          ? "bool"
+                               : std::is_same_v<T, double>      ? "float"
+                               : std::is_same_v<T, std::string> ? "str"
+                                                                : "int";
+                    },
+                    option.get(ap::head_options{}));
                 sig += std::string(", ") + option.name + ": " + type + " = "
                        + nb::cast<std::string>(nb::repr(defaults.attr(option.name)));
             }
@@ -220,13 +226,15 @@ namespace
         return signature;
     }
 
+    /// HeadOptions' property of `option`, typed as its field (int, float, bool or str), read through
+    /// the table's getter, set through its setter, documented by its help.
     template <class T>
-    void option_property(nb::class_<ap::head_options>& cls, const char* key, T ap::head_options::*field,
-                         const char* doc)
+    void option_property(nb::class_<ap::head_options>& cls, const run::head_option_spec& option)
     {
         cls.def_prop_rw(
-            key, [field](const ap::head_options& o) { return o.*field; },
-            [key](ap::head_options& o, nb::handle value) { set_head_option(o, key, value); }, doc);
+            option.name, [get = option.get](const ap::head_options& o) { return std::get<T>(get(o)); },
+            [key = option.name](ap::head_options& o, nb::handle value) { set_head_option(o, key, value); },
+            option.help);
     }
 
     void bind_options(nb::module_& m)
@@ -239,58 +247,13 @@ namespace
             "an attribute is set) by the same code and with the same messages as analyze_dump's keywords and\n"
             "ap_analyze's flags and --config keys (include/attention_plasticity/run/analyze_config.hpp): UsageError for an unknown\n"
             "keyword (with the closest name) or a value outside the option's domain.");
-        option_property(cls, "max_tokens_per_head", &ap::head_options::max_tokens_per_head,
-                        "Cap on queries and on keys per head (§2.2), >= 2.");
-        option_property(cls, "normality_max_dims", &ap::head_options::normality_max_dims,
-                        "Noise components with a KS test (§2.8), >= 1.");
-        option_property(cls, "p_alpha", &ap::head_options::p_alpha, "Significance level (§2.8), in [0, 1].");
-        option_property(cls, "seed", &ap::head_options::seed, "Seed of every random choice (§2.15).");
-        option_property(cls, "num_pairs_per_bucket", &ap::head_options::num_pairs_per_bucket,
-                        "Key pairs per cell (§2.12), >= 1.");
-        option_property(cls, "max_rel_dist", &ap::head_options::max_rel_dist,
-                        "Pair window as a fraction of the example length (§5), in [0, 1].");
-        option_property(cls, "min_bucket_queries", &ap::head_options::min_bucket_queries,
-                        "Query buckets with fewer queries keep their profile row, flagged small_bucket, but are left\n"
-                        "out of ap_overall, ap_first20, ap_last20 and have no interval (§2.14, §8.3), >= 2.");
-        option_property(cls, "covariance_epsilon", &ap::head_options::covariance_epsilon,
-                        "Ridge on Sigma_j (§2.10), finite, >= 0.");
-        option_property(cls, "sliding_window", &ap::head_options::sliding_window,
-                        "The head's sliding window in tokens (§2.11); <= 0: none.");
-        option_property(cls, "threads", &ap::head_options::threads,
-                        "Threads analyze_head may use for this one head, the calling thread included (0 or 1: the\n"
-                        "calling thread only; at most 4096); the results are identical for any number. analyze_dump\n"
-                        "sets it when there are fewer heads than threads.");
-        option_property(cls, "distance_map", &ap::head_options::distance_map,
-                        "The distance map of §8.1 (HeadResult.distance_map, head_distance_plasticity.csv).");
-        option_property(cls, "distance_map_extra_pairs", &ap::head_options::distance_map_extra_pairs,
-                        "Extra pairs per cell for the distance map, from their own streams (§8.1).");
-        option_property(cls, "distance_bins_per_octave", &ap::head_options::distance_bins_per_octave,
-                        "Bins of the distance map per doubling of distance (§8.1), 1 to max_bins_per_octave.");
-        option_property(cls, "empirical_ap", &ap::head_options::empirical_ap,
-                        "The model-free AP from the actual queries (§8.2): pairs x queries GEMMs.");
-        option_property(cls, "empirical_max_queries", &ap::head_options::empirical_max_queries,
-                        "Queries per bucket for the empirical AP, a seeded subsample (§8.2); 0: all.");
-        option_property(cls, "confidence_intervals", &ap::head_options::confidence_intervals,
-                        "Standard errors, biases and intervals of AP_j and ap_overall (§8.3).");
-        option_property(cls, "planar_rotation", &ap::head_options::planar_rotation,
-                        "The planar rotation model of §8.5 (bias_strength, drift_slope_k, drift_query_mean); on by\n"
-                        "default.");
-        option_property(cls, "pca_roles", &ap::head_options::pca_roles,
-                        "The PCA roles of §8.5 (pc0_r_q, pc0_r_k, pca_class): a SYRK of the vectors; off by default.");
-        option_property(cls, "confidence_level", &ap::head_options::confidence_level,
-                        "Level of the intervals (§8.3), in (0, 1).");
-        cls.def_prop_rw(
-            "sampling_unit",
-            [](const ap::head_options& o) {
-                return std::string(o.sampling_unit == ap::sampling_unit::sequence ? "sequence" : "token");
-            },
-            [](ap::head_options& o, nb::handle value) { set_head_option(o, "sampling_unit", value); },
-            "What the standard errors of §8.3 take as independent draws: 'sequence' (the default: the\n"
-            "sequences, example_id, whose queries, keys and pairs are dependent; the honest errors on real\n"
-            "text) or 'token' (queries independent given their positions, keys fixed; for synthetic data).");
-        option_property(cls, "sequence_influences", &ap::head_options::sequence_influences,
-                        "Keep each sequence's influence on ap_* and AP_j (§8.3; head_sequence_influence.csv), for\n"
-                        "paired comparisons (§8.6).");
+        // One property per entry of the option table (its field's type from its value).
+        for (const run::head_option_spec& option : run::head_option_table())
+        {
+            std::visit(
+                [&](const auto& value) { option_property<std::decay_t<decltype(value)>>(cls, option); },
+                option.get(ap::head_options{}));
+        }
         cls.def(
             "__init__",
             [](ap::head_options* self, nb::kwargs kwargs) {

@@ -1,8 +1,8 @@
 // The tables of docs/method.md §3 as columns of NumPy arrays, for attention_plasticity.tables()
 // and DumpResult: the values are those csv_rows.hpp's emit_head gives the CSV writer (the one
-// definition of every column, its name from the table's header and its type from what is
-// emitted), collected as float64 / int64 arrays (a column of names, e.g. pca_class, as a list of
-// str) instead of text. No column is listed here.
+// definition of every column: its name and type from the table's column list, so a table with
+// no rows has its types too), collected as float64 / int64 arrays (a column of names, e.g.
+// pca_class, as a list of str) instead of text. No column is listed here.
 
 #include <cstdint>
 #include <stdexcept>
@@ -23,12 +23,7 @@ namespace
     namespace run = attention_plasticity::run;
     namespace io = attention_plasticity::io;
 
-    enum class column_type
-    {
-        real,
-        integer,
-        text
-    };
+    using column_type = io::column_type;
 
     struct column
     {
@@ -45,31 +40,11 @@ namespace
         std::vector<column> columns;
     };
 
-    std::vector<std::string> split_header(const std::string& header)
-    {
-        std::vector<std::string> names;
-        std::size_t start = 0;
-        for (;;)
-        {
-            const std::size_t comma = header.find(',', start);
-            names.push_back(header.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-            if (comma == std::string::npos)
-            {
-                return names;
-            }
-            start = comma + 1;
-        }
-    }
-
-    /// Collects emit_head's values into columns; with `learn_types`, the type of each column is
-    /// taken from the values (the schema), otherwise checked against it.
+    /// Collects emit_head's values into columns, each value's type checked against the column's.
     class column_sink
     {
     public:
-        column_sink(std::vector<table_columns> tables, bool learn_types)
-            : m_tables(std::move(tables)), m_learn(learn_types)
-        {
-        }
+        explicit column_sink(std::vector<table_columns> tables) : m_tables(std::move(tables)) {}
 
         void row(io::table_index table)
         {
@@ -100,63 +75,33 @@ namespace
                                        + std::to_string(m_table->columns.size()) + " columns of its header");
             }
             column& c = m_table->columns[m_next++];
-            if (m_learn)
-            {
-                c.type = type;
-            }
-            else if (c.type != type)
+            if (c.type != type)
             {
                 throw std::logic_error("csv_rows.hpp: column " + c.name + " of " + m_table->name
-                                       + " changes type between rows");
+                                       + " is given a value of another type than its list declares");
             }
             return c;
         }
 
         std::vector<table_columns> m_tables;
-        bool m_learn;
         table_columns* m_table = nullptr;
         std::size_t m_next = 0;
     };
 
-    /// The tables with their column names (from the headers) and no type yet.
-    std::vector<table_columns> named_tables()
-    {
-        std::vector<table_columns> tables;
-        for (const auto& table : io::result_tables())
-        {
-            table_columns t;
-            t.name = table_name(table.file);
-            for (const std::string& name : split_header(table.header))
-            {
-                t.columns.push_back(column{name, column_type::real, {}, {}, {}});
-            }
-            tables.push_back(std::move(t));
-        }
-        return tables;
-    }
-
-    /// The columns' names and types, learnt once from a head with one row in every table.
+    /// The tables with their columns' names and types (csv_rows.hpp's lists) and no values.
     const std::vector<table_columns>& schema()
     {
         static const std::vector<table_columns> tables = [] {
-            ap::head_result sample;
-            sample.cells.resize(1);
-            sample.profile.resize(1);
-            sample.distance_map.resize(1);
-            sample.sequence_influences.resize(1);
-            sample.component_r2 = xt::zeros<double>({std::size_t{1}});
-            sample.component_weight = xt::zeros<double>({std::size_t{1}});
-            column_sink sink(named_tables(), true);
-            io::emit_head(sample, sink);
-            std::vector<table_columns> out = std::move(sink.tables());
-            for (auto& t : out)
+            std::vector<table_columns> out;
+            for (const auto& table : io::result_tables())
             {
-                for (auto& c : t.columns)
+                table_columns t;
+                t.name = table_name(table.file);
+                for (const io::column_schema& c : table.columns)
                 {
-                    c.integers.clear();
-                    c.reals.clear();
-                    c.texts.clear();
+                    t.columns.push_back(column{c.name, c.type, {}, {}, {}});
                 }
+                out.push_back(std::move(t));
             }
             return out;
         }();
@@ -182,7 +127,7 @@ nb::dict tables_text(const std::vector<const io::head_rows*>& heads)
 nb::dict result_columns(const std::vector<const ap::head_result*>& results)
 {
     std::vector<table_columns> tables = without_gil([&] {
-        column_sink sink(schema(), false);
+        column_sink sink(schema());
         for (const ap::head_result* r : results)
         {
             io::emit_head(*r, sink);

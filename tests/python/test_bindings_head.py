@@ -188,3 +188,49 @@ def test_analyze_head_errors():
         ap.Tokens(np.array([["a", "b"], ["c", "d"]]), position[:2], bucket[:2])
     with pytest.raises(TypeError):
         ap.analyze_head(q, keys)
+
+
+def _other_value(value):
+    """A value other than `value` (an option's default), inside every option's domain."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 1
+    if isinstance(value, float):
+        return 0.25 if value == 0.5 else 0.5
+    return "token" if value == "sequence" else "sequence"
+
+
+def _head_option_names():
+    """HeadOptions' properties, in the order of its class."""
+    return [name for name, value in vars(ap.HeadOptions).items() if isinstance(value, property)]
+
+
+def test_head_options_are_the_option_table():
+    """Each property of HeadOptions is an entry of the option table (analyze_config.hpp's
+    head_option_table): set from Python, it is read back by the C++ getter of that entry only (no
+    two share a field), the keyword gives the same, its docstring is ap_analyze's help of the option,
+    and the properties are the options ap_analyze has plus the library's own of docs/method.md §2."""
+    names = _head_option_names()
+    defaults = ap.HeadOptions()
+    for name in names:
+        value = _other_value(getattr(defaults, name))
+        options = ap.HeadOptions()
+        setattr(options, name, value)
+        assert getattr(options, name) == value, name
+        assert getattr(ap.HeadOptions(**{name: value}), name) == value, name
+        for other in names:
+            if other != name:
+                assert getattr(options, other) == getattr(defaults, other), (name, other)
+    helps = {key: help_text for key, _flag, _metavar, help_text, _takes_list in ap.analyze_options()}
+    # ap_analyze's options of the run (threads: its workers, not HeadOptions.threads) and layout.
+    run_keys = {"data_root", "num_layers", "num_q_heads", "num_k_heads", "model_config", "layers", "heads",
+                "output_dir", "threads", "shard"}
+    for name in names:
+        if name in helps and name not in run_keys:
+            assert vars(ap.HeadOptions)[name].__doc__ == helps[name], name
+    method = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "method.md"), encoding="utf-8").read()
+    sentence = method[method.index("Options of the library only (`HeadOptions`), not of the driver:"):]
+    library = sentence[:sentence.index(". With")].split("driver:")[1].split("`")[1::2]
+    assert set(names) - set(library) == set(helps) - run_keys
+    assert all(vars(ap.HeadOptions)[name].__doc__ for name in library)

@@ -4,12 +4,18 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <optional>
 #include <string>
 #include <system_error>
 #include <tuple>
+#include <utility>
+#include <variant>
+#include <vector>
 
 #include <unistd.h>
 
@@ -413,4 +419,136 @@ TEST_CASE("result sets: the run identity tells a gone process from a live one", 
     CHECK(later->token() == dashed->token());
     CHECK_FALSE(parse_process_token("12-34-abcd-host~"));
     CHECK_FALSE(parse_process_token("12-34-abcd-host~x"));
+}
+
+namespace
+{
+/// A text of a value other than `value` (the option's default), inside every option's domain.
+std::string other_value_text(const head_option_value& value)
+{
+    struct other
+    {
+        std::string operator()(std::uint64_t v) const { return std::to_string(v + 1); }
+        std::string operator()(std::int64_t v) const { return std::to_string(v + 7); }
+        std::string operator()(double v) const { return v == 0.5 ? "0.25" : "0.5"; }
+        std::string operator()(bool v) const { return v ? "off" : "on"; }
+        std::string operator()(const std::string& v) const { return v == "sequence" ? "token" : "sequence"; }
+    };
+    return std::visit(other{}, value);
+}
+
+/// The backquoted names of the first cells of the markdown table that starts after the line
+/// starting with `intro`, in docs/method.md.
+std::vector<std::string> documented_table_names(const std::string& intro)
+{
+    std::ifstream in(std::string(AP_DOCS_DIR) + "/method.md");
+    REQUIRE(in);
+    std::vector<std::string> names;
+    std::string line;
+    bool found = false;
+    while (std::getline(in, line))
+    {
+        if (!found)
+        {
+            found = line.rfind(intro, 0) == 0;
+            continue;
+        }
+        if (line.rfind("| `", 0) == 0)
+        {
+            const std::size_t start = 3;
+            names.push_back(line.substr(start, line.find('`', start) - start));
+        }
+        else if (!names.empty() && line.rfind("|", 0) != 0)
+        {
+            break;
+        }
+    }
+    REQUIRE(found);
+    return names;
+}
+}  // namespace
+
+TEST_CASE("head option table: each option is set, read and written canonically through its own field",
+          "[frontend]")
+{
+    const attention_plasticity::head_options defaults;
+    const dump_layout layout{2, 4, 2, "test"};
+    analyze_config all;  // every ap_analyze option of the table set to another value
+    for (const head_option_spec& option : head_option_table())
+    {
+        INFO(option.name);
+        const std::string text = other_value_text(option.get(defaults));
+        attention_plasticity::head_options set = defaults;
+        option.set(set, option.name, text);
+        // The value read back is the text given, canonical ...
+        CHECK(head_option_text(option.get(set)) == text);
+        // ... and no other option reads it: each entry has a field of its own.
+        for (const head_option_spec& other : head_option_table())
+        {
+            if (other.name != option.name)
+            {
+                CHECK(head_option_text(other.get(set)) == head_option_text(other.get(defaults)));
+            }
+        }
+        // ap_analyze has the method's and the extensions' options, and a manifest records them
+        // canonically (not "given as", docs/method.md §8.4).
+        // (A library option may share its name with a run option: threads.)
+        const auto* flag = find_option(analyze_options(), option.name);
+        CHECK((flag != nullptr && !is_run_option(option.name)) == (option.group != head_option_group::library));
+        if (option.group != head_option_group::library)
+        {
+            REQUIRE(flag != nullptr);
+            CHECK(std::string(flag->help) == option.help);
+            analyze_config config;
+            flag->set(config, option.name, text);
+            const auto recorded = result_options(config, layout);
+            const auto it = std::find_if(recorded.begin(), recorded.end(),
+                                         [&](const auto& entry) { return entry.first == option.name; });
+            REQUIRE(it != recorded.end());
+            CHECK(it->second == text);
+            flag->set(all, option.name, text);
+        }
+    }
+    for (const auto& [key, value] : result_options(all, layout))
+    {
+        INFO(key);
+        CHECK(value.rfind("given as", 0) == std::string::npos);
+        CHECK(value != "(default)");
+    }
+    // covariance_epsilon, a library option, is recorded too (it changes the numbers).
+    analyze_config ridge;
+    find_option(head_option_table(), "covariance_epsilon")->set(ridge.options, "covariance_epsilon", "0.5");
+    CHECK(result_options(ridge, layout).back() == std::pair<std::string, std::string>("covariance_epsilon", "0.5"));
+}
+
+TEST_CASE("head option table: its groups are the options documented in docs/method.md §2 and §8", "[frontend]")
+{
+    std::map<head_option_group, std::vector<std::string>> groups;
+    for (const head_option_spec& option : head_option_table())
+    {
+        groups[option.group].push_back(option.name);
+    }
+    // §2's parameters table, but its ridge (a library option, below), in the table's order.
+    std::vector<std::string> method = documented_table_names("**Parameters**");
+    CHECK(groups[head_option_group::method] == method);
+    // §8's options, as a set.
+    std::vector<std::string> extension = documented_table_names("| option (`head_options` field");
+    std::vector<std::string> listed = groups[head_option_group::extension];
+    std::sort(extension.begin(), extension.end());
+    std::sort(listed.begin(), listed.end());
+    CHECK(listed == extension);
+    // The library's own, named in §2's sentence after the table.
+    std::ifstream in(std::string(AP_DOCS_DIR) + "/method.md");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::size_t start = text.find("Options of the library only (`HeadOptions`), not of the driver:");
+    REQUIRE(start != std::string::npos);
+    const std::string sentence = text.substr(start, text.find(". With", start) - start);
+    std::vector<std::string> library;
+    for (std::size_t at = sentence.find("driver:"); (at = sentence.find('`', at)) != std::string::npos;)
+    {
+        const std::size_t end = sentence.find('`', at + 1);
+        library.push_back(sentence.substr(at + 1, end - at - 1));
+        at = end + 1;
+    }
+    CHECK(groups[head_option_group::library] == library);
 }

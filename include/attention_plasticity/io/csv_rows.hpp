@@ -8,6 +8,8 @@
 // the same bytes). Numbers: format_number() below, the one formatting of every program.
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -20,25 +22,170 @@
 #include <attention_plasticity/pipeline.hpp>
 
 #include "result_file.hpp"
+#include "table_columns.hpp"
 
 namespace attention_plasticity::io
 {
-inline const char* const metrics_header =
-    "layer,q_head,k_head,n_q_tokens,n_k_tokens,d_model,q_R2_pos,q_beta_norm,q_R2_scalar,q_mae_baseline,"
-    "q_mae_proj,q_mae_ratio,q_resid0_skew,q_resid0_kurt,q_resid0_ks_p,q_noise_med_abs_skew,"
-    "q_noise_med_abs_kurt,q_noise_med_ks_p,q_noise_frac_ks_p_lt_alpha,ap_overall,ap_first20,ap_last20,ap_drop,"
-    "ap_empirical_overall,ap_empirical_overall_se,ap_overall_se,ap_overall_bias,ap_overall_ci_low,ap_overall_ci_high,"
-    "ap_overall_corrected,ap_first20_se,ap_first20_bias,ap_last20_se,ap_last20_bias,ap_drop_se,ap_drop_bias,"
-    "context_length,n_sequences,bias_strength,bias_strength_se,drift_slope_k,drift_query_mean,pc0_r_q,pc0_r_k,pca_class";
-inline const char* const bucket_header = "layer,q_head,k_head,q_bucket,k_bucket,plasticity,n_pairs,plasticity_empirical";
-inline const char* const profile_header =
-    "layer,q_head,k_head,q_bucket,tau,n_queries,plasticity,n_pairs,plasticity_empirical,plasticity_empirical_se,"
-    "plasticity_se,plasticity_bias,plasticity_ci_low,plasticity_ci_high,plasticity_corrected,small_bucket";
-inline const char* const component_header = "layer,q_head,k_head,component,component_r2,weight";
-inline const char* const distance_header =
-    "layer,q_head,k_head,key_distance_low,key_distance_high,query_distance_low,query_distance_high,plasticity,"
-    "n_pairs";
-inline const char* const influence_header = "layer,q_head,k_head,example_id,quantity,q_bucket,influence";
+/// A row of a table with one row per item of a head (a cell, a profile row, a component, ...):
+/// the head (for its identifier columns) and the item.
+template <class Item>
+struct head_item
+{
+    const attention_plasticity::head_result& head;
+    const Item& item;
+};
+
+inline const attention_plasticity::head_result& head_of(const attention_plasticity::head_result& r)
+{
+    return r;
+}
+
+template <class Item>
+const attention_plasticity::head_result& head_of(const head_item<Item>& row)
+{
+    return row.head;
+}
+
+/// `own` after the identifier columns every table starts with: layer, q_head, k_head (§3.1).
+template <class Row, std::size_t N>
+constexpr std::array<column<Row>, N + 3> head_table(const column<Row> (&own)[N])
+{
+    std::array<column<Row>, N + 3> all{
+        {integer_column<Row>("layer", [](const Row& row) { return head_of(row).id.layer; }),
+         integer_column<Row>("q_head", [](const Row& row) { return head_of(row).id.q_head; }),
+         integer_column<Row>("k_head", [](const Row& row) { return head_of(row).id.k_head; })}};
+    for (std::size_t i = 0; i < N; ++i)
+    {
+        all[3 + i] = own[i];
+    }
+    return all;
+}
+
+/// A count (std::size_t in the result) as an integer column.
+inline std::int64_t count_value(std::size_t n)
+{
+    return static_cast<std::int64_t>(n);
+}
+
+// The rows of each table of docs/method.md §3 (§3.2-§3.7), and their columns: the one definition
+// of what each column holds, in the order of the file. emit_head() and the headers below come
+// from these lists (and the Python package's column types, python/src/bind_tables.cpp); a column
+// is added here (and in method.md §3, which tests/run/test_csv_rows.cpp compares with these).
+using metrics_row = attention_plasticity::head_result;
+using bucket_row = head_item<attention_plasticity::cell_plasticity>;
+using profile_row = head_item<attention_plasticity::bucket_profile>;
+using component_row = head_item<std::size_t>;  // the component's index
+using distance_row = head_item<attention_plasticity::distance_plasticity_bin>;
+using influence_row = head_item<attention_plasticity::sequence_influence>;
+
+inline constexpr auto metrics_columns = head_table<metrics_row>({
+    integer_column<metrics_row>("n_q_tokens", [](const metrics_row& r) { return count_value(r.metrics.n_q_tokens); }),
+    integer_column<metrics_row>("n_k_tokens", [](const metrics_row& r) { return count_value(r.metrics.n_k_tokens); }),
+    integer_column<metrics_row>("d_model", [](const metrics_row& r) { return count_value(r.metrics.d_model); }),
+    real_column<metrics_row>("q_R2_pos", [](const metrics_row& r) { return r.metrics.q_R2_pos; }),
+    real_column<metrics_row>("q_beta_norm", [](const metrics_row& r) { return r.metrics.q_beta_norm; }),
+    real_column<metrics_row>("q_R2_scalar", [](const metrics_row& r) { return r.metrics.q_R2_scalar; }),
+    real_column<metrics_row>("q_mae_baseline", [](const metrics_row& r) { return r.metrics.q_mae_baseline; }),
+    real_column<metrics_row>("q_mae_proj", [](const metrics_row& r) { return r.metrics.q_mae_proj; }),
+    real_column<metrics_row>("q_mae_ratio", [](const metrics_row& r) { return r.metrics.q_mae_ratio; }),
+    real_column<metrics_row>("q_resid0_skew", [](const metrics_row& r) { return r.metrics.q_resid0_skew; }),
+    real_column<metrics_row>("q_resid0_kurt", [](const metrics_row& r) { return r.metrics.q_resid0_kurt; }),
+    real_column<metrics_row>("q_resid0_ks_p", [](const metrics_row& r) { return r.metrics.q_resid0_ks_p; }),
+    real_column<metrics_row>("q_noise_med_abs_skew", [](const metrics_row& r) { return r.metrics.q_noise_med_abs_skew; }),
+    real_column<metrics_row>("q_noise_med_abs_kurt", [](const metrics_row& r) { return r.metrics.q_noise_med_abs_kurt; }),
+    real_column<metrics_row>("q_noise_med_ks_p", [](const metrics_row& r) { return r.metrics.q_noise_med_ks_p; }),
+    real_column<metrics_row>("q_noise_frac_ks_p_lt_alpha",
+                             [](const metrics_row& r) { return r.metrics.q_noise_frac_ks_p_lt_alpha; }),
+    real_column<metrics_row>("ap_overall", [](const metrics_row& r) { return r.metrics.ap_overall; }),
+    real_column<metrics_row>("ap_first20", [](const metrics_row& r) { return r.metrics.ap_first20; }),
+    real_column<metrics_row>("ap_last20", [](const metrics_row& r) { return r.metrics.ap_last20; }),
+    real_column<metrics_row>("ap_drop", [](const metrics_row& r) { return r.metrics.ap_drop; }),
+    real_column<metrics_row>("ap_empirical_overall", [](const metrics_row& r) { return r.metrics.ap_empirical_overall; }),
+    real_column<metrics_row>("ap_empirical_overall_se",
+                             [](const metrics_row& r) { return r.metrics.ap_empirical_overall_se; }),
+    real_column<metrics_row>("ap_overall_se", [](const metrics_row& r) { return r.metrics.ap_overall_se; }),
+    real_column<metrics_row>("ap_overall_bias", [](const metrics_row& r) { return r.metrics.ap_overall_bias; }),
+    real_column<metrics_row>("ap_overall_ci_low", [](const metrics_row& r) { return r.metrics.ap_overall_ci_low; }),
+    real_column<metrics_row>("ap_overall_ci_high", [](const metrics_row& r) { return r.metrics.ap_overall_ci_high; }),
+    real_column<metrics_row>("ap_overall_corrected", [](const metrics_row& r) { return r.metrics.ap_overall_corrected; }),
+    real_column<metrics_row>("ap_first20_se", [](const metrics_row& r) { return r.metrics.ap_first20_se; }),
+    real_column<metrics_row>("ap_first20_bias", [](const metrics_row& r) { return r.metrics.ap_first20_bias; }),
+    real_column<metrics_row>("ap_last20_se", [](const metrics_row& r) { return r.metrics.ap_last20_se; }),
+    real_column<metrics_row>("ap_last20_bias", [](const metrics_row& r) { return r.metrics.ap_last20_bias; }),
+    real_column<metrics_row>("ap_drop_se", [](const metrics_row& r) { return r.metrics.ap_drop_se; }),
+    real_column<metrics_row>("ap_drop_bias", [](const metrics_row& r) { return r.metrics.ap_drop_bias; }),
+    real_column<metrics_row>("context_length", [](const metrics_row& r) { return r.metrics.context_length; }),
+    integer_column<metrics_row>("n_sequences", [](const metrics_row& r) { return count_value(r.metrics.n_sequences); }),
+    real_column<metrics_row>("bias_strength", [](const metrics_row& r) { return r.metrics.bias_strength; }),
+    real_column<metrics_row>("bias_strength_se", [](const metrics_row& r) { return r.metrics.bias_strength_se; }),
+    real_column<metrics_row>("drift_slope_k", [](const metrics_row& r) { return r.metrics.drift_slope_k; }),
+    real_column<metrics_row>("drift_query_mean", [](const metrics_row& r) { return r.metrics.drift_query_mean; }),
+    real_column<metrics_row>("pc0_r_q", [](const metrics_row& r) { return r.metrics.pc0_r_q; }),
+    real_column<metrics_row>("pc0_r_k", [](const metrics_row& r) { return r.metrics.pc0_r_k; }),
+    text_column<metrics_row>("pca_class",
+                             [](const metrics_row& r) -> std::string_view {
+                                 return attention_plasticity::pca_class_name(r.metrics.pca_class);
+                             }),
+});
+
+inline constexpr auto bucket_columns = head_table<bucket_row>({
+    integer_column<bucket_row>("q_bucket", [](const bucket_row& r) { return r.item.q_bucket; }),
+    integer_column<bucket_row>("k_bucket", [](const bucket_row& r) { return r.item.k_bucket; }),
+    real_column<bucket_row>("plasticity", [](const bucket_row& r) { return r.item.plasticity; }),
+    integer_column<bucket_row>("n_pairs", [](const bucket_row& r) { return count_value(r.item.n_pairs); }),
+    real_column<bucket_row>("plasticity_empirical", [](const bucket_row& r) { return r.item.plasticity_empirical; }),
+});
+
+inline constexpr auto profile_columns = head_table<profile_row>({
+    integer_column<profile_row>("q_bucket", [](const profile_row& r) { return r.item.q_bucket; }),
+    real_column<profile_row>("tau", [](const profile_row& r) { return r.item.tau; }),
+    integer_column<profile_row>("n_queries", [](const profile_row& r) { return count_value(r.item.n_queries); }),
+    real_column<profile_row>("plasticity", [](const profile_row& r) { return r.item.plasticity; }),
+    integer_column<profile_row>("n_pairs", [](const profile_row& r) { return count_value(r.item.n_pairs); }),
+    real_column<profile_row>("plasticity_empirical", [](const profile_row& r) { return r.item.plasticity_empirical; }),
+    real_column<profile_row>("plasticity_empirical_se",
+                             [](const profile_row& r) { return r.item.plasticity_empirical_se; }),
+    real_column<profile_row>("plasticity_se", [](const profile_row& r) { return r.item.plasticity_se; }),
+    real_column<profile_row>("plasticity_bias", [](const profile_row& r) { return r.item.plasticity_bias; }),
+    real_column<profile_row>("plasticity_ci_low", [](const profile_row& r) { return r.item.plasticity_ci_low; }),
+    real_column<profile_row>("plasticity_ci_high", [](const profile_row& r) { return r.item.plasticity_ci_high; }),
+    real_column<profile_row>("plasticity_corrected", [](const profile_row& r) { return r.item.plasticity_corrected; }),
+    integer_column<profile_row>("small_bucket",
+                                [](const profile_row& r) -> std::int64_t { return r.item.small_bucket ? 1 : 0; }),
+});
+
+inline constexpr auto component_columns = head_table<component_row>({
+    integer_column<component_row>("component", [](const component_row& r) { return count_value(r.item); }),
+    real_column<component_row>("component_r2", [](const component_row& r) { return r.head.component_r2(r.item); }),
+    real_column<component_row>("weight", [](const component_row& r) { return r.head.component_weight(r.item); }),
+});
+
+inline constexpr auto distance_columns = head_table<distance_row>({
+    real_column<distance_row>("key_distance_low", [](const distance_row& r) { return r.item.key_distance.low; }),
+    real_column<distance_row>("key_distance_high", [](const distance_row& r) { return r.item.key_distance.high; }),
+    real_column<distance_row>("query_distance_low", [](const distance_row& r) { return r.item.query_distance.low; }),
+    real_column<distance_row>("query_distance_high", [](const distance_row& r) { return r.item.query_distance.high; }),
+    real_column<distance_row>("plasticity", [](const distance_row& r) { return r.item.plasticity; }),
+    integer_column<distance_row>("n_pairs", [](const distance_row& r) { return count_value(r.item.n_pairs); }),
+});
+
+inline constexpr auto influence_columns = head_table<influence_row>({
+    integer_column<influence_row>("example_id", [](const influence_row& r) { return r.item.example_id; }),
+    text_column<influence_row>("quantity",
+                               [](const influence_row& r) -> std::string_view {
+                                   return attention_plasticity::influence_quantity_name(r.item.quantity);
+                               }),
+    integer_column<influence_row>("q_bucket", [](const influence_row& r) { return r.item.q_bucket; }),
+    real_column<influence_row>("influence", [](const influence_row& r) { return r.item.influence; }),
+});
+
+// The headers (without the line end), made from the lists.
+inline const std::string metrics_header = header_text(metrics_columns);
+inline const std::string bucket_header = header_text(bucket_columns);
+inline const std::string profile_header = header_text(profile_columns);
+inline const std::string component_header = header_text(component_columns);
+inline const std::string distance_header = header_text(distance_columns);
+inline const std::string influence_header = header_text(influence_columns);
 
 inline const char* const metrics_csv = "head_metrics.csv";
 inline const char* const bucket_csv = "head_bucket_plasticity.csv";
@@ -100,97 +247,34 @@ enum table_index : std::size_t
     table_count
 };
 
-/// The one definition of what each column of §3 holds: emits the rows of one head, value by
-/// value, into `sink`: sink.row(table) starts a row of that table, sink.integer(i) and
-/// sink.real(x) give the next column (in the order of the table's header), sink.end() ends
-/// the row (sink.text(s) gives a column of names, written as they are, e.g. pca_class). format_head()
-/// writes them as CSV text; the Python package collects them as
-/// arrays (its DataFrames), so a column added here reaches both, with its type.
+/// The rows of one head, value by value, into `sink`, each table's through its column list
+/// above: sink.row(table) starts a row of that table, sink.integer(i), sink.real(x) and
+/// sink.text(s) give the next column (in the order of the table's header), sink.end() ends the
+/// row. format_head() writes them as CSV text; the Python package collects them as arrays (its
+/// DataFrames), so a column added to a list reaches both, with its type.
 template <class Sink>
 void emit_head(const attention_plasticity::head_result& r, Sink& sink)
 {
-    const auto& m = r.metrics;
-    auto start = [&](table_index table) {
-        sink.row(table);
-        sink.integer(r.id.layer);
-        sink.integer(r.id.q_head);
-        sink.integer(r.id.k_head);
-    };
-    auto count = [&](std::size_t n) { sink.integer(static_cast<std::int64_t>(n)); };
-    start(metrics_table);
-    count(m.n_q_tokens);
-    count(m.n_k_tokens);
-    count(m.d_model);
-    for (double x : {m.q_R2_pos, m.q_beta_norm, m.q_R2_scalar, m.q_mae_baseline, m.q_mae_proj, m.q_mae_ratio,
-                     m.q_resid0_skew, m.q_resid0_kurt, m.q_resid0_ks_p, m.q_noise_med_abs_skew,
-                     m.q_noise_med_abs_kurt, m.q_noise_med_ks_p, m.q_noise_frac_ks_p_lt_alpha, m.ap_overall,
-                     m.ap_first20, m.ap_last20, m.ap_drop, m.ap_empirical_overall, m.ap_empirical_overall_se,
-                     m.ap_overall_se, m.ap_overall_bias, m.ap_overall_ci_low, m.ap_overall_ci_high,
-                     m.ap_overall_corrected, m.ap_first20_se, m.ap_first20_bias, m.ap_last20_se, m.ap_last20_bias,
-                     m.ap_drop_se, m.ap_drop_bias, m.context_length})
-    {
-        sink.real(x);
-    }
-    count(m.n_sequences);
-    for (double x : {m.bias_strength, m.bias_strength_se, m.drift_slope_k, m.drift_query_mean, m.pc0_r_q, m.pc0_r_k})
-    {
-        sink.real(x);
-    }
-    sink.text(attention_plasticity::pca_class_name(m.pca_class));
-    sink.end();
+    emit_static_row<metrics_columns>(metrics_table, r, sink);
     for (const auto& cell : r.cells)
     {
-        start(bucket_table);
-        sink.integer(cell.q_bucket);
-        sink.integer(cell.k_bucket);
-        sink.real(cell.plasticity);
-        count(cell.n_pairs);
-        sink.real(cell.plasticity_empirical);
-        sink.end();
+        emit_static_row<bucket_columns>(bucket_table, bucket_row{r, cell}, sink);
     }
     for (const auto& b : r.profile)
     {
-        start(profile_table);
-        sink.integer(b.q_bucket);
-        sink.real(b.tau);
-        count(b.n_queries);
-        sink.real(b.plasticity);
-        count(b.n_pairs);
-        for (double x : {b.plasticity_empirical, b.plasticity_empirical_se, b.plasticity_se, b.plasticity_bias,
-                         b.plasticity_ci_low, b.plasticity_ci_high, b.plasticity_corrected})
-        {
-            sink.real(x);
-        }
-        sink.integer(b.small_bucket ? 1 : 0);
-        sink.end();
+        emit_static_row<profile_columns>(profile_table, profile_row{r, b}, sink);
     }
     for (const auto& bin : r.distance_map)
     {
-        start(distance_table);
-        for (double x : {bin.key_distance.low, bin.key_distance.high, bin.query_distance.low, bin.query_distance.high,
-                         bin.plasticity})
-        {
-            sink.real(x);
-        }
-        count(bin.n_pairs);
-        sink.end();
+        emit_static_row<distance_columns>(distance_table, distance_row{r, bin}, sink);
     }
     for (std::size_t c = 0; c < r.component_r2.size(); ++c)
     {
-        start(component_table);
-        count(c);
-        sink.real(r.component_r2(c));
-        sink.real(r.component_weight(c));
-        sink.end();
+        emit_static_row<component_columns>(component_table, component_row{r, c}, sink);
     }
     for (const auto& e : r.sequence_influences)
     {
-        start(influence_table);
-        sink.integer(e.example_id);
-        sink.text(attention_plasticity::influence_quantity_name(e.quantity));
-        sink.integer(e.q_bucket);
-        sink.real(e.influence);
-        sink.end();
+        emit_static_row<influence_columns>(influence_table, influence_row{r, e}, sink);
     }
 }
 
@@ -207,16 +291,18 @@ struct csv_table
     const char* file;
     const char* header;
     std::string head_rows::*rows;
+    std::vector<column_schema> columns;  // the header's columns with their types
 };
 
 inline const std::vector<csv_table>& result_tables()
 {
-    static const std::vector<csv_table> tables = {{metrics_csv, metrics_header, &head_rows::metrics},
-                                                  {bucket_csv, bucket_header, &head_rows::buckets},
-                                                  {profile_csv, profile_header, &head_rows::profile},
-                                                  {component_csv, component_header, &head_rows::components},
-                                                  {distance_csv, distance_header, &head_rows::distances},
-                                                  {influence_csv, influence_header, &head_rows::influences}};
+    static const std::vector<csv_table> tables = {
+        {metrics_csv, metrics_header.c_str(), &head_rows::metrics, schema_of(metrics_columns)},
+        {bucket_csv, bucket_header.c_str(), &head_rows::buckets, schema_of(bucket_columns)},
+        {profile_csv, profile_header.c_str(), &head_rows::profile, schema_of(profile_columns)},
+        {component_csv, component_header.c_str(), &head_rows::components, schema_of(component_columns)},
+        {distance_csv, distance_header.c_str(), &head_rows::distances, schema_of(distance_columns)},
+        {influence_csv, influence_header.c_str(), &head_rows::influences, schema_of(influence_columns)}};
     return tables;
 }
 
@@ -245,7 +331,8 @@ inline head_rows format_head(const attention_plasticity::head_result& r)
         void integer(std::int64_t i)
         {
             next();
-            *out += std::to_string(i);
+            char digits[24];  // std::to_string's text, without its temporary string
+            out->append(digits, std::to_chars(digits, digits + sizeof(digits), i).ptr);
         }
         void real(double x)
         {

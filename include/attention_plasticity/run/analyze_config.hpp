@@ -8,13 +8,16 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <attention_plasticity/pipeline.hpp>
@@ -80,113 +83,196 @@ inline std::int64_t parse_signed(const std::string& name, const std::string& raw
     return negative ? static_cast<std::int64_t>(0 - magnitude) : static_cast<std::int64_t>(magnitude);
 }
 
-/// The options of one head (attention_plasticity::head_options, docs/method.md §2 and §8) with
-/// their domains: the one check of every front end. ap_analyze's flags and --config keys and
-/// analyze_dump's keywords (analyze_options() below takes these entries), and the Python
-/// HeadOptions' keywords and attributes set a head's options through these setters, so the same
-/// value is refused with the same message (naming the option as the user wrote it) everywhere.
-/// The help texts are ap_analyze's (--help); the last three are the library's only.
-inline const option_table<attention_plasticity::head_options>& head_option_table()
+/// Where a head option is offered: the parameters of the method (docs/method.md §2) and the
+/// extensions (§8) are ap_analyze's options too (two groups of its --help, and of the options a
+/// shard's manifest records); the library's own are HeadOptions' only.
+enum class head_option_group
 {
-    using o = attention_plasticity::head_options;
-    auto count = [](std::size_t o::*field, std::uint64_t min_value, std::uint64_t max_value) {
-        return [=](o& options, const std::string& label, const std::string& text) {
-            options.*field = static_cast<std::size_t>(parse_unsigned(label, text, min_value, max_value));
-        };
+    method,
+    extension,
+    library
+};
+
+/// A head option's value as its field holds it: a count, a signed integer, a real, on|off, or a
+/// name (sampling_unit).
+using head_option_value = std::variant<std::uint64_t, std::int64_t, double, bool, std::string>;
+
+/// The canonical text of a head option's value: what a shard's manifest records (docs/method.md
+/// §8.4) and the setters read back (integers in decimal, reals by io::format_number, on|off).
+inline std::string head_option_text(const head_option_value& value)
+{
+    struct text_of
+    {
+        std::string operator()(std::uint64_t v) const { return std::to_string(v); }
+        std::string operator()(std::int64_t v) const { return std::to_string(v); }
+        std::string operator()(double v) const { return io::format_number(v); }
+        std::string operator()(bool v) const { return v ? "on" : "off"; }
+        std::string operator()(const std::string& v) const { return v; }
     };
-    auto on_off = [](bool o::*field) {
-        return [field](o& options, const std::string& label, const std::string& text) {
-            if (text != "on" && text != "off")
-            {
-                throw usage_error(label + ": '" + text + "' is not on or off");
-            }
-            options.*field = text == "on";
-        };
-    };
-    static const option_table<o> table = {
-        {"max_tokens_per_head", "N", "subsample queries (keys) above this many [50000]",
-         count(&o::max_tokens_per_head, 2, std::uint64_t{1} << 40)},
-        {"normality_max_dims", "N", "noise components with a KS test [64]",
-         count(&o::normality_max_dims, 1, std::uint64_t{1} << 40)},
-        {"p_alpha", "X", "KS significance level, in [0, 1] [0.01]",
-         [](o& options, const std::string& label, const std::string& text) {
-             options.p_alpha = parse_real(label, text, 0.0, 1.0);
-         }},
-        {"seed", "N", "seed of subsampling, KS component choice and pair sampling [0]",
-         [](o& options, const std::string& label, const std::string& text) {
-             options.seed = parse_unsigned(label, text);
-         }},
-        {"num_pairs_per_bucket", "N", "key pairs per (query bucket, key bucket) cell [256]",
-         count(&o::num_pairs_per_bucket, 1, std::uint64_t{1} << 32)},
-        {"max_rel_dist", "X", "pair window as a fraction of the example length, in [0, 1] [0.05]",
-         [](o& options, const std::string& label, const std::string& text) {
-             options.max_rel_dist = parse_real(label, text, 0.0, 1.0);
-         }},
-        {"min_bucket_queries", "N",
-         "query buckets with fewer queries are flagged (small_bucket) and left out of the aggregates and intervals "
-         "(§2.14) [16]",
-         count(&o::min_bucket_queries, 2, std::uint64_t{1} << 40)},
-        {"distance_map", "on|off", "head_distance_plasticity.csv, PP by key and query distance (§8.1) [on]",
-         on_off(&o::distance_map)},
-        {"distance_map_extra_pairs", "N", "extra pairs per cell for the distance map, own streams (§8.1) [0]",
-         count(&o::distance_map_extra_pairs, 0, std::uint64_t{1} << 32)},
-        {"distance_bins_per_octave", "N", "bins of the distance map per doubling of distance, 1-1024 (§8.1) [1]",
-         count(&o::distance_bins_per_octave, 1, attention_plasticity::max_bins_per_octave)},
-        {"empirical_ap", "on|off", "model-free AP from the actual queries, pairs x queries GEMMs (§8.2) [off]",
-         on_off(&o::empirical_ap)},
-        {"empirical_max_queries", "N", "queries per bucket for the empirical AP, seeded subsample; 0 = all (§8.2) [0]",
-         count(&o::empirical_max_queries, 0, std::uint64_t{1} << 40)},
-        {"confidence_intervals", "on|off", "standard errors, bias and intervals of AP_j and ap_* (§8.3) [on]",
-         on_off(&o::confidence_intervals)},
-        {"planar_rotation", "on|off", "head_metrics.csv bias_strength, drift_slope_k, drift_query_mean (§8.5) [on]",
-         on_off(&o::planar_rotation)},
-        {"pca_roles", "on|off", "head_metrics.csv pc0_r_q, pc0_r_k, pca_class: a SYRK of the vectors (§8.5) [off]",
-         on_off(&o::pca_roles)},
-        {"confidence_level", "X", "level of the intervals, in (0, 1) (§8.3) [0.95]",
-         [](o& options, const std::string& label, const std::string& text) {
-             const double level =
-                 parse_real(label, text, std::numeric_limits<double>::lowest(), std::numeric_limits<double>::max());
-             if (!(level > 0.0 && level < 1.0))
-             {
-                 throw usage_error(label + ": " + text + " is not strictly between 0 and 1");
-             }
-             options.confidence_level = level;
-         }},
-        {"sampling_unit", "sequence|token",
-         "what the standard errors take as independent draws: the sequences (example_id: their queries, keys and "
-         "pairs dependent) or the tokens (queries independent given position, keys fixed; for synthetic data) "
-         "(§8.3) [sequence]",
-         [](o& options, const std::string& label, const std::string& text) {
-             if (text != "sequence" && text != "token")
-             {
-                 throw usage_error(label + ": '" + text + "' is not sequence or token");
-             }
-             options.sampling_unit = text == "sequence" ? attention_plasticity::sampling_unit::sequence
-                                                        : attention_plasticity::sampling_unit::token;
-         }},
-        {"sequence_influences", "on|off",
-         "head_sequence_influence.csv: each sequence's influence on ap_* and AP_j, for paired comparisons "
-         "(§8.3, §8.6) [off]",
-         on_off(&o::sequence_influences)},
-        // The library's only (not options of ap_analyze).
-        {"covariance_epsilon", "X", "ridge added to the diagonal of Sigma_j (§2.10), finite, >= 0 [1e-12]",
-         [](o& options, const std::string& label, const std::string& text) {
-             options.covariance_epsilon = parse_real(label, text, 0.0, std::numeric_limits<double>::max());
-         }},
-        {"sliding_window", "N", "the head's sliding window in tokens (§2.11); <= 0: none [0]",
-         [](o& options, const std::string& label, const std::string& text) {
-             options.sliding_window = parse_signed(label, text);
-         }},
-        {"threads", "N", "threads for this one head, the calling thread included; 0 or 1: one [1]",
-         count(&o::threads, 0, max_threads)},
-    };
-    return table;
+    return std::visit(text_of{}, value);
 }
 
-/// Whether a key of head_option_table() is also an option of ap_analyze.
-inline bool is_analyze_head_option(const std::string& key)
+/// One option of a head (a field of attention_plasticity::head_options): the option_spec every
+/// front end sets it by (name, metavar, help, setter), its group, and how its value is read.
+struct head_option_spec : option_spec<attention_plasticity::head_options>
 {
-    return key != "covariance_epsilon" && key != "sliding_window" && key != "threads";
+    head_option_group group = head_option_group::method;
+    /// The field's value (the member pointer is captured here, as in the setter).
+    std::function<head_option_value(const attention_plasticity::head_options&)> get;
+};
+
+namespace detail
+{
+    inline const char* sampling_unit_name(attention_plasticity::sampling_unit unit)
+    {
+        return unit == attention_plasticity::sampling_unit::sequence ? "sequence" : "token";
+    }
+
+    template <class T>
+    head_option_value head_option_value_of(const T& value)
+    {
+        if constexpr (std::is_same_v<T, bool>)
+        {
+            return value;
+        }
+        else if constexpr (std::is_same_v<T, attention_plasticity::sampling_unit>)
+        {
+            return std::string(sampling_unit_name(value));
+        }
+        else if constexpr (std::is_floating_point_v<T>)
+        {
+            return static_cast<double>(value);
+        }
+        else if constexpr (std::is_unsigned_v<T>)
+        {
+            return static_cast<std::uint64_t>(value);
+        }
+        else
+        {
+            return static_cast<std::int64_t>(value);
+        }
+    }
+
+    /// The entry of head option `field`: `parse(label, text)` gives its value (or throws
+    /// usage_error naming `label`).
+    template <class T, class Parse>
+    head_option_spec head_option(const char* name, const char* metavar, const char* help, head_option_group group,
+                                 T attention_plasticity::head_options::*field, Parse parse)
+    {
+        head_option_spec spec;
+        spec.name = name;
+        spec.metavar = metavar;
+        spec.help = help;
+        spec.set = [field, parse](attention_plasticity::head_options& options, const std::string& label,
+                                  const std::string& text) { options.*field = static_cast<T>(parse(label, text)); };
+        spec.group = group;
+        spec.get = [field](const attention_plasticity::head_options& options) {
+            return head_option_value_of(options.*field);
+        };
+        return spec;
+    }
+}  // namespace detail
+
+/// The options of one head (attention_plasticity::head_options, docs/method.md §2 and §8) with
+/// their domains: the one check of every front end, and the one list of them. ap_analyze's flags
+/// and --config keys and analyze_dump's keywords (analyze_options() below takes these entries),
+/// the canonical values of a shard's manifest (result_options()), and the Python HeadOptions'
+/// keywords, properties and their docstrings come from these entries, so the same value is
+/// refused with the same message (naming the option as the user wrote it) everywhere. The help
+/// texts are ap_analyze's (--help); the library group is the library's only.
+inline const std::vector<head_option_spec>& head_option_table()
+{
+    using o = attention_plasticity::head_options;
+    using detail::head_option;
+    constexpr auto method = head_option_group::method;
+    constexpr auto extension = head_option_group::extension;
+    constexpr auto library = head_option_group::library;
+    auto count_in = [](std::uint64_t min_value, std::uint64_t max_value) {
+        return [=](const std::string& label, const std::string& text) {
+            return parse_unsigned(label, text, min_value, max_value);
+        };
+    };
+    auto real_in = [](double min_value, double max_value) {
+        return [=](const std::string& label, const std::string& text) {
+            return parse_real(label, text, min_value, max_value);
+        };
+    };
+    static const std::vector<head_option_spec> table = {
+        head_option("max_tokens_per_head", "N", "subsample queries (keys) above this many [50000]", method,
+                    &o::max_tokens_per_head, count_in(2, std::uint64_t{1} << 40)),
+        head_option("normality_max_dims", "N", "noise components with a KS test [64]", method, &o::normality_max_dims,
+                    count_in(1, std::uint64_t{1} << 40)),
+        head_option("p_alpha", "X", "KS significance level, in [0, 1] [0.01]", method, &o::p_alpha, real_in(0.0, 1.0)),
+        head_option("seed", "N", "seed of subsampling, KS component choice and pair sampling [0]", method, &o::seed,
+                    count_in(0, std::numeric_limits<std::uint64_t>::max())),
+        head_option("num_pairs_per_bucket", "N", "key pairs per (query bucket, key bucket) cell [256]", method,
+                    &o::num_pairs_per_bucket, count_in(1, std::uint64_t{1} << 32)),
+        head_option("max_rel_dist", "X", "pair window as a fraction of the example length, in [0, 1] [0.05]", method,
+                    &o::max_rel_dist, real_in(0.0, 1.0)),
+        head_option("min_bucket_queries", "N",
+                    "query buckets with fewer queries are flagged (small_bucket) and left out of the aggregates and "
+                    "intervals (§2.14) [16]",
+                    method, &o::min_bucket_queries, count_in(2, std::uint64_t{1} << 40)),
+        head_option("distance_map", "on|off", "head_distance_plasticity.csv, PP by key and query distance (§8.1) [on]",
+                    extension, &o::distance_map, parse_on_off),
+        head_option("distance_map_extra_pairs", "N", "extra pairs per cell for the distance map, own streams (§8.1) [0]",
+                    extension, &o::distance_map_extra_pairs, count_in(0, std::uint64_t{1} << 32)),
+        head_option("distance_bins_per_octave", "N",
+                    "bins of the distance map per doubling of distance, 1-1024 (§8.1) [1]", extension,
+                    &o::distance_bins_per_octave, count_in(1, attention_plasticity::max_bins_per_octave)),
+        head_option("empirical_ap", "on|off",
+                    "model-free AP from the actual queries, pairs x queries GEMMs (§8.2) [off]", extension,
+                    &o::empirical_ap, parse_on_off),
+        head_option("empirical_max_queries", "N",
+                    "queries per bucket for the empirical AP, seeded subsample; 0 = all (§8.2) [0]", extension,
+                    &o::empirical_max_queries, count_in(0, std::uint64_t{1} << 40)),
+        head_option("confidence_intervals", "on|off",
+                    "standard errors, bias and intervals of AP_j and ap_* (§8.3) [on]", extension,
+                    &o::confidence_intervals, parse_on_off),
+        head_option("planar_rotation", "on|off",
+                    "head_metrics.csv bias_strength, drift_slope_k, drift_query_mean (§8.5) [on]", extension,
+                    &o::planar_rotation, parse_on_off),
+        head_option("pca_roles", "on|off",
+                    "head_metrics.csv pc0_r_q, pc0_r_k, pca_class: a SYRK of the vectors (§8.5) [off]", extension,
+                    &o::pca_roles, parse_on_off),
+        head_option("confidence_level", "X", "level of the intervals, in (0, 1) (§8.3) [0.95]", extension,
+                    &o::confidence_level,
+                    [](const std::string& label, const std::string& text) {
+                        const double level = parse_real(label, text, std::numeric_limits<double>::lowest(),
+                                                        std::numeric_limits<double>::max());
+                        if (!(level > 0.0 && level < 1.0))
+                        {
+                            throw usage_error(label + ": " + text + " is not strictly between 0 and 1");
+                        }
+                        return level;
+                    }),
+        head_option("sampling_unit", "sequence|token",
+                    "what the standard errors take as independent draws: the sequences (example_id: their queries, "
+                    "keys and pairs dependent) or the tokens (queries independent given position, keys fixed; for "
+                    "synthetic data) (§8.3) [sequence]",
+                    extension, &o::sampling_unit,
+                    [](const std::string& label, const std::string& text) {
+                        if (text != "sequence" && text != "token")
+                        {
+                            throw usage_error(label + ": '" + text + "' is not sequence or token");
+                        }
+                        return text == "sequence" ? attention_plasticity::sampling_unit::sequence
+                                                  : attention_plasticity::sampling_unit::token;
+                    }),
+        head_option("sequence_influences", "on|off",
+                    "head_sequence_influence.csv: each sequence's influence on ap_* and AP_j, for paired comparisons "
+                    "(§8.3, §8.6) [off]",
+                    extension, &o::sequence_influences, parse_on_off),
+        head_option("covariance_epsilon", "X", "ridge added to the diagonal of Sigma_j (§2.10), finite, >= 0 [1e-12]",
+                    library, &o::covariance_epsilon, real_in(0.0, std::numeric_limits<double>::max())),
+        head_option("sliding_window", "N", "the head's sliding window in tokens (§2.11); <= 0: none [0]", library,
+                    &o::sliding_window, parse_signed),
+        head_option("threads", "N",
+                    "threads for this one head, the calling thread included; 0 or 1: one; the results are identical "
+                    "for any number (analyze_dump sets it when there are fewer heads than threads) [1]",
+                    library, &o::threads, count_in(0, max_threads)),
+    };
+    return table;
 }
 
 inline const option_table<analyze_config>& analyze_options()
@@ -198,15 +284,21 @@ inline const option_table<analyze_config>& analyze_options()
             config.layout.*field = static_cast<std::size_t>(parse_unsigned(label, text, 1, max_count));
         };
     };
-    // An option of head_option_table(), setting config.options.
-    auto head = [](const char* key) {
-        const auto* spec = find_option(head_option_table(), key);
-        return option_spec<c>{spec->name, spec->metavar, spec->help,
-                              [set = spec->set](c& config, const std::string& label, const std::string& text) {
-                                  set(config.options, label, text);
-                              }};
+    // The options of head_option_table() in `group`, setting config.options.
+    auto head_options = [](option_table<c>& table, head_option_group group) {
+        for (const head_option_spec& spec : head_option_table())
+        {
+            if (spec.group == group)
+            {
+                table.push_back({spec.name, spec.metavar, spec.help,
+                                 [set = spec.set](c& config, const std::string& label, const std::string& text) {
+                                     set(config.options, label, text);
+                                 }});
+            }
+        }
     };
-    static option_table<analyze_config> table = {
+    static option_table<analyze_config> table = [&] {
+        option_table<c> t = {
         {"data_root", "DIR", "root of the dump: its l{LL}h{HH}{q|k} folders (required)", set_option::path(&c::data_root)},
         {"num_layers", "N", "layers of the model [metadata.json, else the highest layer present + 1]",
          count(&layout_counts::num_layers)},
@@ -230,13 +322,9 @@ inline const option_table<analyze_config>& analyze_options()
              config.selection.heads_label = label;
          },
          true},
-        head("max_tokens_per_head"),
-        head("normality_max_dims"),
-        head("p_alpha"),
-        head("seed"),
-        head("num_pairs_per_bucket"),
-        head("max_rel_dist"),
-        head("min_bucket_queries"),
+        };
+        head_options(t, head_option_group::method);  // docs/method.md §2
+        t.insert(t.end(), {
         {"output_dir", "DIR", "where the CSVs are written (created if needed) [.]", set_option::path(&c::output_dir)},
         {"threads", "N", "worker threads, 0 = hardware concurrency [0]", set_option::unsigned_in(&c::threads, 0, max_threads)},
         {"shard", "I/N",
@@ -245,19 +333,11 @@ inline const option_table<analyze_config>& analyze_options()
          [](c& config, const std::string& label, const std::string& text) {
              config.shard = parse_shard_spec(label, text);
          }},
+        });
         // The extensions of docs/method.md §8 (they add columns and files, never change the others).
-        head("distance_map"),
-        head("distance_map_extra_pairs"),
-        head("distance_bins_per_octave"),
-        head("empirical_ap"),
-        head("empirical_max_queries"),
-        head("confidence_intervals"),
-        head("planar_rotation"),
-        head("pca_roles"),
-        head("confidence_level"),
-        head("sampling_unit"),
-        head("sequence_influences"),
-    };
+        head_options(t, head_option_group::extension);
+        return t;
+    }();
     static const bool recording = [] {
         for (auto& option : table)
         {
@@ -290,31 +370,20 @@ inline std::vector<std::pair<std::string, std::string>> result_options(const ana
 {
     const auto& o = config.options;
     auto set_text = [](const std::optional<index_set>& set) { return set ? set->text() : std::string("all"); };
-    const std::map<std::string, std::string> canonical = {
+    std::map<std::string, std::string> canonical = {
         {"num_layers", std::to_string(layout.num_layers)},
         {"num_q_heads", std::to_string(layout.num_q_heads)},
         {"num_k_heads", std::to_string(layout.num_k_heads)},
         {"layers", set_text(config.selection.layers)},
         {"heads", set_text(config.selection.q_heads)},
-        {"max_tokens_per_head", std::to_string(o.max_tokens_per_head)},
-        {"normality_max_dims", std::to_string(o.normality_max_dims)},
-        {"p_alpha", io::format_number(o.p_alpha)},
-        {"seed", std::to_string(o.seed)},
-        {"num_pairs_per_bucket", std::to_string(o.num_pairs_per_bucket)},
-        {"max_rel_dist", io::format_number(o.max_rel_dist)},
-        {"min_bucket_queries", std::to_string(o.min_bucket_queries)},
-        {"distance_map", o.distance_map ? "on" : "off"},
-        {"distance_map_extra_pairs", std::to_string(o.distance_map_extra_pairs)},
-        {"distance_bins_per_octave", std::to_string(o.distance_bins_per_octave)},
-        {"empirical_ap", o.empirical_ap ? "on" : "off"},
-        {"empirical_max_queries", std::to_string(o.empirical_max_queries)},
-        {"confidence_intervals", o.confidence_intervals ? "on" : "off"},
-        {"planar_rotation", o.planar_rotation ? "on" : "off"},
-        {"pca_roles", o.pca_roles ? "on" : "off"},
-        {"confidence_level", io::format_number(o.confidence_level)},
-        {"sampling_unit", o.sampling_unit == attention_plasticity::sampling_unit::sequence ? "sequence" : "token"},
-        {"sequence_influences", o.sequence_influences ? "on" : "off"},
     };
+    for (const head_option_spec& option : head_option_table())
+    {
+        if (option.group != head_option_group::library)
+        {
+            canonical.emplace(option.name, head_option_text(option.get(o)));
+        }
+    }
     std::vector<std::pair<std::string, std::string>> out;
     for (const auto& option : analyze_options())
     {
@@ -329,7 +398,9 @@ inline std::vector<std::pair<std::string, std::string>> result_options(const ana
                               : given != config.given.end() ? "given as '" + given->second + "'"
                                                             : std::string("(default)"));
     }
-    out.emplace_back("covariance_epsilon", io::format_number(o.covariance_epsilon));  // a library option only
+    // A library option only, but one that changes the numbers.
+    out.emplace_back("covariance_epsilon",
+                     head_option_text(find_option(head_option_table(), "covariance_epsilon")->get(o)));
     return out;
 }
 

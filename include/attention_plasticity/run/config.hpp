@@ -70,8 +70,10 @@ struct option_words
     std::string config_file() const { return flags ? "the --config file" : "the config file"; }
 };
 
-template <class Config>
-const option_spec<Config>* find_option(const option_table<Config>& table, const std::string& key)
+/// The entry of `table` (an option_table, or a list of entries derived from option_spec) named
+/// `key`; null when there is none.
+template <class Table>
+const typename Table::value_type* find_option(const Table& table, const std::string& key)
 {
     for (const auto& option : table)
     {
@@ -132,9 +134,8 @@ inline std::string closest_name(const std::string& name, const std::vector<std::
 /// "unknown keyword 'x'; did you mean 'y'?" (`what`: keyword, key, option): an unknown name of
 /// `table` with the closest known one, if any, as the user would write it (`spell`: the key as
 /// written in that front end, e.g. flag_of for the command line).
-template <class Config, class Spell>
-std::string unknown_name_message(const std::string& what, const std::string& given, const option_table<Config>& table,
-                                 Spell&& spell)
+template <class Table, class Spell>
+std::string unknown_name_message(const std::string& what, const std::string& given, const Table& table, Spell&& spell)
 {
     std::vector<std::string> names;
     for (const auto& option : table)
@@ -424,8 +425,26 @@ std::string options_help(const option_table<Config>& table, bool with_config_fil
 }
 
 /// The usual setters.
+/// The value of an on|off option: the one parser of every on|off option (usage_error otherwise).
+inline bool parse_on_off(const std::string& label, const std::string& text)
+{
+    if (text != "on" && text != "off")
+    {
+        throw usage_error(label + ": '" + text + "' is not on or off");
+    }
+    return text == "on";
+}
+
 namespace set_option
 {
+    template <class Config>
+    auto on_off(bool Config::*field)
+    {
+        return [field](Config& c, const std::string& label, const std::string& text) {
+            c.*field = parse_on_off(label, text);
+        };
+    }
+
     template <class Config, class Field>
     auto unsigned_in(Field Config::*field, std::uint64_t min_value, std::uint64_t max_value)
     {

@@ -74,42 +74,42 @@ class HeadOptions:
 
     @property
     def max_tokens_per_head(self) -> int:
-        """Cap on queries and on keys per head (§2.2), >= 2."""
+        """subsample queries (keys) above this many [50000]"""
 
     @max_tokens_per_head.setter
     def max_tokens_per_head(self, arg: object, /) -> None: ...
 
     @property
     def normality_max_dims(self) -> int:
-        """Noise components with a KS test (§2.8), >= 1."""
+        """noise components with a KS test [64]"""
 
     @normality_max_dims.setter
     def normality_max_dims(self, arg: object, /) -> None: ...
 
     @property
     def p_alpha(self) -> float:
-        """Significance level (§2.8), in [0, 1]."""
+        """KS significance level, in [0, 1] [0.01]"""
 
     @p_alpha.setter
     def p_alpha(self, arg: object, /) -> None: ...
 
     @property
     def seed(self) -> int:
-        """Seed of every random choice (§2.15)."""
+        """seed of subsampling, KS component choice and pair sampling [0]"""
 
     @seed.setter
     def seed(self, arg: object, /) -> None: ...
 
     @property
     def num_pairs_per_bucket(self) -> int:
-        """Key pairs per cell (§2.12), >= 1."""
+        """key pairs per (query bucket, key bucket) cell [256]"""
 
     @num_pairs_per_bucket.setter
     def num_pairs_per_bucket(self, arg: object, /) -> None: ...
 
     @property
     def max_rel_dist(self) -> float:
-        """Pair window as a fraction of the example length (§5), in [0, 1]."""
+        """pair window as a fraction of the example length, in [0, 1] [0.05]"""
 
     @max_rel_dist.setter
     def max_rel_dist(self, arg: object, /) -> None: ...
@@ -117,61 +117,29 @@ class HeadOptions:
     @property
     def min_bucket_queries(self) -> int:
         """
-        Query buckets with fewer queries keep their profile row, flagged small_bucket, but are left
-        out of ap_overall, ap_first20, ap_last20 and have no interval (§2.14, §8.3), >= 2.
+        query buckets with fewer queries are flagged (small_bucket) and left out of the aggregates and intervals (§2.14) [16]
         """
 
     @min_bucket_queries.setter
     def min_bucket_queries(self, arg: object, /) -> None: ...
 
     @property
-    def covariance_epsilon(self) -> float:
-        """Ridge on Sigma_j (§2.10), finite, >= 0."""
-
-    @covariance_epsilon.setter
-    def covariance_epsilon(self, arg: object, /) -> None: ...
-
-    @property
-    def sliding_window(self) -> int:
-        """The head's sliding window in tokens (§2.11); <= 0: none."""
-
-    @sliding_window.setter
-    def sliding_window(self, arg: object, /) -> None: ...
-
-    @property
-    def threads(self) -> int:
-        """
-        Threads analyze_head may use for this one head, the calling thread included (0 or 1: the
-        calling thread only; at most 4096); the results are identical for any number. analyze_dump
-        sets it when there are fewer heads than threads.
-        """
-
-    @threads.setter
-    def threads(self, arg: object, /) -> None: ...
-
-    @property
     def distance_map(self) -> bool:
-        """
-        The distance map of §8.1 (HeadResult.distance_map, head_distance_plasticity.csv).
-        """
+        """head_distance_plasticity.csv, PP by key and query distance (§8.1) [on]"""
 
     @distance_map.setter
     def distance_map(self, arg: object, /) -> None: ...
 
     @property
     def distance_map_extra_pairs(self) -> int:
-        """
-        Extra pairs per cell for the distance map, from their own streams (§8.1).
-        """
+        """extra pairs per cell for the distance map, own streams (§8.1) [0]"""
 
     @distance_map_extra_pairs.setter
     def distance_map_extra_pairs(self, arg: object, /) -> None: ...
 
     @property
     def distance_bins_per_octave(self) -> int:
-        """
-        Bins of the distance map per doubling of distance (§8.1), 1 to max_bins_per_octave.
-        """
+        """bins of the distance map per doubling of distance, 1-1024 (§8.1) [1]"""
 
     @distance_bins_per_octave.setter
     def distance_bins_per_octave(self, arg: object, /) -> None: ...
@@ -179,7 +147,7 @@ class HeadOptions:
     @property
     def empirical_ap(self) -> bool:
         """
-        The model-free AP from the actual queries (§8.2): pairs x queries GEMMs.
+        model-free AP from the actual queries, pairs x queries GEMMs (§8.2) [off]
         """
 
     @empirical_ap.setter
@@ -188,7 +156,7 @@ class HeadOptions:
     @property
     def empirical_max_queries(self) -> int:
         """
-        Queries per bucket for the empirical AP, a seeded subsample (§8.2); 0: all.
+        queries per bucket for the empirical AP, seeded subsample; 0 = all (§8.2) [0]
         """
 
     @empirical_max_queries.setter
@@ -196,7 +164,7 @@ class HeadOptions:
 
     @property
     def confidence_intervals(self) -> bool:
-        """Standard errors, biases and intervals of AP_j and ap_overall (§8.3)."""
+        """standard errors, bias and intervals of AP_j and ap_* (§8.3) [on]"""
 
     @confidence_intervals.setter
     def confidence_intervals(self, arg: object, /) -> None: ...
@@ -204,8 +172,7 @@ class HeadOptions:
     @property
     def planar_rotation(self) -> bool:
         """
-        The planar rotation model of §8.5 (bias_strength, drift_slope_k, drift_query_mean); on by
-        default.
+        head_metrics.csv bias_strength, drift_slope_k, drift_query_mean (§8.5) [on]
         """
 
     @planar_rotation.setter
@@ -214,7 +181,7 @@ class HeadOptions:
     @property
     def pca_roles(self) -> bool:
         """
-        The PCA roles of §8.5 (pc0_r_q, pc0_r_k, pca_class): a SYRK of the vectors; off by default.
+        head_metrics.csv pc0_r_q, pc0_r_k, pca_class: a SYRK of the vectors (§8.5) [off]
         """
 
     @pca_roles.setter
@@ -222,7 +189,7 @@ class HeadOptions:
 
     @property
     def confidence_level(self) -> float:
-        """Level of the intervals (§8.3), in (0, 1)."""
+        """level of the intervals, in (0, 1) (§8.3) [0.95]"""
 
     @confidence_level.setter
     def confidence_level(self, arg: object, /) -> None: ...
@@ -230,9 +197,7 @@ class HeadOptions:
     @property
     def sampling_unit(self) -> str:
         """
-        What the standard errors of §8.3 take as independent draws: 'sequence' (the default: the
-        sequences, example_id, whose queries, keys and pairs are dependent; the honest errors on real
-        text) or 'token' (queries independent given their positions, keys fixed; for synthetic data).
+        what the standard errors take as independent draws: the sequences (example_id: their queries, keys and pairs dependent) or the tokens (queries independent given position, keys fixed; for synthetic data) (§8.3) [sequence]
         """
 
     @sampling_unit.setter
@@ -241,12 +206,34 @@ class HeadOptions:
     @property
     def sequence_influences(self) -> bool:
         """
-        Keep each sequence's influence on ap_* and AP_j (§8.3; head_sequence_influence.csv), for
-        paired comparisons (§8.6).
+        head_sequence_influence.csv: each sequence's influence on ap_* and AP_j, for paired comparisons (§8.3, §8.6) [off]
         """
 
     @sequence_influences.setter
     def sequence_influences(self, arg: object, /) -> None: ...
+
+    @property
+    def covariance_epsilon(self) -> float:
+        """ridge added to the diagonal of Sigma_j (§2.10), finite, >= 0 [1e-12]"""
+
+    @covariance_epsilon.setter
+    def covariance_epsilon(self, arg: object, /) -> None: ...
+
+    @property
+    def sliding_window(self) -> int:
+        """the head's sliding window in tokens (§2.11); <= 0: none [0]"""
+
+    @sliding_window.setter
+    def sliding_window(self, arg: object, /) -> None: ...
+
+    @property
+    def threads(self) -> int:
+        """
+        threads for this one head, the calling thread included; 0 or 1: one; the results are identical for any number (analyze_dump sets it when there are fewer heads than threads) [1]
+        """
+
+    @threads.setter
+    def threads(self, arg: object, /) -> None: ...
 
     def __repr__(self) -> str: ...
 
