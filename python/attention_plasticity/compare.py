@@ -4,19 +4,12 @@ The tables are made by the C++ of include/attention_plasticity/run/compare_runs.
 so the CSVs written here and by ap_compare are the same bytes.
 """
 
-import io
 import os
 from typing import NamedTuple
 
 from ._core import UsageError
 from ._core.companion import _compare_result_sets
-
-
-def frame(text):
-    """One CSV's text as a DataFrame: numbers parsed exactly (pandas 3), ``nan`` as NaN, names
-    (set names, quantities) as written."""
-    import pandas as pd  # when used: `import attention_plasticity` does not load pandas
-    return pd.read_csv(io.StringIO(text), keep_default_na=False, na_values=["nan"])
+from .results import frames
 
 
 class CompareResult(NamedTuple):
@@ -105,7 +98,10 @@ def compare_runs(sets, output_dir=None, names=None, alpha=0.05, common_heads=Fal
         tables, notes, compared, changed = _compare_result_sets(
             folders, list(names) if names is not None else [], float(alpha), bool(common_heads),
             bool(same_dump), str(design), os.fspath(output_dir) if output_dir is not None else None)
-    return CompareResult(heads=frame(tables["compare_heads"]), changed=frame(tables["compare_changed"]),
-                         summary=frame(tables["compare_summary"]), trajectory=frame(tables["compare_trajectory"]),
+    # The tables come as columns (the C++ values the CSVs are written from): int64 and float64
+    # arrays, names as str (q_bucket, empty on head-level rows, and layer, "all" or a number, too).
+    frame = frames(tables)
+    return CompareResult(heads=frame["compare_heads"], changed=frame["compare_changed"],
+                         summary=frame["compare_summary"], trajectory=frame["compare_trajectory"],
                          notes=list(notes),
                          compared_heads=compared, changed_heads=changed)

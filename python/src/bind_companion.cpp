@@ -12,6 +12,7 @@
 #include <attention_plasticity/run/compare_runs.hpp>
 #include <attention_plasticity/run/result_set.hpp>
 
+#include "columns.hpp"
 #include "common.hpp"
 
 namespace ap_python
@@ -108,6 +109,7 @@ namespace
 
     void bind_compare(nb::module_& m)
     {
+        using attention_plasticity::run::for_each_compare_table;
         m.def(
             "_compare_result_sets",
             [](const std::vector<std::string>& folders, const std::vector<std::string>& names, double alpha,
@@ -135,18 +137,23 @@ namespace
                     }
                     return r;
                 });
+                // The tables as columns (the values the CSVs are written from), not their text.
+                std::vector<table_values> columns;
+                for_each_compare_table(result.tables, [&](const char* file, const auto& list, const auto& rows) {
+                    const std::string name(file);
+                    columns.push_back(collect_columns(name.substr(0, name.size() - 4), list, rows));
+                });
                 nb::dict tables;
-                for (std::size_t i = 0; i < result.names.size(); ++i)
+                for (table_values& t : columns)
                 {
-                    std::string name = result.names[i];
-                    tables[nb::str(name.substr(0, name.size() - 4).c_str())] = nb::str(result.texts[i].c_str());
+                    tables[t.name.c_str()] = columns_dict(t);
                 }
                 notes.insert(notes.end(), result.notes.begin(), result.notes.end());
                 return nb::make_tuple(tables, notes, result.compared_heads, result.changed_heads);
             },
             "folders"_a, "names"_a, "alpha"_a, "common_heads"_a, "same_dump"_a, "design"_a, "output_dir"_a = nb::none(),
             "The comparison of result sets of docs/method.md §8.6 (include/attention_plasticity/run/compare_runs.hpp, as ap_compare):\n"
-            "({table name: CSV text}, notes, compared heads, head changes), the tables written into output_dir\n"
+            "({table name: {column: array or list of str}}, notes, compared heads, head changes), the tables written into output_dir\n"
             "as one result set when given. Use attention_plasticity.compare_runs.");
     }
 }  // namespace

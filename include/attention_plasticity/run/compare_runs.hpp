@@ -36,6 +36,7 @@
 #include "../io/folder_overlap.hpp"
 #include "cli_util.hpp"
 #include "compare_sets.hpp"
+#include "compare_tables.hpp"
 #include "errors.hpp"
 #include "result_set_reader.hpp"
 
@@ -79,20 +80,6 @@ struct compare_options
     bool same_dump = false;            // the sets analyzed the same dump (different options)
     compare_design design = compare_design::unpaired;  // paired: the sets share their sequences
 };
-
-inline const char* const compare_heads_csv = "compare_heads.csv";
-inline const char* const compare_changed_csv = "compare_changed.csv";
-inline const char* const compare_summary_csv = "compare_summary.csv";
-inline const char* const compare_trajectory_csv = "compare_trajectory.csv";
-
-inline const char* const compare_heads_header =
-    "set_a,set_b,layer,q_head,k_head,quantity,q_bucket,value_a,value_b,difference,se,z,p,q_bh,p_holm,significant,"
-    "design";
-inline const char* const compare_changed_header = "set_a,set_b,layer,q_head,k_head,n_significant,quantities";
-inline const char* const compare_summary_header =
-    "set_a,set_b,quantity,layer,n_heads,mean_a,mean_b,mean_difference,se,ci_low,ci_high,z,p,sd_difference,"
-    "n_significant";
-inline const char* const compare_trajectory_header = "set,order,quantity,layer,n_heads,mean,se,ci_low,ci_high";
 
 namespace compare_detail
 {
@@ -289,6 +276,7 @@ namespace compare_detail
 /// problem when the sets cannot be compared.
 struct compare_result
 {
+    compare_tables tables;           // the rows of the files
     std::vector<std::string> names;  // of the files, in order
     std::vector<std::string> texts;  // their bytes
     std::vector<std::string> notes;  // e.g. heads left out with common_heads
@@ -437,9 +425,7 @@ inline compare_result compare_result_sets(const compare_options& options)
         }
     }
 
-    std::string heads_text = std::string(compare_heads_header) + "\n";
-    std::string changed_text = std::string(compare_changed_header) + "\n";
-    std::string summary_text = std::string(compare_summary_header) + "\n";
+    compare_tables& tables = result.tables;
     const double z_level = attention_plasticity::normal_quantile(1.0 - 0.5 * options.alpha);
     for (std::size_t s = 0; s + 1 < sets.size(); ++s)
     {
@@ -532,13 +518,10 @@ inline compare_result compare_result_sets(const compare_options& options)
         for (const comparison& c : rows)
         {
             const bool significant = c.q_bh <= options.alpha;
-            heads_text += A.name + "," + B.name + "," + std::to_string(c.a->layer) + "," + std::to_string(c.a->q_head)
-                          + "," + std::to_string(c.a->k_head) + "," + c.quantity + ","
-                          + (c.quantity == "ap_bucket" ? std::to_string(c.q_bucket) : "");
-            io::append_doubles(heads_text, {c.x.value, c.y.value, c.difference, c.se, c.z, c.p, c.q_bh, c.p_holm});
-            heads_text += significant ? ",1," : ",0,";
-            heads_text += design_name(options.design);
-            heads_text += '\n';
+            tables.heads.push_back({A.name, B.name, c.a->layer, c.a->q_head, c.a->k_head, c.quantity,
+                                    c.quantity == "ap_bucket" ? std::to_string(c.q_bucket) : "", c.x.value, c.y.value,
+                                    c.difference, c.se, c.z, c.p, c.q_bh, c.p_holm, significant ? 1 : 0,
+                                    design_name(options.design)});
             if (significant)
             {
                 changed[{c.a->layer, c.a->q_head}].push_back(
@@ -552,9 +535,8 @@ inline compare_result compare_result_sets(const compare_options& options)
             {
                 list += (list.empty() ? "" : " ") + n;
             }
-            changed_text += A.name + "," + B.name + "," + std::to_string(key.first) + "," + std::to_string(key.second)
-                            + "," + std::to_string(A.heads.at(key).k_head) + "," + std::to_string(names.size()) + ","
-                            + list + "\n";
+            tables.changed.push_back({A.name, B.name, key.first, key.second, A.heads.at(key).k_head,
+                                      static_cast<std::int64_t>(names.size()), list});
         }
         result.changed_heads += changed.size();
         // The model-level summary: the mean over heads, all layers (layer -1) and per layer.
@@ -591,19 +573,16 @@ inline compare_result compare_result_sets(const compare_options& options)
                 // is the sequences' (§8.6); without, the heads are taken as independent.
                 const double se = sequence_level ? mean_se_of_changes(members, options.design) : std::sqrt(variance) / n;
                 const double z = se > 0.0 ? mean_d / se : std::numeric_limits<double>::quiet_NaN();
-                summary_text += A.name + "," + B.name + "," + q.name() + ","
-                                + (layer < 0 ? std::string("all") : std::to_string(layer)) + ","
-                                + std::to_string(members.size());
-                io::append_doubles(summary_text, {mean_a, mean_b, mean_d, se, mean_d - z_level * se, mean_d + z_level * se, z,
-                                              std::erfc(std::abs(z) / std::sqrt(2.0)),
-                                              members.size() > 1 ? std::sqrt(spread / (n - 1.0))
-                                                                 : std::numeric_limits<double>::quiet_NaN()});
-                summary_text += "," + std::to_string(static_cast<std::size_t>(significant)) + "\n";
+                tables.summary.push_back(
+                    {A.name, B.name, q.name(), layer < 0 ? std::string("all") : std::to_string(layer),
+                     static_cast<std::int64_t>(members.size()), mean_a, mean_b, mean_d, se, mean_d - z_level * se,
+                     mean_d + z_level * se, z, std::erfc(std::abs(z) / std::sqrt(2.0)),
+                     members.size() > 1 ? std::sqrt(spread / (n - 1.0)) : std::numeric_limits<double>::quiet_NaN(),
+                     static_cast<std::int64_t>(significant)});
             }
         }
     }
     // The trajectory: each set's mean over the compared heads, all layers and by layer.
-    std::string trajectory_text = std::string(compare_trajectory_header) + "\n";
     for (std::size_t s = 0; s < sets.size(); ++s)
     {
         // The head-level quantities, then bias_strength (§8.5: a value without an error).
@@ -638,11 +617,10 @@ inline compare_result compare_result_sets(const compare_options& options)
                 }
                 // As the summary's: the sequences' error of the mean when the set has influences.
                 const double se = estimated && sets[s].has_influences ? mean_se_of_set(lists) : std::sqrt(variance) / n;
-                trajectory_text += sets[s].name + "," + std::to_string(s) + "," + quantity + ","
-                                   + (layer < 0 ? std::string("all") : std::to_string(layer)) + ","
-                                   + std::to_string(members.size());
-                io::append_doubles(trajectory_text, {mean, se, mean - z_level * se, mean + z_level * se});
-                trajectory_text += "\n";
+                tables.trajectory.push_back({sets[s].name, static_cast<std::int64_t>(s), quantity,
+                                             layer < 0 ? std::string("all") : std::to_string(layer),
+                                             static_cast<std::int64_t>(members.size()), mean, se,
+                                             mean - z_level * se, mean + z_level * se});
             }
         }
     }
@@ -656,8 +634,10 @@ inline compare_result compare_result_sets(const compare_options& options)
                   "analyses share the query sample, so the difference's true variance is smaller and the tests are "
                   "conservative (docs/method.md §8.6; --design paired accounts for the shared sequences)");
     }
-    result.names = {compare_heads_csv, compare_changed_csv, compare_summary_csv, compare_trajectory_csv};
-    result.texts = {std::move(heads_text), std::move(changed_text), std::move(summary_text), std::move(trajectory_text)};
+    result.names = compare_file_names();
+    for_each_compare_table(tables, [&](const char*, const auto& columns, const auto& rows) {
+        result.texts.push_back(io::csv_text(columns, rows));
+    });
     return result;
 }
 
@@ -674,8 +654,7 @@ inline void check_output_folder(const compare_options& options, const std::strin
                             + " the result set '" + options.folders[overlap.input]
                             + "'; write the comparison into another folder (outside every result set)");
     }
-    const std::vector<std::string> foreign = foreign_result_files(
-        output_dir, {compare_heads_csv, compare_changed_csv, compare_summary_csv, compare_trajectory_csv});
+    const std::vector<std::string> foreign = foreign_result_files(output_dir, compare_file_names());
     if (!foreign.empty())
     {
         throw compare_error("the output folder '" + output_dir + "' holds the results of another program ("
