@@ -8,7 +8,7 @@ import os
 from typing import NamedTuple
 
 from ._core import UsageError
-from ._core.companion import _compare_result_sets
+from ._core.companion import _compare_result_sets, compare_options
 from .results import frames
 
 
@@ -95,9 +95,12 @@ def compare_runs(sets, output_dir=None, names=None, alpha=0.05, common_heads=Fal
                 folders.append(folder)
             else:
                 folders.append(os.fspath(s))
+        # The options are checked by ap_compare's option table (compare_options()), with its messages.
+        options = {"alpha": float(alpha), "common_heads": bool(common_heads), "same_dump": bool(same_dump),
+                   "design": design}
         tables, notes, compared, changed = _compare_result_sets(
-            folders, list(names) if names is not None else [], float(alpha), bool(common_heads),
-            bool(same_dump), str(design), os.fspath(output_dir) if output_dir is not None else None)
+            folders, list(names) if names is not None else [], options,
+            os.fspath(output_dir) if output_dir is not None else None)
     # The tables come as columns (the C++ values the CSVs are written from): int64 and float64
     # arrays, names as str (q_bucket, empty on head-level rows, and layer, "all" or a number, too).
     frame = frames(tables)
@@ -105,3 +108,15 @@ def compare_runs(sets, output_dir=None, names=None, alpha=0.05, common_heads=Fal
                          summary=frame["compare_summary"], trajectory=frame["compare_trajectory"],
                          notes=list(notes),
                          compared_heads=compared, changed_heads=changed)
+
+
+def _options_doc():
+    """The options' part of compare_runs' help, from ap_compare's option table (one text each)."""
+    lines = ["", "", "Options (ap_compare's, as keywords; output_dir and names above):"]
+    for key, _flag, metavar, text in compare_options():
+        if key not in ("output_dir", "names"):
+            lines.append("    %s (%s): %s" % (key, metavar, text))
+    return "\n".join(lines)
+
+
+compare_runs.__doc__ += _options_doc()

@@ -17,20 +17,6 @@ using namespace ap_test;
 
 namespace
 {
-/// The message of the io::input_error `f` throws ("" when none).
-std::string input_error_of(const std::function<void()>& f)
-{
-    try
-    {
-        f();
-    }
-    catch (const io::input_error& e)
-    {
-        return e.what();
-    }
-    return "";
-}
-
 /// Every row of `text` read through a parsed_table, each value of `column` read as a real.
 void read_all(const std::string& text, const std::string& column, const std::string& note = "")
 {
