@@ -1,7 +1,9 @@
 """Comparing result sets head by head (docs/method.md §8.6): ``compare_runs``.
 
-The tables are made by the C++ of include/attention_plasticity/run/compare_runs.hpp, the code behind ``ap_compare``,
-so the CSVs written here and by ap_compare are the same bytes.
+The comparison is the C++ run behind ``ap_compare`` (include/attention_plasticity/run/compare_run.hpp), with its
+options (run/compare_config.hpp: their checks, messages and help), so the CSVs written here and by
+ap_compare are the same bytes; the DataFrames are built from the values those CSVs are written
+from, as columns (not by parsing their text).
 """
 
 import os
@@ -97,7 +99,7 @@ def compare_runs(sets, output_dir=None, names=None, alpha=0.05, common_heads=Fal
                 folders.append(os.fspath(s))
         # The options are checked by ap_compare's option table (compare_options()), with its messages.
         options = {"alpha": float(alpha), "common_heads": bool(common_heads), "same_dump": bool(same_dump),
-                   "design": design}
+                   "design": str(design)}
         tables, notes, compared, changed = _compare_result_sets(
             folders, list(names) if names is not None else [], options,
             os.fspath(output_dir) if output_dir is not None else None)

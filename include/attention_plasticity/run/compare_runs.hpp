@@ -11,19 +11,17 @@
 // a model-level summary by layer (its standard error from the per-sequence influences summed
 // over heads when the sets have them); and each set's means over heads in order (the
 // trajectory of checkpoints).
-// ap_compare (ap_compare_main.cpp) and attention_plasticity.compare_runs (python/src) both
-// call compare_result_sets() below and write its files, so their CSVs are the same bytes.
+// The sets are read by compare_sets.hpp, the tables are compare_tables.hpp's column lists; ap_compare
+// and attention_plasticity.compare_runs both run compare_run.hpp (which calls compare_result_sets()
+// below and writes its files), so their CSVs are the same bytes.
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
-#include <initializer_list>
 #include <limits>
 #include <map>
-#include <optional>
 #include <set>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -271,8 +269,8 @@ namespace compare_detail
 
 }  // namespace compare_detail
 
-/// The compared result sets as files (compare_heads.csv, compare_changed.csv,
-/// compare_summary.csv) and messages worth showing. Throws compare_error naming the set and the
+/// The compared result sets as rows and files (compare_heads.csv, compare_changed.csv,
+/// compare_summary.csv, compare_trajectory.csv) and messages worth showing. Throws compare_error naming the set and the
 /// problem when the sets cannot be compared.
 struct compare_result
 {
