@@ -158,6 +158,12 @@ def python_same_bytes(c, work, folders, expected):
             c.check(False, "%s: compare_runs' DataFrame differs from the file read by pandas: %s" % (name, e))
         c.check(str(result.heads["q_bucket"].dtype) == "str" and str(result.summary["layer"].dtype) == "str",
                 "compare_runs: q_bucket and layer are not str columns")
+    # A table without rows keeps its columns' types (from the column list; pandas reading a
+    # header-only file gave object columns).
+    same = ap.compare_runs([folders[0], folders[0]], names=["x", "y"])
+    c.check(len(same.changed) == 0 and str(same.changed["layer"].dtype) == "int64"
+            and str(same.changed["quantities"].dtype) == "str",
+            "compare_runs, no change: changed's dtypes %s" % same.changed.dtypes.to_dict())
     try:
         ap.compare_runs(folders[:1])
         c.check(False, "compare_runs accepted one set")
