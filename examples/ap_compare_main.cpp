@@ -1,7 +1,8 @@
 // ap_compare: two or more result sets (ap_analyze's output folders, in order: checkpoints or
-// variants) compared head by head with significance (docs/method.md §8.6). The comparison is
-// compare_runs.hpp's (also behind attention_plasticity.compare_runs), the writing
-// result_set.hpp's (one set: a reader sees the whole earlier set or the whole new one).
+// variants) compared head by head with significance (docs/method.md §8.6). The options are
+// compare_config.hpp's, the run (check, compare, write) compare_run.hpp's, both also behind
+// attention_plasticity.compare_runs; the writing is result_set.hpp's (one set: a reader sees the
+// whole earlier set or the whole new one). Here: parse, run, report.
 //
 // Exit status: 0 compared and written, 1 the results could not be written, 2 a usage error or
 // sets that cannot be compared (nothing written).
@@ -13,104 +14,11 @@
 #include <vector>
 
 #include <attention_plasticity/run/cli_util.hpp>
-#include <attention_plasticity/run/compare_runs.hpp>
+#include <attention_plasticity/run/compare_config.hpp>
+#include <attention_plasticity/run/compare_run.hpp>
 #include <attention_plasticity/run/config.hpp>
-#include <attention_plasticity/run/result_set.hpp>
 
-namespace
-{
 using namespace attention_plasticity::run;
-
-struct compare_config
-{
-    std::string output_dir;
-    compare_options options;
-};
-
-const option_table<compare_config>& compare_option_table()
-{
-    static const option_table<compare_config> table = {
-        {"output_dir", "DIR", "where the comparison's CSVs are written (created if needed; required)",
-         set_option::path(&compare_config::output_dir)},
-        {"names", "A,B,...", "the sets' names in the tables (default: the folders' names)",
-         [](compare_config& c, const std::string& label, const std::string& text) {
-             c.options.names.clear();
-             std::size_t start = 0;
-             while (true)
-             {
-                 const std::size_t comma = text.find(',', start);
-                 c.options.names.push_back(trim(text.substr(start, comma == std::string::npos ? comma : comma - start)));
-                 if (c.options.names.back().empty())
-                 {
-                     throw usage_error(label + ": an empty name in '" + text + "'");
-                 }
-                 if (comma == std::string::npos)
-                 {
-                     break;
-                 }
-                 start = comma + 1;
-             }
-         }},
-        {"alpha", "A", "false discovery rate of the Benjamini-Hochberg selection, in (0, 1) [0.05]",
-         [](compare_config& c, const std::string& label, const std::string& text) {
-             c.options.alpha = parse_real(label, text, 0.0, 1.0);
-             if (!(c.options.alpha > 0.0 && c.options.alpha < 1.0))
-             {
-                 throw usage_error(label + ": must be in (0, 1), got " + text);
-             }
-         }},
-        {"common_heads", "on|off", "compare the heads common to every set instead of refusing [off]",
-         [](compare_config& c, const std::string& label, const std::string& text) {
-             if (text != "on" && text != "off")
-             {
-                 throw usage_error(label + ": '" + text + "' is not on or off");
-             }
-             c.options.common_heads = text == "on";
-         }},
-        {"same_dump", "on|off", "the sets analyzed the same dump under different options [off]",
-         [](compare_config& c, const std::string& label, const std::string& text) {
-             if (text != "on" && text != "off")
-             {
-                 throw usage_error(label + ": '" + text + "' is not on or off");
-             }
-             c.options.same_dump = text == "on";
-         }},
-        {"design", "paired|unpaired",
-         "paired: the sets analyzed the same texts (each with --sequence-influences on); unpaired: "
-         "independent samples of texts [unpaired]",
-         [](compare_config& c, const std::string& label, const std::string& text) {
-             c.options.design = parse_design(text, label);
-         }},
-    };
-    return table;
-}
-
-std::string compare_help()
-{
-    return "usage: ap_compare --output-dir DIR SET_A SET_B [SET_C ...]\n\n"
-           "Compares result sets of ap_analyze head by head, each with the next (A with B, B with C, ...):\n"
-           "for ap_overall, ap_first20, ap_last20, ap_drop and each query bucket's AP_j, the bias-corrected\n"
-           "difference, its standard error from the intervals (docs/method.md §8.3, §8.6), z, the two-sided\n"
-           "p-value, Benjamini-Hochberg q-values and Holm's adjusted p-values across heads. Writes\n"
-           "compare_heads.csv, compare_changed.csv (the heads with a change at q <= alpha) and\n"
-           "compare_summary.csv (the mean over heads, all layers and by layer) and compare_trajectory.csv.\n"
-           "The sets need their standard errors (confidence_intervals: on, ap_analyze's default), the standard\n"
-           "errors of ap_first20, ap_last20 and ap_drop in head_metrics.csv (this version's ap_analyze) and the\n"
-           "same heads.\n\n"
-           "The errors are the analyses' own: by default sequence-level (the texts and the tokens drawn are\n"
-           "samples; docs/method.md §8.3). A head's quantity \"changed\" when its Benjamini-Hochberg q-value\n"
-           "is at most alpha: the difference is larger than that sampling explains, in a selection whose\n"
-           "false discovery rate is alpha for independent heads. The design (--design, said in compare_heads.csv's column design\n"
-           "and printed): unpaired, the sets are independent samples of texts (s = sqrt(s_A^2 + s_B^2));\n"
-           "paired, the sets were analyzed on the same texts, and s is the spread of the per-sequence\n"
-           "differences of the two sets' influences (head_sequence_influence.csv). With the influence tables,\n"
-           "the model-level means over heads account for the heads sharing sequences; without them the\n"
-           "heads are taken as independent (a note says so).\n\n"
-           + options_help(compare_option_table(), false)
-           + "\nExit status: 0 compared, 1 the results could not be written, 2 a usage error or sets that\n"
-             "cannot be compared (nothing written).\n";
-}
-}  // namespace
 
 int main(int argc, char** argv)
 {
@@ -120,8 +28,7 @@ int main(int argc, char** argv)
         return 0;
     }
     compare_config config;
-    std::optional<compare_result> result;
-    std::optional<result_set_writer> writer;
+    std::optional<compare_run> run;
     try
     {
         if (!parse_command_line(argc, argv, compare_option_table(), config, false, &config.options.folders))
@@ -137,35 +44,26 @@ int main(int argc, char** argv)
         {
             throw usage_error("needs at least 2 result sets (ap_compare --output-dir DIR SET_A SET_B ...; see --help)");
         }
-        check_output_folder(config.options, config.output_dir);
-        result.emplace(compare_result_sets(config.options));
-        writer.emplace(config.output_dir, result->names);
+        run.emplace(config.options, config.output_dir);
     }
     catch (const std::exception& e)
     {
         std::fprintf(stderr, "ap_compare: %s\n", e.what());
         return 2;
     }
-    for (const auto& note : writer->notes())
-    {
-        std::fprintf(stderr, "ap_compare: %s\n", note.c_str());
-    }
-    for (const auto& note : result->notes)
+    for (const auto& note : run->notes())
     {
         std::fprintf(stderr, "ap_compare: %s\n", note.c_str());
     }
     try
     {
-        writer->commit(compare_files(*result));
+        run->commit();
     }
     catch (const std::exception& e)
     {
-        std::fprintf(stderr, "ap_compare: error: %s; %s\n", e.what(), writer->unchanged_text(false).c_str());
+        std::fprintf(stderr, "ap_compare: error: %s; %s\n", e.what(), run->unchanged_text().c_str());
         return 1;
     }
-    std::fprintf(stderr,
-                 "ap_compare: %zu sets, %zu heads compared, design %s; %zu head changes at q <= %g; results in %s\n",
-                 config.options.folders.size(), result->compared_heads, design_name(result->design),
-                 result->changed_heads, config.options.alpha, config.output_dir.c_str());
+    std::fprintf(stderr, "ap_compare: %s\n", run->report_line().c_str());
     return 0;
 }

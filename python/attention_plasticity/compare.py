@@ -1,22 +1,17 @@
 """Comparing result sets head by head (docs/method.md §8.6): ``compare_runs``.
 
-The tables are made by the C++ of include/attention_plasticity/run/compare_runs.hpp, the code behind ``ap_compare``,
-so the CSVs written here and by ap_compare are the same bytes.
+The comparison is the C++ run behind ``ap_compare`` (include/attention_plasticity/run/compare_run.hpp), with its
+options (run/compare_config.hpp: their checks, messages and help), so the CSVs written here and by
+ap_compare are the same bytes; the DataFrames are built from the values those CSVs are written
+from, as columns (not by parsing their text).
 """
 
-import io
 import os
 from typing import NamedTuple
 
 from ._core import UsageError
-from ._core.companion import _compare_result_sets
-
-
-def frame(text):
-    """One CSV's text as a DataFrame: numbers parsed exactly (pandas 3), ``nan`` as NaN, names
-    (set names, quantities) as written."""
-    import pandas as pd  # when used: `import attention_plasticity` does not load pandas
-    return pd.read_csv(io.StringIO(text), keep_default_na=False, na_values=["nan"])
+from ._core.companion import _compare_result_sets, compare_options
+from .results import frames
 
 
 class CompareResult(NamedTuple):
@@ -102,10 +97,28 @@ def compare_runs(sets, output_dir=None, names=None, alpha=0.05, common_heads=Fal
                 folders.append(folder)
             else:
                 folders.append(os.fspath(s))
+        # The options are checked by ap_compare's option table (compare_options()), with its messages.
+        options = {"alpha": float(alpha), "common_heads": bool(common_heads), "same_dump": bool(same_dump),
+                   "design": str(design)}
         tables, notes, compared, changed = _compare_result_sets(
-            folders, list(names) if names is not None else [], float(alpha), bool(common_heads),
-            bool(same_dump), str(design), os.fspath(output_dir) if output_dir is not None else None)
-    return CompareResult(heads=frame(tables["compare_heads"]), changed=frame(tables["compare_changed"]),
-                         summary=frame(tables["compare_summary"]), trajectory=frame(tables["compare_trajectory"]),
+            folders, list(names) if names is not None else [], options,
+            os.fspath(output_dir) if output_dir is not None else None)
+    # The tables come as columns (the C++ values the CSVs are written from): int64 and float64
+    # arrays, names as str (q_bucket, empty on head-level rows, and layer, "all" or a number, too).
+    frame = frames(tables)
+    return CompareResult(heads=frame["compare_heads"], changed=frame["compare_changed"],
+                         summary=frame["compare_summary"], trajectory=frame["compare_trajectory"],
                          notes=list(notes),
                          compared_heads=compared, changed_heads=changed)
+
+
+def _options_doc():
+    """The options' part of compare_runs' help, from ap_compare's option table (one text each)."""
+    lines = ["", "", "Options (ap_compare's, as keywords; output_dir and names above):"]
+    for key, _flag, metavar, text in compare_options():
+        if key not in ("output_dir", "names"):
+            lines.append("    %s (%s): %s" % (key, metavar, text))
+    return "\n".join(lines)
+
+
+compare_runs.__doc__ += _options_doc()

@@ -1,5 +1,5 @@
 // The companion measures of docs/method.md §8.5 (planar_rotation, pca_roles) and the comparison
-// of result sets of §8.6 (compare_runs: the C++ of include/attention_plasticity/run/compare_runs.hpp, as ap_compare).
+// of result sets of §8.6 (compare_runs: the C++ of include/attention_plasticity/run/compare_run.hpp, as ap_compare).
 
 #include <optional>
 #include <string>
@@ -9,10 +9,12 @@
 #include <attention_plasticity/planar_rotation.hpp>
 #include <nanobind/stl/optional.h>
 
-#include <attention_plasticity/run/compare_runs.hpp>
-#include <attention_plasticity/run/result_set.hpp>
+#include <attention_plasticity/run/compare_config.hpp>
+#include <attention_plasticity/run/compare_run.hpp>
 
+#include "columns.hpp"
 #include "common.hpp"
+#include "head_bindings.hpp"
 
 namespace ap_python
 {
@@ -108,46 +110,66 @@ namespace
 
     void bind_compare(nb::module_& m)
     {
+        namespace run = attention_plasticity::run;
+        m.def(
+            "compare_options",
+            [] {
+                nb::list out;
+                for (const auto& option : run::compare_option_table())
+                {
+                    out.append(nb::make_tuple(option.name, run::flag_of(option.name), option.metavar, option.help));
+                }
+                return out;
+            },
+            "The options of ap_compare (one table for the command line and compare_runs): a list of\n"
+            "(key, flag, metavar, help); the help ends with the default in brackets.");
         m.def(
             "_compare_result_sets",
-            [](const std::vector<std::string>& folders, const std::vector<std::string>& names, double alpha,
-               bool common_heads, bool same_dump, const std::string& design,
+            [](const std::vector<std::string>& folders, const std::vector<std::string>& names, const nb::dict& options,
                const std::optional<std::string>& output_dir) {
-                attention_plasticity::run::compare_options options;
-                options.folders = folders;
-                options.names = names;
-                options.alpha = alpha;
-                options.common_heads = common_heads;
-                options.same_dump = same_dump;
-                options.design = attention_plasticity::run::parse_design(design, "compare_runs: design");
+                // The options through ap_compare's table (compare_config.hpp): its checks and messages.
+                run::compare_config config;
+                const auto& table = run::compare_option_table();
+                for (const auto& [key_object, value] : options)
+                {
+                    const std::string key = nb::cast<std::string>(key_object);
+                    const auto* option = run::find_option(table, key);
+                    if (option == nullptr || key == "output_dir" || key == "names")
+                    {
+                        throw run::usage_error("compare_runs: "
+                                               + run::unknown_name_message("keyword", key, table,
+                                                                           [](const std::string& name) { return name; }));
+                    }
+                    set_option_value(*option, config, key, value, "compare_runs");
+                }
+                config.options.folders = folders;
+                config.options.names = names;  // a list: a name is never split at a comma
                 std::vector<std::string> notes;
-                const attention_plasticity::run::compare_result result = without_gil([&] {
-                    if (output_dir)
-                    {
-                        attention_plasticity::run::check_output_folder(options, *output_dir);
-                    }
-                    attention_plasticity::run::compare_result r = attention_plasticity::run::compare_result_sets(options);
-                    if (output_dir)
-                    {
-                        attention_plasticity::run::result_set_writer writer(*output_dir, r.names);
-                        notes = writer.notes();
-                        writer.commit(attention_plasticity::run::compare_files(r));
-                    }
-                    return r;
+                std::optional<run::compare_run> compared;
+                without_gil([&] {
+                    compared.emplace(config.options, output_dir);
+                    notes = compared->notes();
+                    compared->commit();
+                });
+                const run::compare_result& result = compared->result();
+                // The tables as columns (the values the CSVs are written from), not their text.
+                std::vector<table_values> columns;
+                run::for_each_compare_table(result.tables, [&](const char* file, const auto& list, const auto& rows) {
+                    const std::string name(file);
+                    columns.push_back(collect_columns(name.substr(0, name.size() - 4), list, rows));
                 });
                 nb::dict tables;
-                for (std::size_t i = 0; i < result.names.size(); ++i)
+                for (table_values& t : columns)
                 {
-                    std::string name = result.names[i];
-                    tables[nb::str(name.substr(0, name.size() - 4).c_str())] = nb::str(result.texts[i].c_str());
+                    tables[t.name.c_str()] = columns_dict(t);
                 }
-                notes.insert(notes.end(), result.notes.begin(), result.notes.end());
                 return nb::make_tuple(tables, notes, result.compared_heads, result.changed_heads);
             },
-            "folders"_a, "names"_a, "alpha"_a, "common_heads"_a, "same_dump"_a, "design"_a, "output_dir"_a = nb::none(),
-            "The comparison of result sets of docs/method.md §8.6 (include/attention_plasticity/run/compare_runs.hpp, as ap_compare):\n"
-            "({table name: CSV text}, notes, compared heads, head changes), the tables written into output_dir\n"
-            "as one result set when given. Use attention_plasticity.compare_runs.");
+            "folders"_a, "names"_a, "options"_a, "output_dir"_a = nb::none(),
+            "The comparison of result sets of docs/method.md §8.6 (include/attention_plasticity/run/compare_run.hpp, as\n"
+            "ap_compare; `options`: {key: value} of compare_options()):\n"
+            "({table name: {column: array or list of str}}, notes, compared heads, head changes), the tables written\n"
+            "into output_dir as one result set when given. Use attention_plasticity.compare_runs.");
     }
 }  // namespace
 

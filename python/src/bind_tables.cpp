@@ -13,6 +13,7 @@
 
 #include <attention_plasticity/io/csv_rows.hpp>
 
+#include "columns.hpp"
 #include "common.hpp"
 #include "head_bindings.hpp"
 
@@ -23,22 +24,10 @@ namespace
     namespace run = attention_plasticity::run;
     namespace io = attention_plasticity::io;
 
+    // The columns' values and their NumPy form: columns.hpp (shared with the comparison's tables).
     using column_type = io::column_type;
-
-    struct column
-    {
-        std::string name;
-        column_type type = column_type::real;
-        std::vector<std::int64_t> integers;
-        std::vector<double> reals;
-        std::vector<std::string> texts;
-    };
-
-    struct table_columns
-    {
-        std::string name;  // "head_metrics"
-        std::vector<column> columns;
-    };
+    using column = column_values;
+    using table_columns = table_values;
 
     /// Collects emit_head's values into columns, each value's type checked against the column's.
     class column_sink
@@ -137,28 +126,7 @@ nb::dict result_columns(const std::vector<const ap::head_result*>& results)
     nb::dict out;
     for (auto& t : tables)
     {
-        nb::dict columns;
-        for (auto& c : t.columns)
-        {
-            if (c.type == column_type::integer)
-            {
-                columns[c.name.c_str()] = vector_to_numpy(std::move(c.integers));
-            }
-            else if (c.type == column_type::real)
-            {
-                columns[c.name.c_str()] = vector_to_numpy(std::move(c.reals));
-            }
-            else
-            {
-                nb::list names;
-                for (const std::string& name : c.texts)
-                {
-                    names.append(nb::str(name.data(), name.size()));
-                }
-                columns[c.name.c_str()] = names;
-            }
-        }
-        out[t.name.c_str()] = columns;
+        out[t.name.c_str()] = columns_dict(t);
     }
     return out;
 }

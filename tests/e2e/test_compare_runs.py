@@ -142,6 +142,28 @@ def python_same_bytes(c, work, folders, expected):
             got = f.read()
         c.check(got == expected[name], "%s: compare_runs wrote other bytes than ap_compare" % name)
     c.check(len(result.heads) == expected["rows"], "compare_runs: %d rows in heads" % len(result.heads))
+    # The DataFrames come from the C++ values as columns: the same as pandas reading the files
+    # ap_compare wrote (numbers exactly, nan as NaN, names as written), column by column and dtype.
+    import io
+    import pandas as pd
+
+    for name, frame in zip(FILES, (result.heads, result.changed, result.summary, result.trajectory)):
+        read = pd.read_csv(io.BytesIO(expected[name]), keep_default_na=False, na_values=["nan"])
+        c.check(list(frame.columns) == list(read.columns), "%s: columns %s" % (name, list(frame.columns)))
+        if len(read) == 0:
+            continue  # pandas cannot tell a header-only file's types
+        try:
+            pd.testing.assert_frame_equal(frame, read, check_exact=True)
+        except AssertionError as e:
+            c.check(False, "%s: compare_runs' DataFrame differs from the file read by pandas: %s" % (name, e))
+        c.check(str(result.heads["q_bucket"].dtype) == "str" and str(result.summary["layer"].dtype) == "str",
+                "compare_runs: q_bucket and layer are not str columns")
+    # A table without rows keeps its columns' types (from the column list; pandas reading a
+    # header-only file gave object columns).
+    same = ap.compare_runs([folders[0], folders[0]], names=["x", "y"])
+    c.check(len(same.changed) == 0 and str(same.changed["layer"].dtype) == "int64"
+            and str(same.changed["quantities"].dtype) == "str",
+            "compare_runs, no change: changed's dtypes %s" % same.changed.dtypes.to_dict())
     try:
         ap.compare_runs(folders[:1])
         c.check(False, "compare_runs accepted one set")

@@ -96,3 +96,20 @@ def test_compare_runs_refuses_a_string_for_a_list(tmp_path):
         ap.compare_runs([tmp_path / "a", tmp_path / "b"], names="xy")
     with pytest.raises(ap.UsageError, match="compare_runs: sets: .* is one folder; give a list, one per set"):
         ap.compare_runs(str(tmp_path))
+
+
+def test_compare_runs_options_come_from_ap_compare_option_table(tmp_path):
+    # Issue 26: compare_runs' options are ap_compare's table (run/compare_config.hpp), checked by
+    # its setters with its messages, and its help lists them from there, not from a hand copy.
+    from attention_plasticity._core.companion import compare_options
+
+    keys = [option[0] for option in compare_options()]
+    assert keys == ["output_dir", "names", "alpha", "common_heads", "same_dump", "design"]
+    for key, _flag, metavar, text in compare_options():
+        if key not in ("output_dir", "names"):
+            assert "%s (%s): %s" % (key, metavar, text) in ap.compare_runs.__doc__
+    sets = [tmp_path / "a", tmp_path / "b"]  # the options are refused before any set is read
+    with pytest.raises(ap.UsageError, match=r"^compare_runs: alpha: 2.0 must be in \[0, 1\]"):
+        ap.compare_runs(sets, alpha=2)
+    with pytest.raises(ap.UsageError, match="^compare_runs: design: 'both' is not paired or unpaired$"):
+        ap.compare_runs(sets, design="both")

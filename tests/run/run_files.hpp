@@ -4,7 +4,7 @@
 // Helpers of the run layer's file tests: a fresh folder of its own under the system's
 // temporary folder (removed at the end of the test), and whole files and links read and
 // written with the standard library and POSIX only (never with the code under test), and the
-// host name as a lock's owner line gives it.
+// host name as a lock's owner line gives it; the message of an io::input_error.
 
 #include <algorithm>
 #include <cstdlib>
@@ -13,10 +13,13 @@
 #include <iterator>
 #include <stdexcept>
 #include <string>
+#include <functional>
 #include <system_error>
 #include <vector>
 
 #include <unistd.h>
+
+#include <attention_plasticity/io/errors.hpp>
 
 namespace ap_test
 {
@@ -92,6 +95,19 @@ inline std::string plain_host_name()
         throw std::runtime_error("host name '" + host + "' is not a plain name; these tests expect one");
     }
     return host;
+}
+/// The message of the io::input_error `f` throws ("" when none).
+inline std::string input_error_of(const std::function<void()>& f)
+{
+    try
+    {
+        f();
+    }
+    catch (const attention_plasticity::io::input_error& e)
+    {
+        return e.what();
+    }
+    return "";
 }
 }  // namespace ap_test
 

@@ -57,20 +57,6 @@ bool finishes_in_time(const std::function<void()>& f)
     return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-/// The message of the io::input_error `f` throws ("" when none).
-std::string input_error_of(const std::function<void()>& f)
-{
-    try
-    {
-        f();
-    }
-    catch (const io::input_error& e)
-    {
-        return e.what();
-    }
-    return "";
-}
-
 /// The message of the compare_error compare_result_sets throws ("" when none).
 std::string compare_error_of(const compare_options& options)
 {

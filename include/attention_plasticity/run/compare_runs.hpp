@@ -11,21 +11,17 @@
 // a model-level summary by layer (its standard error from the per-sequence influences summed
 // over heads when the sets have them); and each set's means over heads in order (the
 // trajectory of checkpoints).
-// ap_compare (ap_compare_main.cpp) and attention_plasticity.compare_runs (python/src) both
-// call compare_result_sets() below and write its files, so their CSVs are the same bytes.
+// The sets are read by compare_sets.hpp, the tables are compare_tables.hpp's column lists; ap_compare
+// and attention_plasticity.compare_runs both run compare_run.hpp (which calls compare_result_sets()
+// below and writes its files), so their CSVs are the same bytes.
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <filesystem>
-#include <initializer_list>
 #include <limits>
 #include <map>
-#include <optional>
 #include <set>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,9 +31,10 @@
 #include <attention_plasticity/normal.hpp>
 
 #include "../io/csv_rows.hpp"
-#include "../io/bounded_read.hpp"
 #include "../io/folder_overlap.hpp"
 #include "cli_util.hpp"
+#include "compare_sets.hpp"
+#include "compare_tables.hpp"
 #include "errors.hpp"
 #include "result_set_reader.hpp"
 
@@ -82,521 +79,8 @@ struct compare_options
     compare_design design = compare_design::unpaired;  // paired: the sets share their sequences
 };
 
-inline const char* const compare_heads_csv = "compare_heads.csv";
-inline const char* const compare_changed_csv = "compare_changed.csv";
-inline const char* const compare_summary_csv = "compare_summary.csv";
-inline const char* const compare_trajectory_csv = "compare_trajectory.csv";
-
-inline const char* const compare_heads_header =
-    "set_a,set_b,layer,q_head,k_head,quantity,q_bucket,value_a,value_b,difference,se,z,p,q_bh,p_holm,significant,"
-    "design";
-inline const char* const compare_changed_header = "set_a,set_b,layer,q_head,k_head,n_significant,quantities";
-inline const char* const compare_summary_header =
-    "set_a,set_b,quantity,layer,n_heads,mean_a,mean_b,mean_difference,se,ci_low,ci_high,z,p,sd_difference,"
-    "n_significant";
-inline const char* const compare_trajectory_header = "set,order,quantity,layer,n_heads,mean,se,ci_low,ci_high";
-
-// The per-sequence influences of a result set analyzed with sequence_influences on (issue 23;
-// docs/method.md §8.3): one row per (head, sequence, quantity).
-
-/// The columns of head_metrics.csv the comparison reads besides the identity and ap_overall's:
-/// a set without one of them (written before the sequence-level errors) is refused.
-inline const char* const compare_metrics_columns[] = {
-    "ap_first20",   "ap_last20",      "ap_drop",    "ap_first20_se", "ap_first20_bias",
-    "ap_last20_se", "ap_last20_bias", "ap_drop_se", "ap_drop_bias",  "context_length"};
-
 namespace compare_detail
 {
-    /// One estimate: the reported value, its estimated bias and standard error (§8.3).
-    struct estimate
-    {
-        double value = std::numeric_limits<double>::quiet_NaN();
-        double bias = std::numeric_limits<double>::quiet_NaN();
-        double se = std::numeric_limits<double>::quiet_NaN();
-    };
-
-    struct bucket_row
-    {
-        std::int64_t q_bucket = 0;
-        estimate ap;
-    };
-
-    /// A head-level quantity (ap_overall, ap_first20, ap_last20, ap_drop: -1) or a query
-    /// bucket's AP_j (ap_bucket, q_bucket) of one head.
-    using quantity_key = std::pair<std::string, std::int64_t>;
-
-    /// The per-sequence influences Phi_e of one quantity of one head: (example_id, Phi_e), in
-    /// increasing example_id.
-    using influence_list = std::vector<std::pair<std::int64_t, double>>;
-
-    /// One head of one set: its four head-level estimates and its buckets.
-    struct head
-    {
-        std::int64_t layer = 0, q_head = 0, k_head = 0, d_model = 0;
-        estimate overall, first20, last20, drop;
-        double context_length = std::numeric_limits<double>::quiet_NaN();  // C of §2.14
-        double bias_strength = std::numeric_limits<double>::quiet_NaN();  // §8.5; NaN when not written
-        std::vector<bucket_row> buckets;  // in q_bucket order
-        std::map<quantity_key, influence_list> influences;  // empty without an influence table
-
-        /// The influences of a quantity, or nullptr when the set has none for it.
-        const influence_list* influences_of(const quantity_key& key) const
-        {
-            const auto it = influences.find(key);
-            return it == influences.end() ? nullptr : &it->second;
-        }
-    };
-
-    using head_key = std::pair<std::int64_t, std::int64_t>;
-
-    struct loaded_set
-    {
-        std::string name, folder;
-        std::map<head_key, head> heads;
-        bool has_influences = false;  // head_sequence_influence.csv was read
-    };
-
-    inline std::string number_text(double x)
-    {
-        std::string s;
-        io::append_double(s, x);
-        return s;
-    }
-
-    inline std::string head_text(std::int64_t layer, std::int64_t q_head)
-    {
-        return "head layer " + std::to_string(layer) + " q_head " + std::to_string(q_head);
-    }
-
-    /// A CSV of the set: its header's column indices and its rows' fields.
-    struct table
-    {
-        std::string file;
-        std::map<std::string, std::size_t> column;
-        std::vector<std::vector<std::string>> rows;
-
-        std::size_t index(const std::string& name) const
-        {
-            const auto it = column.find(name);
-            if (it == column.end())
-            {
-                throw compare_error(file + ": has no column '" + name
-                                    + "' (written by an older program, or not a head_metrics/head_profile file)");
-            }
-            return it->second;
-        }
-    };
-
-    inline std::vector<std::string> split(const std::string& line)
-    {
-        std::vector<std::string> fields;
-        std::size_t start = 0;
-        while (true)
-        {
-            const std::size_t comma = line.find(',', start);
-            fields.push_back(line.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-            if (comma == std::string::npos)
-            {
-                return fields;
-            }
-            start = comma + 1;
-        }
-    }
-
-    /// The columns of a header line, by name; a name given twice is refused (which of the two
-    /// would be read?).
-    inline std::map<std::string, std::size_t> header_columns(const std::vector<std::string>& fields,
-                                                             const std::string& file)
-    {
-        std::map<std::string, std::size_t> columns;
-        for (std::size_t i = 0; i < fields.size(); ++i)
-        {
-            const auto [it, fresh] = columns.emplace(fields[i], i);
-            if (!fresh)
-            {
-                throw compare_error(file + ": line 1: column '" + fields[i] + "' appears twice (columns "
-                                    + std::to_string(it->second + 1) + " and " + std::to_string(i + 1) + ")");
-            }
-        }
-        return columns;
-    }
-
-    /// The table of `text` (a CSV of the set named `file`): a header and rows of its width, each
-    /// line ended; row i is line i + 2.
-    inline table parse_table(const std::string& text, const std::string& file)
-    {
-        table t;
-        t.file = file;
-        std::size_t start = 0, line_number = 0;
-        std::size_t width = 0;
-        while (start < text.size())
-        {
-            std::size_t end = text.find('\n', start);
-            if (end == std::string::npos)
-            {
-                throw compare_error(file + ": the last line has no end (a truncated file?)");
-            }
-            const std::vector<std::string> fields = split(text.substr(start, end - start));
-            ++line_number;
-            if (line_number == 1)
-            {
-                width = fields.size();
-                t.column = header_columns(fields, file);
-            }
-            else if (fields.size() != width)
-            {
-                throw compare_error(file + ": line " + std::to_string(line_number) + " has " +
-                                    std::to_string(fields.size()) + " fields, the header " + std::to_string(width));
-            }
-            else
-            {
-                t.rows.push_back(fields);
-            }
-            start = end + 1;
-        }
-        if (line_number == 0)
-        {
-            throw compare_error(file + ": is empty (no header line)");
-        }
-        return t;
-    }
-
-    /// "FILE: line N: column C" for messages about one value.
-    inline std::string cell_text(const table& t, std::size_t line, const std::string& column)
-    {
-        return t.file + ": line " + std::to_string(line) + ": column " + column;
-    }
-
-    inline double number(const table& t, const std::vector<std::string>& row, std::size_t line, const std::string& column)
-    {
-        const std::string& text = row[t.index(column)];
-        if (text == "nan")
-        {
-            return std::numeric_limits<double>::quiet_NaN();
-        }
-        char* end = nullptr;
-        errno = 0;
-        const double x = std::strtod(text.c_str(), &end);
-        if (text.empty() || end != text.c_str() + text.size())
-        {
-            throw compare_error(cell_text(t, line, column) + ": '" + text + "' is not a number");
-        }
-        return x;
-    }
-
-    inline std::int64_t integer(const table& t, const std::vector<std::string>& row, std::size_t line,
-                                const std::string& column)
-    {
-        const double x = number(t, row, line, column);
-        if (!(std::floor(x) == x) || std::abs(x) > 9e15)
-        {
-            throw compare_error(cell_text(t, line, column) + ": '" + row[t.index(column)] + "' is not an integer");
-        }
-        return static_cast<std::int64_t>(x);
-    }
-
-    /// An estimate read from columns `value`, `bias`, `se` of a row, checked: the value NaN or
-    /// within [low, high] (a plasticity is in [0, 1], a difference of two in [-1, 1]: docs/method.md
-    /// §3.2, §3.4; a rounding's margin allowed), the bias NaN or finite, the standard error NaN or
-    /// finite and >= 0. An impossible value is refused (compare_error naming the file, the line
-    /// and the column): an infinite error would make any change "no change", a plasticity of 7.5
-    /// is not one.
-    inline estimate read_estimate(const table& t, const std::vector<std::string>& row, std::size_t line,
-                                  const std::string& value, const std::string& bias, const std::string& se,
-                                  double low, double high)
-    {
-        const estimate e{number(t, row, line, value), number(t, row, line, bias), number(t, row, line, se)};
-        constexpr double margin = 1e-9;
-        if (!std::isnan(e.value) && !(e.value >= low - margin && e.value <= high + margin))
-        {
-            throw compare_error(cell_text(t, line, value) + ": " + row[t.index(value)] + " is not a plasticity"
-                                + (low < 0.0 ? " difference" : "") + " (within [" + number_text(low) + ", "
-                                + number_text(high) + "], docs/method.md §3.2)");
-        }
-        if (std::isinf(e.bias))
-        {
-            throw compare_error(cell_text(t, line, bias) + ": " + row[t.index(bias)] + " is not a bias (finite or nan)");
-        }
-        if (!std::isnan(e.se) && !(std::isfinite(e.se) && e.se >= 0.0))
-        {
-            throw compare_error(cell_text(t, line, se) + ": " + row[t.index(se)]
-                                + " is not a standard error (finite and >= 0, or nan)");
-        }
-        return e;
-    }
-
-    /// The longest line accepted in the influence table (its rows are a few dozen bytes): a
-    /// file of one endless line is refused, not read into memory.
-    inline constexpr std::size_t max_influence_line_bytes = 1 << 16;
-
-    /// The per-sequence influences of the set's head_sequence_influence.csv into the heads of `s`,
-    /// read line by line (a large table is not held as text); the number of rows. Throws
-    /// compare_error naming the file, the line and the problem (io::input_error when the file
-    /// cannot be read).
-    inline std::size_t read_influences(loaded_set& s, const result_set_reader& reader)
-    {
-        io::line_reader in = reader.lines(io::influence_csv, max_influence_line_bytes);
-        const std::string file = in.name();
-        table t;
-        t.file = file;
-        std::string line;
-        if (!in.next(line))
-        {
-            throw compare_error(file + ": is empty (no header line)");
-        }
-        const std::vector<std::string> header = split(line);
-        t.column = header_columns(header, file);
-        for (const std::string& name : split(io::influence_header))
-        {
-            if (t.column.count(name) == 0)
-            {
-                throw compare_error(file + ": has no column '" + name + "' (its header should be "
-                                    + io::influence_header + ")");
-            }
-        }
-        const std::size_t quantity_column = t.index("quantity"), bucket_column = t.index("q_bucket");
-        std::size_t line_number = 1;
-        while (in.next(line))
-        {
-            ++line_number;
-            const std::size_t n = line_number;
-            const std::vector<std::string> row = split(line);
-            const std::string where = file + ": line " + std::to_string(line_number);
-            if (row.size() != header.size())
-            {
-                throw compare_error(where + " has " + std::to_string(row.size()) + " fields, the header "
-                                    + std::to_string(header.size()));
-            }
-            const std::int64_t layer = integer(t, row, n, "layer"), q_head = integer(t, row, n, "q_head");
-            const auto it = s.heads.find(head_key{layer, q_head});
-            if (it == s.heads.end())
-            {
-                throw compare_error(where + ": " + head_text(layer, q_head) + " has no row in " + io::metrics_csv);
-            }
-            if (integer(t, row, n, "k_head") != it->second.k_head)
-            {
-                throw compare_error(where + ": " + head_text(layer, q_head) + " has k_head " + row[t.index("k_head")]
-                                    + ", " + std::to_string(it->second.k_head) + " in " + io::metrics_csv);
-            }
-            const std::string& quantity = row[quantity_column];
-            std::int64_t bucket = -1;
-            if (quantity == "ap_bucket")
-            {
-                bucket = integer(t, row, n, "q_bucket");
-            }
-            else if (quantity != "ap_overall" && quantity != "ap_first20" && quantity != "ap_last20"
-                     && quantity != "ap_drop")
-            {
-                throw compare_error(where + ": quantity '" + quantity
-                                    + "' is not ap_overall, ap_first20, ap_last20, ap_drop or ap_bucket");
-            }
-            else if (row[bucket_column] != "0")
-            {
-                throw compare_error(where + ": " + quantity + " has q_bucket '" + row[bucket_column]
-                                    + "' (0 on the head-level rows; only ap_bucket rows name a bucket, docs/method.md §3.7)");
-            }
-            const double influence = number(t, row, n, "influence");
-            if (std::isinf(influence))
-            {
-                throw compare_error(cell_text(t, n, "influence") + ": " + row[t.index("influence")]
-                                    + " is not an influence (finite or nan)");
-            }
-            it->second.influences[{quantity, bucket}].emplace_back(integer(t, row, n, "example_id"), influence);
-        }
-        if (!in.last_line_ended())
-        {
-            throw compare_error(file + ": the last line has no end (a truncated file?)");
-        }
-        const std::size_t rows = line_number - 1;
-        for (auto& [key, h] : s.heads)
-        {
-            for (auto& [quantity, list] : h.influences)
-            {
-                std::stable_sort(list.begin(), list.end(),
-                                 [](const auto& u, const auto& v) { return u.first < v.first; });
-                for (std::size_t i = 1; i < list.size(); ++i)
-                {
-                    if (list[i].first == list[i - 1].first)
-                    {
-                        throw compare_error(file + ": " + head_text(key.first, key.second) + ", "
-                                            + quantity.first
-                                            + (quantity.second >= 0 ? " " + std::to_string(quantity.second) : "")
-                                            + ": example_id " + std::to_string(list[i].first) + " has two rows");
-                    }
-                }
-            }
-        }
-        return rows;
-    }
-
-    /// Every quantity of `s` with a standard error has its sequences' influences (a table of
-    /// another run, or cut short, would pair the wrong numbers); else compare_error naming `file`.
-    inline void check_influences(const loaded_set& s, const std::string& file)
-    {
-        for (const auto& [key, h] : s.heads)
-        {
-            const std::pair<const char*, const estimate*> quantities[] = {
-                {"ap_overall", &h.overall}, {"ap_first20", &h.first20}, {"ap_last20", &h.last20},
-                {"ap_drop", &h.drop}};
-            std::vector<quantity_key> needed;
-            for (const auto& [quantity, e] : quantities)
-            {
-                if (std::isfinite(e->value) && std::isfinite(e->se))
-                {
-                    needed.push_back({quantity, -1});
-                }
-            }
-            for (const bucket_row& b : h.buckets)
-            {
-                if (std::isfinite(b.ap.value) && std::isfinite(b.ap.se))
-                {
-                    needed.push_back({"ap_bucket", b.q_bucket});
-                }
-            }
-            for (const quantity_key& q : needed)
-            {
-                if (h.influences_of(q) == nullptr)
-                {
-                    throw compare_error(file + ": " + head_text(key.first, key.second) + " has no rows of "
-                                        + q.first + (q.second >= 0 ? " " + std::to_string(q.second) : "")
-                                        + ", which has a standard error in " + io::metrics_csv + "/" + io::profile_csv
-                                        + " (files of different runs?)");
-                }
-            }
-        }
-    }
-
-    /// The largest head_metrics.csv or head_profile.csv read (each is held whole while it is
-    /// parsed): the machine's memory / 4, the parsed fields taking a few times the text.
-    inline std::uintmax_t max_table_bytes()
-    {
-        return io::physical_memory_bytes() / 4;
-    }
-
-    inline loaded_set load_set(const result_set_reader& reader, const std::string& name)
-    {
-        const std::string& folder = reader.folder();
-        const std::string label = "result set '" + folder + "'";
-        loaded_set s;
-        s.name = name;
-        s.folder = folder;
-        const table metrics = parse_table(reader.read(io::metrics_csv, max_table_bytes()), reader.display(io::metrics_csv));
-        const table profile = parse_table(reader.read(io::profile_csv, max_table_bytes()), reader.display(io::profile_csv));
-        for (const char* column : compare_metrics_columns)
-        {
-            if (metrics.column.count(column) == 0)
-            {
-                throw compare_error(metrics.file + ": has no column '" + column
-                                    + "' (written before head_metrics.csv had the standard errors of ap_first20, "
-                                      "ap_last20 and ap_drop: analyze the dump again with this version; "
-                                      "docs/method.md §8.6)");
-            }
-        }
-        const bool with_sequences = metrics.column.count("n_sequences") != 0;
-        for (std::size_t r = 0; r < metrics.rows.size(); ++r)
-        {
-            const std::vector<std::string>& row = metrics.rows[r];
-            const std::size_t n = r + 2;
-            head h;
-            h.layer = integer(metrics, row, n, "layer");
-            h.q_head = integer(metrics, row, n, "q_head");
-            h.k_head = integer(metrics, row, n, "k_head");
-            h.d_model = integer(metrics, row, n, "d_model");
-            h.overall = read_estimate(metrics, row, n, "ap_overall", "ap_overall_bias", "ap_overall_se", 0.0, 1.0);
-            h.first20 = read_estimate(metrics, row, n, "ap_first20", "ap_first20_bias", "ap_first20_se", 0.0, 1.0);
-            h.last20 = read_estimate(metrics, row, n, "ap_last20", "ap_last20_bias", "ap_last20_se", 0.0, 1.0);
-            h.drop = read_estimate(metrics, row, n, "ap_drop", "ap_drop_bias", "ap_drop_se", -1.0, 1.0);
-            h.context_length = number(metrics, row, n, "context_length");
-            if (metrics.column.count("bias_strength") != 0)
-            {
-                h.bias_strength = number(metrics, row, n, "bias_strength");
-            }
-            if (!std::isnan(h.overall.value) && std::isnan(h.overall.se))
-            {
-                const double sequences =
-                    with_sequences ? number(metrics, row, n, "n_sequences") : std::numeric_limits<double>::quiet_NaN();
-                throw compare_error(label + ": " + head_text(h.layer, h.q_head)
-                                    + " has no standard error (ap_overall_se is nan): analyze it with "
-                                      "confidence_intervals on (docs/method.md §8.3)"
-                                    + (sequences < 10.0
-                                           ? "; it has " + number_text(sequences)
-                                                 + " sequences (n_sequences), and sequence-level errors need at "
-                                                   "least 10: give it more sequences, or analyze it with "
-                                                   "sampling_unit token (errors that take the tokens as independent)"
-                                           : std::string()));
-            }
-            if (!s.heads.emplace(head_key{h.layer, h.q_head}, h).second)
-            {
-                throw compare_error(metrics.file + ": line " + std::to_string(n) + ": "
-                                    + head_text(h.layer, h.q_head) + " has two rows");
-            }
-        }
-        std::set<std::pair<head_key, std::int64_t>> buckets_seen;
-        for (std::size_t r = 0; r < profile.rows.size(); ++r)
-        {
-            const std::vector<std::string>& row = profile.rows[r];
-            const std::size_t n = r + 2;
-            const head_key key{integer(profile, row, n, "layer"), integer(profile, row, n, "q_head")};
-            const auto it = s.heads.find(key);
-            if (it == s.heads.end())
-            {
-                throw compare_error(profile.file + ": line " + std::to_string(n) + ": "
-                                    + head_text(key.first, key.second) + " has no row in " + io::metrics_csv);
-            }
-            if (integer(profile, row, n, "k_head") != it->second.k_head)
-            {
-                throw compare_error(cell_text(profile, n, "k_head") + ": " + head_text(key.first, key.second)
-                                    + " has k_head " + row[profile.index("k_head")] + ", "
-                                    + std::to_string(it->second.k_head) + " in " + io::metrics_csv);
-            }
-            bucket_row b;
-            b.q_bucket = integer(profile, row, n, "q_bucket");
-            if (!buckets_seen.insert({key, b.q_bucket}).second)
-            {
-                throw compare_error(profile.file + ": line " + std::to_string(n) + ": "
-                                    + head_text(key.first, key.second) + " q_bucket " + std::to_string(b.q_bucket)
-                                    + " has two rows");
-            }
-            b.ap = read_estimate(profile, row, n, "plasticity", "plasticity_bias", "plasticity_se", 0.0, 1.0);
-            it->second.buckets.push_back(b);
-        }
-        if (reader.holds(io::influence_csv))
-        {
-            // A table of its header only: the set was analyzed without the influences.
-            s.has_influences = read_influences(s, reader) > 0;
-            if (s.has_influences)
-            {
-                check_influences(s, reader.display(io::influence_csv));
-            }
-        }
-        return s;
-    }
-
-    /// The result set in `folder` (result_set_reader.hpp: its shared lock held while it is read,
-    /// one set, each file bounded), checked; compare_error naming the file, line and column.
-    inline loaded_set load_set(const std::string& folder, const std::string& name)
-    {
-        const std::string label = "result set '" + folder + "'";
-        std::optional<result_set_reader> reader;
-        try
-        {
-            reader.emplace(folder);
-        }
-        catch (const result_folder_error& e)
-        {
-            throw compare_error(label + ": " + e.what()
-                                + (e.problem() == result_folder_problem::busy ? ", then compare" : ""));
-        }
-        try
-        {
-            return load_set(*reader, name);
-        }
-        catch (const io::input_error& e)
-        {
-            throw compare_error(e.what());
-        }
-    }
-
     /// f(example_id, Phi^A_e, Phi^B_e) over the union of the example ids of `a` and `b` (each in
     /// increasing example_id), in increasing example_id; an id of one list only has 0 in the other.
     template <class F>
@@ -783,23 +267,14 @@ namespace compare_detail
         }
     }
 
-    /// Appends ",x" for each x (csv_rows.hpp's number format).
-    inline void append_reals(std::string& out, std::initializer_list<double> values)
-    {
-        for (double x : values)
-        {
-            out += ',';
-            io::append_double(out, x);
-        }
-    }
-
 }  // namespace compare_detail
 
-/// The compared result sets as files (compare_heads.csv, compare_changed.csv,
-/// compare_summary.csv) and messages worth showing. Throws compare_error naming the set and the
+/// The compared result sets as rows and files (compare_heads.csv, compare_changed.csv,
+/// compare_summary.csv, compare_trajectory.csv) and messages worth showing. Throws compare_error naming the set and the
 /// problem when the sets cannot be compared.
 struct compare_result
 {
+    compare_tables tables;           // the rows of the files
     std::vector<std::string> names;  // of the files, in order
     std::vector<std::string> texts;  // their bytes
     std::vector<std::string> notes;  // e.g. heads left out with common_heads
@@ -822,7 +297,7 @@ inline compare_result compare_result_sets(const compare_options& options)
     }
     if (!(options.alpha > 0.0 && options.alpha < 1.0))
     {
-        throw compare_error("alpha must be in (0, 1), got " + number_text(options.alpha));
+        throw compare_error("alpha must be in (0, 1), got " + io::format_number(options.alpha));
     }
     std::vector<loaded_set> sets;
     std::set<std::string> seen;
@@ -948,11 +423,8 @@ inline compare_result compare_result_sets(const compare_options& options)
         }
     }
 
-    std::string heads_text = std::string(compare_heads_header) + "\n";
-    std::string changed_text = std::string(compare_changed_header) + "\n";
-    std::string summary_text = std::string(compare_summary_header) + "\n";
+    compare_tables& tables = result.tables;
     const double z_level = attention_plasticity::normal_quantile(1.0 - 0.5 * options.alpha);
-    const char* const head_quantities[] = {"ap_overall", "ap_first20", "ap_last20", "ap_drop"};
     for (std::size_t s = 0; s + 1 < sets.size(); ++s)
     {
         const loaded_set& A = sets[s];
@@ -969,15 +441,13 @@ inline compare_result compare_result_sets(const compare_options& options)
             {
                 if (other_context++ == 0)
                 {
-                    context_example = head_text(key.first, key.second) + ": C " + number_text(a.context_length)
-                                      + " and " + number_text(b.context_length);
+                    context_example = head_text(key.first, key.second) + ": C " + io::format_number(a.context_length)
+                                      + " and " + io::format_number(b.context_length);
                 }
             }
-            const estimate* ea[] = {&a.overall, &a.first20, &a.last20, &a.drop};
-            const estimate* eb[] = {&b.overall, &b.first20, &b.last20, &b.drop};
-            for (std::size_t q = 0; q < 4; ++q)
+            for (const head_quantity& q : head_quantities)
             {
-                rows.push_back(compare(a, b, head_quantities[q], -1, *ea[q], *eb[q], options.design));
+                rows.push_back(compare(a, b, q.name(), -1, a.*q.member, b.*q.member, options.design));
             }
             // The query buckets of either set (a bucket of one only: NaN in the other).
             std::map<std::int64_t, std::pair<estimate, estimate>> buckets;
@@ -1046,13 +516,10 @@ inline compare_result compare_result_sets(const compare_options& options)
         for (const comparison& c : rows)
         {
             const bool significant = c.q_bh <= options.alpha;
-            heads_text += A.name + "," + B.name + "," + std::to_string(c.a->layer) + "," + std::to_string(c.a->q_head)
-                          + "," + std::to_string(c.a->k_head) + "," + c.quantity + ","
-                          + (c.quantity == "ap_bucket" ? std::to_string(c.q_bucket) : "");
-            append_reals(heads_text, {c.x.value, c.y.value, c.difference, c.se, c.z, c.p, c.q_bh, c.p_holm});
-            heads_text += significant ? ",1," : ",0,";
-            heads_text += design_name(options.design);
-            heads_text += '\n';
+            tables.heads.push_back({A.name, B.name, c.a->layer, c.a->q_head, c.a->k_head, c.quantity,
+                                    c.quantity == "ap_bucket" ? std::to_string(c.q_bucket) : "", c.x.value, c.y.value,
+                                    c.difference, c.se, c.z, c.p, c.q_bh, c.p_holm, significant ? 1 : 0,
+                                    design_name(options.design)});
             if (significant)
             {
                 changed[{c.a->layer, c.a->q_head}].push_back(
@@ -1066,19 +533,18 @@ inline compare_result compare_result_sets(const compare_options& options)
             {
                 list += (list.empty() ? "" : " ") + n;
             }
-            changed_text += A.name + "," + B.name + "," + std::to_string(key.first) + "," + std::to_string(key.second)
-                            + "," + std::to_string(A.heads.at(key).k_head) + "," + std::to_string(names.size()) + ","
-                            + list + "\n";
+            tables.changed.push_back({A.name, B.name, key.first, key.second, A.heads.at(key).k_head,
+                                      static_cast<std::int64_t>(names.size()), list});
         }
         result.changed_heads += changed.size();
         // The model-level summary: the mean over heads, all layers (layer -1) and per layer.
         const bool sequence_level = A.has_influences && B.has_influences;
-        for (std::size_t q = 0; q < 4; ++q)
+        for (const head_quantity& q : head_quantities)
         {
             std::map<std::int64_t, std::vector<const comparison*>> groups;
             for (const comparison& c : rows)
             {
-                if (c.quantity == head_quantities[q] && std::isfinite(c.difference) && std::isfinite(c.se))
+                if (c.quantity == q.name() && std::isfinite(c.difference) && std::isfinite(c.se))
                 {
                     groups[-1].push_back(&c);
                     groups[c.a->layer].push_back(&c);
@@ -1105,34 +571,31 @@ inline compare_result compare_result_sets(const compare_options& options)
                 // is the sequences' (§8.6); without, the heads are taken as independent.
                 const double se = sequence_level ? mean_se_of_changes(members, options.design) : std::sqrt(variance) / n;
                 const double z = se > 0.0 ? mean_d / se : std::numeric_limits<double>::quiet_NaN();
-                summary_text += A.name + "," + B.name + "," + head_quantities[q] + ","
-                                + (layer < 0 ? std::string("all") : std::to_string(layer)) + ","
-                                + std::to_string(members.size());
-                append_reals(summary_text, {mean_a, mean_b, mean_d, se, mean_d - z_level * se, mean_d + z_level * se, z,
-                                              std::erfc(std::abs(z) / std::sqrt(2.0)),
-                                              members.size() > 1 ? std::sqrt(spread / (n - 1.0))
-                                                                 : std::numeric_limits<double>::quiet_NaN()});
-                summary_text += "," + std::to_string(static_cast<std::size_t>(significant)) + "\n";
+                tables.summary.push_back(
+                    {A.name, B.name, q.name(), layer < 0 ? std::string("all") : std::to_string(layer),
+                     static_cast<std::int64_t>(members.size()), mean_a, mean_b, mean_d, se, mean_d - z_level * se,
+                     mean_d + z_level * se, z, std::erfc(std::abs(z) / std::sqrt(2.0)),
+                     members.size() > 1 ? std::sqrt(spread / (n - 1.0)) : std::numeric_limits<double>::quiet_NaN(),
+                     static_cast<std::int64_t>(significant)});
             }
         }
     }
     // The trajectory: each set's mean over the compared heads, all layers and by layer.
-    std::string trajectory_text = std::string(compare_trajectory_header) + "\n";
     for (std::size_t s = 0; s < sets.size(); ++s)
     {
-        const char* const quantities[] = {"ap_overall", "ap_first20", "ap_last20", "ap_drop", "bias_strength"};
-        for (std::size_t q = 0; q < 5; ++q)
+        // The head-level quantities, then bias_strength (§8.5: a value without an error).
+        constexpr std::size_t n_quantities = std::size(head_quantities);
+        for (std::size_t q = 0; q <= n_quantities; ++q)
         {
+            const bool estimated = q < n_quantities;
+            const char* const quantity = estimated ? head_quantities[q].name() : "bias_strength";
             std::map<std::int64_t, std::vector<std::pair<estimate, const influence_list*>>> groups;
             for (const head_key& key : keys)
             {
                 const head& h = sets[s].heads.at(key);
-                const influence_list* influences = q < 4 ? h.influences_of({quantities[q], -1}) : nullptr;
-                const estimate e = q == 0   ? h.overall
-                                   : q == 1 ? h.first20
-                                   : q == 2 ? h.last20
-                                   : q == 3 ? h.drop
-                                            : estimate{h.bias_strength, 0.0, std::numeric_limits<double>::quiet_NaN()};
+                const influence_list* influences = estimated ? h.influences_of({quantity, -1}) : nullptr;
+                const estimate e = estimated ? h.*head_quantities[q].member
+                                             : estimate{h.bias_strength, 0.0, std::numeric_limits<double>::quiet_NaN()};
                 if (std::isfinite(e.value))
                 {
                     groups[-1].push_back({e, influences});
@@ -1151,12 +614,11 @@ inline compare_result compare_result_sets(const compare_options& options)
                     lists.push_back(std::isfinite(e.se) ? influences : nullptr);
                 }
                 // As the summary's: the sequences' error of the mean when the set has influences.
-                const double se = q < 4 && sets[s].has_influences ? mean_se_of_set(lists) : std::sqrt(variance) / n;
-                trajectory_text += sets[s].name + "," + std::to_string(s) + "," + quantities[q] + ","
-                                   + (layer < 0 ? std::string("all") : std::to_string(layer)) + ","
-                                   + std::to_string(members.size());
-                append_reals(trajectory_text, {mean, se, mean - z_level * se, mean + z_level * se});
-                trajectory_text += "\n";
+                const double se = estimated && sets[s].has_influences ? mean_se_of_set(lists) : std::sqrt(variance) / n;
+                tables.trajectory.push_back({sets[s].name, static_cast<std::int64_t>(s), quantity,
+                                             layer < 0 ? std::string("all") : std::to_string(layer),
+                                             static_cast<std::int64_t>(members.size()), mean, se,
+                                             mean - z_level * se, mean + z_level * se});
             }
         }
     }
@@ -1170,8 +632,10 @@ inline compare_result compare_result_sets(const compare_options& options)
                   "analyses share the query sample, so the difference's true variance is smaller and the tests are "
                   "conservative (docs/method.md §8.6; --design paired accounts for the shared sequences)");
     }
-    result.names = {compare_heads_csv, compare_changed_csv, compare_summary_csv, compare_trajectory_csv};
-    result.texts = {std::move(heads_text), std::move(changed_text), std::move(summary_text), std::move(trajectory_text)};
+    result.names = compare_file_names();
+    for_each_compare_table(tables, [&](const char*, const auto& columns, const auto& rows) {
+        result.texts.push_back(io::csv_text(columns, rows));
+    });
     return result;
 }
 
@@ -1188,8 +652,7 @@ inline void check_output_folder(const compare_options& options, const std::strin
                             + " the result set '" + options.folders[overlap.input]
                             + "'; write the comparison into another folder (outside every result set)");
     }
-    const std::vector<std::string> foreign = foreign_result_files(
-        output_dir, {compare_heads_csv, compare_changed_csv, compare_summary_csv, compare_trajectory_csv});
+    const std::vector<std::string> foreign = foreign_result_files(output_dir, compare_file_names());
     if (!foreign.empty())
     {
         throw compare_error("the output folder '" + output_dir + "' holds the results of another program ("

@@ -1,0 +1,404 @@
+#ifndef ATTENTION_PLASTICITY_RUN_COMPARE_SETS_HPP
+#define ATTENTION_PLASTICITY_RUN_COMPARE_SETS_HPP
+
+// The result sets a comparison reads (docs/method.md §8.6): each head's estimates (value, bias,
+// standard error) of head_metrics.csv and head_profile.csv and, when the set has them, the
+// per-sequence influences of head_sequence_influence.csv (§8.3), read through io/csv_reader.hpp
+// by the schema's column names and checked (an impossible value is refused naming the file, the
+// line and the column). compare_runs.hpp compares what is loaded here.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../io/bounded_read.hpp"
+#include "../io/csv_rows.hpp"
+#include "../io/csv_reader.hpp"
+#include "errors.hpp"
+#include "result_set_reader.hpp"
+
+namespace attention_plasticity::run::compare_detail
+{
+/// One estimate: the reported value, its estimated bias and standard error (§8.3).
+struct estimate
+{
+    double value = std::numeric_limits<double>::quiet_NaN();
+    double bias = std::numeric_limits<double>::quiet_NaN();
+    double se = std::numeric_limits<double>::quiet_NaN();
+};
+
+/// Where an estimate is read: its value, bias and standard error columns, and the range of a
+/// possible value (a plasticity is in [0, 1], a difference of two in [-1, 1]: §3.2, §3.4).
+struct estimate_columns
+{
+    const char* value;
+    const char* bias;
+    const char* se;
+    double low, high;
+};
+
+struct bucket_row
+{
+    std::int64_t q_bucket = 0;
+    estimate ap;
+};
+
+/// A head-level quantity (ap_overall, ap_first20, ap_last20, ap_drop: -1) or a query
+/// bucket's AP_j (ap_bucket, q_bucket) of one head.
+using quantity_key = std::pair<std::string, std::int64_t>;
+
+/// The per-sequence influences Phi_e of one quantity of one head: (example_id, Phi_e), in
+/// increasing example_id.
+using influence_list = std::vector<std::pair<std::int64_t, double>>;
+
+/// One head of one set: its four head-level estimates and its buckets.
+struct head
+{
+    std::int64_t layer = 0, q_head = 0, k_head = 0, d_model = 0;
+    estimate overall, first20, last20, drop;
+    double context_length = std::numeric_limits<double>::quiet_NaN();  // C of §2.14
+    double bias_strength = std::numeric_limits<double>::quiet_NaN();  // §8.5; NaN when not written
+    std::vector<bucket_row> buckets;  // in q_bucket order
+    std::map<quantity_key, influence_list> influences;  // empty without an influence table
+
+    /// The influences of a quantity, or nullptr when the set has none for it.
+    const influence_list* influences_of(const quantity_key& key) const
+    {
+        const auto it = influences.find(key);
+        return it == influences.end() ? nullptr : &it->second;
+    }
+};
+
+/// A head-level quantity compared: its name (that of its value column in head_metrics.csv and
+/// of its rows in head_sequence_influence.csv), its columns and its member of `head`.
+struct head_quantity
+{
+    estimate_columns columns;
+    estimate head::*member;
+
+    const char* name() const { return columns.value; }
+};
+
+/// The head-level quantities compared, in the order of the tables' rows (one list: reading,
+/// checking and comparing loop over it).
+inline const head_quantity head_quantities[] = {
+    {{"ap_overall", "ap_overall_bias", "ap_overall_se", 0.0, 1.0}, &head::overall},
+    {{"ap_first20", "ap_first20_bias", "ap_first20_se", 0.0, 1.0}, &head::first20},
+    {{"ap_last20", "ap_last20_bias", "ap_last20_se", 0.0, 1.0}, &head::last20},
+    {{"ap_drop", "ap_drop_bias", "ap_drop_se", -1.0, 1.0}, &head::drop}};
+
+/// A query bucket's AP_j in head_profile.csv.
+inline const estimate_columns bucket_columns = {"plasticity", "plasticity_bias", "plasticity_se", 0.0, 1.0};
+
+using head_key = std::pair<std::int64_t, std::int64_t>;
+
+struct loaded_set
+{
+    std::string name, folder;
+    std::map<head_key, head> heads;
+    bool has_influences = false;  // head_sequence_influence.csv was read
+};
+
+inline std::string head_text(std::int64_t layer, std::int64_t q_head)
+{
+    return "head layer " + std::to_string(layer) + " q_head " + std::to_string(q_head);
+}
+
+/// An estimate read from `row` at `c`, checked: the value NaN or within [low, high] (a rounding's
+/// margin allowed), the bias NaN or finite, the standard error NaN or finite and >= 0. An
+/// impossible value is refused (input_error naming the file, the line and the column): an
+/// infinite error would make any change "no change", a plasticity of 7.5 is not one.
+inline estimate read_estimate(const io::csv_row& row, const estimate_columns& c)
+{
+    const estimate e{row.real(c.value), row.real(c.bias), row.real(c.se)};
+    constexpr double margin = 1e-9;
+    if (!std::isnan(e.value) && !(e.value >= c.low - margin && e.value <= c.high + margin))
+    {
+        throw row.error(c.value, row.text(c.value) + " is not a plasticity" + (c.low < 0.0 ? " difference" : "")
+                                     + " (within [" + io::format_number(c.low) + ", " + io::format_number(c.high)
+                                     + "], docs/method.md §3.2)");
+    }
+    if (std::isinf(e.bias))
+    {
+        throw row.error(c.bias, row.text(c.bias) + " is not a bias (finite or nan)");
+    }
+    if (!std::isnan(e.se) && !(std::isfinite(e.se) && e.se >= 0.0))
+    {
+        throw row.error(c.se, row.text(c.se) + " is not a standard error (finite and >= 0, or nan)");
+    }
+    return e;
+}
+
+/// The longest line accepted in the influence table (its rows are a few dozen bytes): a
+/// file of one endless line is refused, not read into memory.
+inline constexpr std::size_t max_influence_line_bytes = 1 << 16;
+
+/// The per-sequence influences of the set's head_sequence_influence.csv into the heads of `s`,
+/// read line by line (a large table is not held as text); the number of rows. Throws
+/// compare_error or io::input_error naming the file, the line and the problem.
+inline std::size_t read_influences(loaded_set& s, const result_set_reader& reader)
+{
+    io::table_lines table(reader.lines(io::influence_csv, max_influence_line_bytes));
+    const std::string& file = table.header().file();
+    std::vector<std::string> schema;
+    io::split_fields(io::influence_header, schema);
+    for (const std::string& name : schema)
+    {
+        if (!table.header().has(name))
+        {
+            throw compare_error(file + ": has no column '" + name + "' (its header should be " + io::influence_header
+                                + ")");
+        }
+    }
+    while (table.next())
+    {
+        const io::csv_row row = table.row();
+        const std::int64_t layer = row.integer("layer"), q_head = row.integer("q_head");
+        const auto it = s.heads.find(head_key{layer, q_head});
+        if (it == s.heads.end())
+        {
+            throw row.error(head_text(layer, q_head) + " has no row in " + io::metrics_csv);
+        }
+        if (row.integer("k_head") != it->second.k_head)
+        {
+            throw row.error(head_text(layer, q_head) + " has k_head " + row.text("k_head") + ", "
+                            + std::to_string(it->second.k_head) + " in " + io::metrics_csv);
+        }
+        const std::string& quantity = row.text("quantity");
+        std::int64_t bucket = -1;
+        if (quantity == "ap_bucket")
+        {
+            bucket = row.integer("q_bucket");
+        }
+        else if (std::none_of(std::begin(head_quantities), std::end(head_quantities),
+                              [&](const head_quantity& q) { return quantity == q.name(); }))
+        {
+            throw row.error("quantity '" + quantity + "' is not ap_overall, ap_first20, ap_last20, ap_drop or ap_bucket");
+        }
+        else if (row.text("q_bucket") != "0")
+        {
+            throw row.error(quantity + " has q_bucket '" + row.text("q_bucket")
+                            + "' (0 on the head-level rows; only ap_bucket rows name a bucket, docs/method.md §3.7)");
+        }
+        const double influence = row.real("influence");
+        if (std::isinf(influence))
+        {
+            throw row.error("influence", row.text("influence") + " is not an influence (finite or nan)");
+        }
+        it->second.influences[{quantity, bucket}].emplace_back(row.integer("example_id"), influence);
+    }
+    for (auto& [key, h] : s.heads)
+    {
+        for (auto& [quantity, list] : h.influences)
+        {
+            std::stable_sort(list.begin(), list.end(), [](const auto& u, const auto& v) { return u.first < v.first; });
+            for (std::size_t i = 1; i < list.size(); ++i)
+            {
+                if (list[i].first == list[i - 1].first)
+                {
+                    throw compare_error(file + ": " + head_text(key.first, key.second) + ", " + quantity.first
+                                        + (quantity.second >= 0 ? " " + std::to_string(quantity.second) : "")
+                                        + ": example_id " + std::to_string(list[i].first) + " has two rows");
+                }
+            }
+        }
+    }
+    return table.rows();
+}
+
+/// Every quantity of `s` with a standard error has its sequences' influences (a table of
+/// another run, or cut short, would pair the wrong numbers); else compare_error naming `file`.
+inline void check_influences(const loaded_set& s, const std::string& file)
+{
+    for (const auto& [key, h] : s.heads)
+    {
+        std::vector<quantity_key> needed;
+        for (const head_quantity& q : head_quantities)
+        {
+            const estimate& e = h.*q.member;
+            if (std::isfinite(e.value) && std::isfinite(e.se))
+            {
+                needed.push_back({q.name(), -1});
+            }
+        }
+        for (const bucket_row& b : h.buckets)
+        {
+            if (std::isfinite(b.ap.value) && std::isfinite(b.ap.se))
+            {
+                needed.push_back({"ap_bucket", b.q_bucket});
+            }
+        }
+        for (const quantity_key& q : needed)
+        {
+            if (h.influences_of(q) == nullptr)
+            {
+                throw compare_error(file + ": " + head_text(key.first, key.second) + " has no rows of " + q.first
+                                    + (q.second >= 0 ? " " + std::to_string(q.second) : "")
+                                    + ", which has a standard error in " + io::metrics_csv + "/" + io::profile_csv
+                                    + " (files of different runs?)");
+            }
+        }
+    }
+}
+
+/// The largest head_metrics.csv or head_profile.csv read (each is held whole while it is
+/// parsed): the machine's memory / 4, the parsed fields taking a few times the text.
+inline std::uintmax_t max_table_bytes()
+{
+    return io::physical_memory_bytes() / 4;
+}
+
+/// The end of the message for a column of head_metrics.csv or head_profile.csv that is absent.
+inline const char* const missing_column_note =
+    " (written by an older program, or not a head_metrics/head_profile file)";
+
+/// A table of the set held whole (head_metrics.csv, head_profile.csv).
+inline io::parsed_table read_table(const result_set_reader& reader, const char* name)
+{
+    return io::parsed_table(reader.read(name, max_table_bytes()), reader.display(name), missing_column_note);
+}
+
+/// The columns of head_metrics.csv a set written before the sequence-level errors lacks (the
+/// head-level quantities but ap_overall, whose columns are older: their values, then their
+/// standard errors and biases, then context_length): the first absent is named.
+inline std::vector<const char*> sequence_error_columns()
+{
+    std::vector<const char*> columns;
+    for (std::size_t q = 1; q < std::size(head_quantities); ++q)
+    {
+        columns.push_back(head_quantities[q].columns.value);
+    }
+    for (std::size_t q = 1; q < std::size(head_quantities); ++q)
+    {
+        columns.push_back(head_quantities[q].columns.se);
+        columns.push_back(head_quantities[q].columns.bias);
+    }
+    columns.push_back("context_length");
+    return columns;
+}
+
+inline loaded_set load_set(const result_set_reader& reader, const std::string& name)
+{
+    const std::string& folder = reader.folder();
+    const std::string label = "result set '" + folder + "'";
+    loaded_set s;
+    s.name = name;
+    s.folder = folder;
+    const io::parsed_table metrics = read_table(reader, io::metrics_csv);
+    const io::parsed_table profile = read_table(reader, io::profile_csv);
+    for (const char* column : sequence_error_columns())
+    {
+        if (!metrics.header().has(column))
+        {
+            throw compare_error(metrics.header().file() + ": has no column '" + column
+                                + "' (written before head_metrics.csv had the standard errors of ap_first20, "
+                                  "ap_last20 and ap_drop: analyze the dump again with this version; "
+                                  "docs/method.md §8.6)");
+        }
+    }
+    const bool with_sequences = metrics.header().has("n_sequences");
+    const bool with_bias_strength = metrics.header().has("bias_strength");
+    for (std::size_t r = 0; r < metrics.size(); ++r)
+    {
+        const io::csv_row row = metrics.row(r);
+        head h;
+        h.layer = row.integer("layer");
+        h.q_head = row.integer("q_head");
+        h.k_head = row.integer("k_head");
+        h.d_model = row.integer("d_model");
+        for (const head_quantity& q : head_quantities)
+        {
+            h.*q.member = read_estimate(row, q.columns);
+        }
+        h.context_length = row.real("context_length");
+        if (with_bias_strength)
+        {
+            h.bias_strength = row.real("bias_strength");
+        }
+        if (!std::isnan(h.overall.value) && std::isnan(h.overall.se))
+        {
+            const double sequences = with_sequences ? row.real("n_sequences") : std::numeric_limits<double>::quiet_NaN();
+            throw compare_error(label + ": " + head_text(h.layer, h.q_head)
+                                + " has no standard error (ap_overall_se is nan): analyze it with "
+                                  "confidence_intervals on (docs/method.md §8.3)"
+                                + (sequences < 10.0 ? "; it has " + io::format_number(sequences)
+                                                          + " sequences (n_sequences), and sequence-level errors need at "
+                                                            "least 10: give it more sequences, or analyze it with "
+                                                            "sampling_unit token (errors that take the tokens as independent)"
+                                                    : std::string()));
+        }
+        if (!s.heads.emplace(head_key{h.layer, h.q_head}, h).second)
+        {
+            throw row.error(head_text(h.layer, h.q_head) + " has two rows");
+        }
+    }
+    std::set<std::pair<head_key, std::int64_t>> buckets_seen;
+    for (std::size_t r = 0; r < profile.size(); ++r)
+    {
+        const io::csv_row row = profile.row(r);
+        const head_key key{row.integer("layer"), row.integer("q_head")};
+        const auto it = s.heads.find(key);
+        if (it == s.heads.end())
+        {
+            throw row.error(head_text(key.first, key.second) + " has no row in " + io::metrics_csv);
+        }
+        if (row.integer("k_head") != it->second.k_head)
+        {
+            throw row.error("k_head", head_text(key.first, key.second) + " has k_head " + row.text("k_head") + ", "
+                                          + std::to_string(it->second.k_head) + " in " + io::metrics_csv);
+        }
+        bucket_row b;
+        b.q_bucket = row.integer("q_bucket");
+        if (!buckets_seen.insert({key, b.q_bucket}).second)
+        {
+            throw row.error(head_text(key.first, key.second) + " q_bucket " + std::to_string(b.q_bucket)
+                            + " has two rows");
+        }
+        b.ap = read_estimate(row, bucket_columns);
+        it->second.buckets.push_back(b);
+    }
+    if (reader.holds(io::influence_csv))
+    {
+        // A table of its header only: the set was analyzed without the influences.
+        s.has_influences = read_influences(s, reader) > 0;
+        if (s.has_influences)
+        {
+            check_influences(s, reader.display(io::influence_csv));
+        }
+    }
+    return s;
+}
+
+/// The result set in `folder` (result_set_reader.hpp: its shared lock held while it is read,
+/// one set, each file bounded), checked; compare_error naming the file, line and column.
+inline loaded_set load_set(const std::string& folder, const std::string& name)
+{
+    const std::string label = "result set '" + folder + "'";
+    std::optional<result_set_reader> reader;
+    try
+    {
+        reader.emplace(folder);
+    }
+    catch (const result_folder_error& e)
+    {
+        throw compare_error(label + ": " + e.what() + (e.problem() == result_folder_problem::busy ? ", then compare" : ""));
+    }
+    try
+    {
+        return load_set(*reader, name);
+    }
+    catch (const io::input_error& e)
+    {
+        throw compare_error(e.what());
+    }
+}
+}  // namespace attention_plasticity::run::compare_detail
+
+#endif  // ATTENTION_PLASTICITY_RUN_COMPARE_SETS_HPP
