@@ -109,7 +109,9 @@ def test_compare_runs_options_come_from_ap_compare_option_table(tmp_path):
         if key not in ("output_dir", "names"):
             assert "%s (%s): %s" % (key, metavar, text) in ap.compare_runs.__doc__
     sets = [tmp_path / "a", tmp_path / "b"]  # the options are refused before any set is read
-    with pytest.raises(ap.UsageError, match=r"^compare_runs: alpha: 2.0 must be in \[0, 1\]"):
-        ap.compare_runs(sets, alpha=2)
+    # alpha is in the open interval (0, 1): 0 and 1 are refused as 2 is.
+    for alpha in (2, 0, 1):
+        with pytest.raises(ap.UsageError, match=r"^compare_runs: alpha: %s must be in \(0, 1\)$" % float(alpha)):
+            ap.compare_runs(sets, alpha=alpha)
     with pytest.raises(ap.UsageError, match="^compare_runs: design: 'both' is not paired or unpaired$"):
         ap.compare_runs(sets, design="both")

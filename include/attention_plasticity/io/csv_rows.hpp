@@ -5,7 +5,7 @@
 // Rows of a head are formatted as soon as the head is done (in the worker); the files are
 // assembled from the heads' rows in (layer, q_head) order, so the bytes depend neither on the
 // number of threads nor on which process analyzed which head (a merge of shards assembles
-// the same bytes). Numbers: format_number() below, the one formatting of every program.
+// the same bytes). Numbers and text: csv_format.hpp, the one formatting of every program.
 
 #include <algorithm>
 #include <array>
@@ -21,6 +21,7 @@
 
 #include <attention_plasticity/pipeline.hpp>
 
+#include "csv_format.hpp"
 #include "result_file.hpp"
 #include "table_columns.hpp"
 
@@ -194,30 +195,6 @@ inline const char* const component_csv = "head_component_weights.csv";
 inline const char* const distance_csv = "head_distance_plasticity.csv";
 inline const char* const influence_csv = "head_sequence_influence.csv";
 
-/// "%.17g" (round-trips a double); NaN (of either sign) as "nan", infinities as "inf" and
-/// "-inf". Every number a program writes in a CSV goes through here.
-inline void append_double(std::string& out, double x)
-{
-    if (std::isnan(x))
-    {
-        out += "nan";
-        return;
-    }
-    char buf[40];
-    const int n = std::snprintf(buf, sizeof(buf), "%.17g", x);
-    out.append(buf, static_cast<std::size_t>(n));
-}
-
-/// ",x1,x2,..." (each through append_double): the tail of a row of numbers.
-inline void append_doubles(std::string& out, std::initializer_list<double> values)
-{
-    for (double x : values)
-    {
-        out += ',';
-        append_double(out, x);
-    }
-}
-
 /// The rows of one head, one string per file, each row ending in '\n'.
 struct head_rows
 {
@@ -278,13 +255,6 @@ void emit_head(const attention_plasticity::head_result& r, Sink& sink)
     }
 }
 
-inline std::string format_number(double x)
-{
-    std::string s;
-    append_double(s, x);
-    return s;
-}
-
 /// One CSV of a result set: file name, header, and which rows of a head it holds.
 struct csv_table
 {
@@ -309,45 +279,21 @@ inline const std::vector<csv_table>& result_tables()
 /// The rows of one head as the CSV text of each file (emit_head's values, comma-separated).
 inline head_rows format_head(const attention_plasticity::head_result& r)
 {
-    struct text_sink
+    // The one text sink (csv_format.hpp), each table's rows into that table's string.
+    struct head_text_sink : csv_text_sink
     {
         head_rows& rows;
-        std::string* out = nullptr;
-        bool first = true;
+
+        explicit head_text_sink(head_rows& r) : csv_text_sink(r.metrics), rows(r) {}
 
         void row(table_index table)
         {
-            out = &(rows.*(result_tables()[table].rows));
-            first = true;
+            write_to(rows.*(result_tables()[table].rows));
+            csv_text_sink::row(table);
         }
-        void next()
-        {
-            if (!first)
-            {
-                *out += ',';
-            }
-            first = false;
-        }
-        void integer(std::int64_t i)
-        {
-            next();
-            char digits[24];  // std::to_string's text, without its temporary string
-            out->append(digits, std::to_chars(digits, digits + sizeof(digits), i).ptr);
-        }
-        void real(double x)
-        {
-            next();
-            append_double(*out, x);
-        }
-        void text(std::string_view name)
-        {
-            next();
-            *out += name;
-        }
-        void end() { *out += '\n'; }
     };
     head_rows rows;
-    text_sink sink{rows};
+    head_text_sink sink{rows};
     emit_head(r, sink);
     return rows;
 }

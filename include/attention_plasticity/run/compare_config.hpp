@@ -5,6 +5,7 @@
 // machinery: flags, --config keys, --help), read by ap_compare and by the Python package's
 // compare_runs, and the help of ap_compare.
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -48,27 +49,21 @@ inline const option_table<compare_config>& compare_option_table()
          }},
         {"alpha", "A", "false discovery rate of the Benjamini-Hochberg selection, in (0, 1) [0.05]",
          [](compare_config& c, const std::string& label, const std::string& text) {
-             c.options.alpha = parse_real(label, text, 0.0, 1.0);
+             // An open interval: parse_real's bounds are closed, so they are checked here.
+             c.options.alpha = parse_real(label, text, -std::numeric_limits<double>::max(),
+                                          std::numeric_limits<double>::max());
              if (!(c.options.alpha > 0.0 && c.options.alpha < 1.0))
              {
-                 throw usage_error(label + ": must be in (0, 1), got " + text);
+                 throw usage_error(label + ": " + trim(text) + " must be in (0, 1)");
              }
          }},
         {"common_heads", "on|off", "compare the heads common to every set instead of refusing [off]",
          [](compare_config& c, const std::string& label, const std::string& text) {
-             if (text != "on" && text != "off")
-             {
-                 throw usage_error(label + ": '" + text + "' is not on or off");
-             }
-             c.options.common_heads = text == "on";
+             c.options.common_heads = parse_on_off(label, text);
          }},
         {"same_dump", "on|off", "the sets analyzed the same dump under different options [off]",
          [](compare_config& c, const std::string& label, const std::string& text) {
-             if (text != "on" && text != "off")
-             {
-                 throw usage_error(label + ": '" + text + "' is not on or off");
-             }
-             c.options.same_dump = text == "on";
+             c.options.same_dump = parse_on_off(label, text);
          }},
         {"design", "paired|unpaired",
          "paired: the sets analyzed the same texts (each with --sequence-influences on); unpaired: "

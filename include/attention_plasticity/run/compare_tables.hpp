@@ -4,14 +4,14 @@
 // The tables of a comparison (docs/method.md §8.6): compare_heads.csv, compare_changed.csv,
 // compare_summary.csv and compare_trajectory.csv, each a row struct and one column list
 // (io/table_columns.hpp) from which its header and its rows come, whether written as CSV text
-// (io/csv_text_sink.hpp) or collected as arrays (the Python package).
+// (io/csv_format.hpp) or collected as arrays (the Python package).
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "../io/csv_text_sink.hpp"
+#include "../io/csv_format.hpp"
 #include "../io/table_columns.hpp"
 
 namespace attention_plasticity::run
