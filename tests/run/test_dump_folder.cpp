@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <attention_plasticity/io/dump_folder.hpp>
+#include <attention_plasticity/io/durable_files.hpp>
 #include <attention_plasticity/run/dump_layout.hpp>
 #include <attention_plasticity/run/errors.hpp>
 
@@ -144,4 +145,19 @@ TEST_CASE("dump scan: the head folders present; names that cannot be used are in
     const std::string missing = (root.path / "missing").string();
     CHECK_THROWS_WITH(run::scan_dump(missing), Equals("data_root: '" + missing + "': folder not found"));
     CHECK_THROWS_WITH(io::scan_dump_folder(missing, "dump"), Equals("dump: '" + missing + "': folder not found"));
+}
+
+TEST_CASE("durable files: a new file is written whole, never over a name already there", "[dump_folder]")
+{
+    ap_test::temp_folder root("durable_files");
+    const std::string path = (root.path / "a.csv").string();
+    io::write_new_file(path, {"x,y\n", "", "1,2\n"});
+    CHECK(ap_test::read_text(path) == "x,y\n1,2\n");
+    CHECK_THROWS_MATCHES(io::write_new_file(path, {"z"}), io::output_error,
+                         Catch::Matchers::Predicate<io::output_error>([&](const io::output_error& e) {
+                             return e.file() == path && e.reason() == "cannot create: File exists";
+                         }));
+    io::replace_with_link("a.csv", (root.path / "link-tmp").string(), (root.path / "b.csv").string());
+    CHECK(io::link_text((root.path / "b.csv").string()) == "a.csv");
+    CHECK(io::link_text(path).empty());  // a regular file is no link
 }
