@@ -58,7 +58,7 @@ TEST_CASE("dump metadata: the counts of a JSON object, other keys skipped whatev
     CHECK_FALSE(io::parse_dump_metadata("{}", "m.json").num_layers);
 }
 
-TEST_CASE("dump metadata: io errors name the file; the run layer's say 'metadata FILE' as before", "[dump_folder]")
+TEST_CASE("dump metadata: io errors name the file, and the run layer's say 'metadata FILE' as before", "[dump_folder]")
 {
     CHECK_THROWS_MATCHES(io::parse_dump_metadata("[1, 2]", "d/metadata.json"), io::input_error,
                          Catch::Matchers::Predicate<io::input_error>([](const io::input_error& e) {
@@ -119,7 +119,7 @@ TEST_CASE("dump metadata: read from the data root's metadata.json, none when abs
     CHECK_THROWS_AS(io::read_dump_metadata(root.path.string()), io::input_error);
 }
 
-TEST_CASE("dump scan: the head folders present; names that cannot be used are input errors", "[dump_folder]")
+TEST_CASE("dump scan: the head folders present, and names that cannot be used are input errors", "[dump_folder]")
 {
     ap_test::temp_folder root("dump_folder_scan");
     for (const char* name : {"l01h00q", "l00h01q", "l00h00k", "notes", "l00h00x"})
