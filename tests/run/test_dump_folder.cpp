@@ -95,6 +95,11 @@ TEST_CASE("dump metadata: io errors name the file, and the run layer's say 'meta
                       "true, false, null, an array or an object)"));
     CHECK_THAT(run_message("{\"a\": 1} {}"),
                Equals("metadata m.json: not valid JSON: line 1, column 10: unexpected text after the JSON value"));
+    // Documents after the first, as YAML separates them: said as the YAML-based reader said it.
+    CHECK_THAT(run_message("{\"num_q_heads\": 4}\n---\n{\"num_q_heads\": 8}\n"),
+               Equals("metadata m.json: holds 2 YAML documents (separated by '---'); give one"));
+    CHECK_THAT(run_message("{\"a\": 1}\n---\n{}\n---\n{}"),
+               Equals("metadata m.json: holds 3 YAML documents (separated by '---'); give one"));
     CHECK_THAT(run_message("{\"a\": 01}"), StartsWith("metadata m.json: not valid JSON: line 1, column 7"));
     CHECK_THAT(run_message("{\"a\": \"\\q\"}"), StartsWith("metadata m.json: not valid JSON: "));
     // Nesting is bounded: a deep array is refused, never a stack overflow.

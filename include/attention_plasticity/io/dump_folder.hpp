@@ -208,6 +208,13 @@ namespace detail
         std::string what;
     };
 
+    /// Documents after the first, separated by YAML's "---" lines: said as such, since the
+    /// metadata was read as YAML before (the same message as then).
+    struct json_more_documents
+    {
+        std::size_t documents = 0;  // up to 1000
+    };
+
     /// One value of metadata.json's top-level object: a scalar (a number, a string's text,
     /// true/false), null, or a nested array or object (skipped: other keys are the capture's own).
     struct json_member
@@ -324,10 +331,22 @@ namespace detail
         void end_of_text()
         {
             skip_space();
-            if (m_pos != m_text.size())
+            if (m_pos == m_text.size())
             {
-                fail("unexpected text after the JSON value");
+                return;
             }
+            if (m_text.compare(m_pos, 3, "---") == 0)
+            {
+                // Each line that starts with "---" begins another document.
+                std::size_t documents = 1;
+                for (std::size_t line = m_pos; line != std::string::npos && documents < 1000;
+                     line = m_text.find('\n', line) == std::string::npos ? std::string::npos : m_text.find('\n', line) + 1)
+                {
+                    documents += m_text.compare(line, 3, "---") == 0 ? 1 : 0;
+                }
+                throw json_more_documents{documents};
+            }
+            fail("unexpected text after the JSON value");
         }
 
         /// A string's text (escapes decoded; \\u escapes as UTF-8).
@@ -581,6 +600,11 @@ inline layout_counts parse_dump_metadata(const std::string& text, const std::str
     catch (const detail::json_syntax_error& e)
     {
         throw input_error(path, "not valid JSON: " + e.what);
+    }
+    catch (const detail::json_more_documents& e)
+    {
+        throw input_error(path, "holds " + std::to_string(e.documents) + (e.documents == 1000 ? " or more" : "")
+                                    + " YAML documents (separated by '---'); give one");
     }
     if (!members)
     {
