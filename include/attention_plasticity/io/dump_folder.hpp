@@ -31,7 +31,7 @@ namespace attention_plasticity::io
 /// Layers, query heads and key heads are each at most this many (indices below it).
 inline constexpr std::size_t max_layout_count = 10000;
 
-/// The dump's optional metadata: a JSON (or YAML) mapping with any of num_layers,
+/// The dump's optional metadata: a JSON object with any of num_layers,
 /// num_q_heads and num_k_heads (other keys are the capture's own and are ignored).
 inline constexpr const char* dump_metadata_file = "metadata.json";
 
