@@ -14,14 +14,13 @@
 #include <vector>
 
 #include <attention_plasticity/blas_policy.hpp>
+#include <attention_plasticity/io/dump_folder.hpp>
 #include <attention_plasticity/io/npy_dump.hpp>
 #include <attention_plasticity/pipeline.hpp>
-#include <attention_plasticity/run/dump_layout.hpp>
 
 namespace
 {
 namespace ap = attention_plasticity;
-using namespace attention_plasticity::run;
 namespace io = attention_plasticity::io;
 
 void print_number(const char* name, double value, bool comma = true)
@@ -75,8 +74,8 @@ int main(int argc, char** argv)
     }
     try
     {
-        const io::folder_data q = io::load_folder(head_folder_path(root, layer, q_head, 'q'), true);
-        const io::folder_data k = io::load_folder(head_folder_path(root, layer, k_head, 'k'), false);
+        const io::folder_data q = io::load_folder(io::head_folder_path(root, layer, q_head, 'q'), true);
+        const io::folder_data k = io::load_folder(io::head_folder_path(root, layer, k_head, 'k'), false);
         options.sliding_window = q.sliding_window;
         const ap::head_id id{static_cast<std::int64_t>(layer), static_cast<std::int64_t>(q_head),
                              static_cast<std::int64_t>(k_head)};

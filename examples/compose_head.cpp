@@ -13,8 +13,8 @@
 #include <attention_plasticity/ap.hpp>
 #include <attention_plasticity/blas_policy.hpp>
 #include <attention_plasticity/io/csv_rows.hpp>
+#include <attention_plasticity/io/dump_folder.hpp>
 #include <attention_plasticity/io/npy_dump.hpp>
-#include <attention_plasticity/run/dump_layout.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -168,8 +168,8 @@ int main(int argc, char** argv)
     try
     {
         // The head's two folders (docs/method.md §1), each float32 or float64 as the dump holds it.
-        const ap::io::folder_data q = ap::io::load_folder(ap::run::head_folder_path(dump, layer, q_head, 'q'), true);
-        const ap::io::folder_data k = ap::io::load_folder(ap::run::head_folder_path(dump, layer, k_head, 'k'), false);
+        const ap::io::folder_data q = ap::io::load_folder(ap::io::head_folder_path(dump, layer, q_head, 'q'), true);
+        const ap::io::folder_data k = ap::io::load_folder(ap::io::head_folder_path(dump, layer, k_head, 'k'), false);
         options.sliding_window = q.sliding_window;  // §2.11: the head's own window
         const ap::head_id id{static_cast<std::int64_t>(layer), static_cast<std::int64_t>(q_head),
                              static_cast<std::int64_t>(k_head)};

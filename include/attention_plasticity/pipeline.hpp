@@ -7,9 +7,9 @@
 // returns every number of docs/method.md §3 (head_result.hpp: the options and the result).
 // The steps are in their own headers, the joints between them in head_steps.hpp (which
 // examples/compose_head.cpp composes the same way, on copies), the extensions of §8 in
-// detail/head_extensions.hpp; what is here is the composition. No working copy of the
+// pipeline/head_extensions.hpp; what is here is the composition. No working copy of the
 // queries or keys is made: the steps read the caller's rows through a row source that keeps,
-// orients and reflects them as they are read (detail/row_source.hpp, detail/kept_tokens.hpp),
+// orients and reflects them as they are read (detail/row_source.hpp, pipeline/kept_tokens.hpp),
 // so a head needs little memory beyond its own data, and with options.threads > 1 the steps
 // share their work among threads with identical results.
 
@@ -27,22 +27,22 @@
 
 #include "aggregates.hpp"
 #include "cells.hpp"
-#include "distance_maps.hpp"
-#include "empirical.hpp"
-#include "intervals.hpp"
 #include "detail/errors.hpp"
 #include "detail/finite.hpp"
-#include "detail/head_extensions.hpp"
-#include "detail/kept_tokens.hpp"
 #include "detail/matrix.hpp"
 #include "detail/parallel.hpp"
 #include "detail/row_source.hpp"
 #include "detail/rows.hpp"
 #include "detail/stream_store.hpp"
+#include "distance_maps.hpp"
+#include "empirical.hpp"
 #include "head_result.hpp"
 #include "head_steps.hpp"
+#include "intervals.hpp"
 #include "normality.hpp"
 #include "pca_roles.hpp"
+#include "pipeline/head_extensions.hpp"
+#include "pipeline/kept_tokens.hpp"
 #include "planar_rotation.hpp"
 #include "preparation.hpp"
 #include "query_model.hpp"

@@ -6,6 +6,7 @@
 // usage: ap_consumer_layers DUMP LAYER Q_HEAD K_HEAD OUT
 #include <attention_plasticity/blas_policy.hpp>
 #include <attention_plasticity/io/csv_rows.hpp>
+#include <attention_plasticity/io/dump_folder.hpp>
 #include <attention_plasticity/io/npy_dump.hpp>
 #include <attention_plasticity/pipeline.hpp>
 #include <attention_plasticity/run/analyze_config.hpp>
@@ -27,11 +28,9 @@ int main(int argc, char** argv)
     ap::select_blas_kernels();  // the kernels every front end uses (docs/method.md §7.7)
     const std::string dump = argv[1];
     const ap::head_id id{std::atoll(argv[2]), std::atoll(argv[3]), std::atoll(argv[4])};
+    // The head's folders in the dump's format (io/dump_folder.hpp: l{LL}h{HH}q, l{LL}h{HH}k).
     auto folder = [&](std::int64_t head, char kind) {
-        char name[32];
-        std::snprintf(name, sizeof(name), "l%02lldh%02lld%c", static_cast<long long>(id.layer),
-                      static_cast<long long>(head), kind);
-        return (std::filesystem::path(dump) / name).string();
+        return ap::io::head_folder_path(dump, static_cast<std::size_t>(id.layer), static_cast<std::size_t>(head), kind);
     };
     try
     {

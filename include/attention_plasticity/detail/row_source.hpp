@@ -11,8 +11,8 @@
 #include <cstddef>
 #include <vector>
 
-#include "../rotation.hpp"
 #include "matrix.hpp"
+#include "reflection.hpp"
 
 namespace attention_plasticity
 {

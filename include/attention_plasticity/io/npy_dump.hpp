@@ -10,7 +10,7 @@
 //                              /sliding_window.npy  optional, int32 or int64 [n]
 //
 // The files are read by npy_reader.hpp (the vectors in place, from a read-only mapping of
-// vector.npy); which folders exist and which heads to analyze is dump_layout.hpp's. Every
+// vector.npy); which folders exist is dump_folder.hpp's, which heads to analyze run/dump_layout.hpp's. Every
 // problem throws input_error{file, reason}.
 
 #include <algorithm>

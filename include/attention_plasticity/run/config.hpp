@@ -25,6 +25,7 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include "../io/config_file.hpp"
 #include "../io/fs_util.hpp"
 #include "cli_util.hpp"
 
@@ -48,8 +49,8 @@ struct option_spec
 template <class Config>
 using option_table = std::vector<option_spec<Config>>;
 
-/// The largest configuration file accepted.
-inline constexpr std::uintmax_t max_config_bytes = 1u << 20;
+/// The largest configuration file accepted (io/config_file.hpp).
+using io::max_config_bytes;
 
 /// "data_root" -> "--data-root".
 inline std::string flag_of(const std::string& key)
@@ -155,33 +156,14 @@ inline std::string read_config_file(const std::string& path, const std::string& 
         throw usage_error(label + " '" + path.substr(0, path.find('\0'))
                           + "\\0...': holds a NUL character, which no path may hold");
     }
-    const io::path_info info = io::inspect_path(path, "file");
-    if (!info.exists)
+    try
     {
-        throw usage_error(label + " " + path + ": " + info.problem);
+        return io::read_config_text(path, max_config_bytes);
     }
-    if (!info.is_regular)
+    catch (const io::input_error& e)
     {
-        throw usage_error(label + " " + path + ": is " + info.kind + ", not a configuration file");
+        throw usage_error(label + " " + e.what());  // "model_config PATH: is a folder, ..."
     }
-    if (info.size > max_config_bytes)
-    {
-        throw usage_error(label + " " + path + ": " + std::to_string(info.size)
-                          + " bytes; a configuration file may have at most " + std::to_string(max_config_bytes));
-    }
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-    {
-        throw usage_error(label + " " + path + ": cannot open: " + io::errno_text(errno));
-    }
-    std::string text;
-    text.resize(static_cast<std::size_t>(info.size));
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    if (static_cast<std::uintmax_t>(in.gcount()) != info.size)
-    {
-        throw usage_error(label + " " + path + ": read error");
-    }
-    return text;
 }
 
 /// The one YAML document of `text` (a null node for an empty text); usage_error naming

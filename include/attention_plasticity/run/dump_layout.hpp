@@ -3,8 +3,8 @@
 
 // Which heads a dump holds and which of them to analyze (docs/method.md §1).
 //
-// A dump is a folder with one sub-folder per captured (layer, head, kind): l{LL}h{HH}q for
-// queries, l{LL}h{HH}k for keys (two-digit, zero-padded numbers; l100h07q past 99). A
+// A dump is a folder with one sub-folder per captured (layer, head, kind), in the format of
+// io/dump_folder.hpp (l{LL}h{HH}q for queries, l{LL}h{HH}k for keys, metadata.json). A
 // capture may sample heads: query head h of a layer is analyzed when its query folder is
 // present, with the keys of head h / (num_q_heads / num_k_heads) (its GQA group). Heads that
 // were not captured are not errors.
@@ -19,22 +19,22 @@
 // only bounds --layers and counts the layout in the summary).
 //
 // Everything read from folder names is bounded (max_layout_count) before it is used, and
-// nothing is allocated per head of the layout: only per folder present.
+// nothing is allocated per head of the layout: only per folder present. The io layer's
+// input_errors become usage errors here (exit status 2 of the front ends), word for word.
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <filesystem>
 #include <optional>
 #include <set>
 #include <string>
-#include <system_error>
 #include <utility>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
 
-#include "../io/fs_util.hpp"
+#include "../io/dump_folder.hpp"
+#include "../io/errors.hpp"
 #include "cli_util.hpp"
 #include "config.hpp"
 
@@ -42,224 +42,56 @@ namespace attention_plasticity::run
 {
 // The run layer reads and writes through the io layer, by qualified names (run -> io -> core).
 
-/// Layers, query heads and key heads are each at most this many (indices below it).
-inline constexpr std::size_t max_layout_count = 10000;
+// The dump's folder format is the io layer's (io/dump_folder.hpp); its names here too, for the
+// run layer and its callers.
+using io::dump_metadata_file;
+using io::dump_scan;
+using io::head_folder_name;
+using io::head_folder_path;
+using io::layout_counts;
+using io::max_layout_count;
+using io::parse_head_folder_name;
+using io::parsed_folder_name;
 
-/// The dump's optional metadata: a JSON (or YAML) mapping with any of num_layers,
-/// num_q_heads and num_k_heads (other keys are the capture's own and are ignored).
-inline constexpr const char* dump_metadata_file = "metadata.json";
-
-/// "l00h01q": the folder of (layer, head, kind) in a dump. kind is 'q' or 'k'.
-inline std::string head_folder_name(std::size_t layer, std::size_t head, char kind)
-{
-    char name[64];
-    std::snprintf(name, sizeof(name), "l%02zuh%02zu%c", layer, head, kind);
-    return name;
-}
-
-inline std::string head_folder_path(const std::string& data_root, std::size_t layer, std::size_t head, char kind)
-{
-    return (std::filesystem::path(data_root) / head_folder_name(layer, head, kind)).string();
-}
-
-/// What a directory entry's name says: not a head folder, a head folder, or a name that
-/// looks like one but cannot be used (`problem` says why).
-struct parsed_folder_name
-{
-    bool is_head_folder = false;
-    std::size_t layer = 0;
-    std::size_t head = 0;
-    char kind = 'q';
-    std::string problem;
-};
-
-/// Parses l<digits>h<digits>{q|k}; numbers above max_layout_count - 1 and names that are
-/// not in the dump's format (l0h0q, l000h00q) are problems, never numbers that overflow.
-inline parsed_folder_name parse_head_folder_name(const std::string& name)
-{
-    parsed_folder_name out;
-    std::size_t pos = 0;
-    auto number = [&](const char* what, std::size_t& value) {
-        const std::size_t start = pos;
-        while (pos < name.size() && name[pos] >= '0' && name[pos] <= '9')
-        {
-            ++pos;
-        }
-        const std::string digits = name.substr(start, pos - start);
-        if (digits.empty())
-        {
-            return false;
-        }
-        value = 0;
-        for (const char c : digits)
-        {
-            value = value * 10 + static_cast<std::size_t>(c - '0');
-            if (value >= max_layout_count)
-            {
-                if (out.problem.empty())
-                {
-                    out.problem = std::string(what) + " number "
-                                  + (digits.size() > 24 ? digits.substr(0, 24) + "..." : digits)
-                                  + " is above the limit " + std::to_string(max_layout_count - 1);
-                }
-                break;
-            }
-        }
-        return true;
-    };
-    if (name.empty() || name[0] != 'l')
-    {
-        return out;
-    }
-    pos = 1;
-    if (!number("layer", out.layer) || pos >= name.size() || name[pos] != 'h')
-    {
-        return out;
-    }
-    ++pos;
-    if (!number("head", out.head))
-    {
-        return out;
-    }
-    if (pos + 1 != name.size() || (name[pos] != 'q' && name[pos] != 'k'))
-    {
-        out.problem.clear();
-        return out;
-    }
-    out.kind = name[pos];
-    out.is_head_folder = true;
-    if (out.problem.empty() && name != head_folder_name(out.layer, out.head, out.kind))
-    {
-        out.problem = "not in the dump's format (expected '" + head_folder_name(out.layer, out.head, out.kind)
-                      + "': numbers two-digit, zero-padded, without further leading zeros)";
-    }
-    return out;
-}
-
-/// The head folders present in a dump (sorted by layer, then head).
-struct dump_scan
-{
-    std::string data_root;
-    std::vector<std::pair<std::size_t, std::size_t>> query;  // (layer, head)
-    std::vector<std::pair<std::size_t, std::size_t>> key;
-
-    bool has_query(std::size_t layer, std::size_t head) const
-    {
-        return std::binary_search(query.begin(), query.end(), std::make_pair(layer, head));
-    }
-    bool has_key(std::size_t layer, std::size_t head) const
-    {
-        return std::binary_search(key.begin(), key.end(), std::make_pair(layer, head));
-    }
-};
-
-/// Lists data_root. Throws usage_error for a data_root that cannot be listed and for names
-/// of head folders that cannot be used (the first one, sorted, and how many there are).
+/// Lists data_root (io::scan_dump_folder); usage_error for a data_root that cannot be listed
+/// and for names of head folders that cannot be used.
 inline dump_scan scan_dump(const std::string& data_root)
 {
-    namespace fs = std::filesystem;
-    const io::path_info info = io::inspect_path(data_root, "folder");
-    if (!info.exists)
+    try
     {
-        throw usage_error("data_root: '" + data_root + "': " + info.problem);
+        return io::scan_dump_folder(data_root, "data_root");
     }
-    if (!info.is_directory)
+    catch (const io::input_error& e)
     {
-        throw usage_error("data_root: '" + data_root + "' is " + info.kind + ", not a folder");
+        throw usage_error(e.what());  // "data_root: ..."
     }
-    dump_scan scan;
-    scan.data_root = data_root;
-    std::vector<std::string> problems;
-    std::error_code ec;
-    fs::directory_iterator it(data_root, ec);
-    const fs::directory_iterator end;
-    for (; !ec && it != end; it.increment(ec))
-    {
-        const std::string name = it->path().filename().string();
-        const parsed_folder_name parsed = parse_head_folder_name(name);
-        if (!parsed.is_head_folder)
-        {
-            continue;
-        }
-        if (!parsed.problem.empty())
-        {
-            problems.push_back((fs::path(data_root) / name).string() + ": " + parsed.problem);
-            continue;
-        }
-        (parsed.kind == 'q' ? scan.query : scan.key).emplace_back(parsed.layer, parsed.head);
-    }
-    if (ec)
-    {
-        const std::string reason = ec == std::errc::permission_denied ? "permission denied" : ec.message();
-        throw usage_error("data_root: cannot list '" + data_root + "': " + reason);
-    }
-    if (!problems.empty())
-    {
-        std::sort(problems.begin(), problems.end());
-        throw usage_error("data_root: " + problems.front()
-                          + (problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) + " more such folders)"
-                                                 : std::string()));
-    }
-    std::sort(scan.query.begin(), scan.query.end());
-    std::sort(scan.key.begin(), scan.key.end());
-    return scan;
 }
 
-/// The three counts of a layout, each known or not.
-struct layout_counts
-{
-    std::optional<std::size_t> num_layers;
-    std::optional<std::size_t> num_q_heads;
-    std::optional<std::size_t> num_k_heads;
-};
-
-/// The layout counts of a metadata text (JSON; `path` names it in messages).
+/// The layout counts of a metadata text (io::parse_dump_metadata); usage_error "metadata PATH: ...".
 inline layout_counts parse_dump_metadata(const std::string& text, const std::string& path)
 {
-    layout_counts counts;
-    const YAML::Node root = load_one_yaml_document(text, "metadata " + path, "JSON");
-    if (!root.IsMap())
+    try
     {
-        throw usage_error("metadata " + path + ": expected a JSON object ({\"num_layers\": ..., ...})");
+        return io::parse_dump_metadata(text, path);
     }
-    std::set<std::string> keys;
-    for (const auto& entry : root)
+    catch (const io::input_error& e)
     {
-        // A key given twice would silently take one of its values.
-        if (entry.first.IsScalar() && !keys.insert(entry.first.Scalar()).second)
-        {
-            throw usage_error("metadata " + path + ": key '" + entry.first.Scalar()
-                              + "' is given twice; keep one value");
-        }
+        throw usage_error(std::string("metadata ") + e.what());
     }
-    const std::pair<const char*, std::optional<std::size_t>*> fields[] = {
-        {"num_layers", &counts.num_layers}, {"num_q_heads", &counts.num_q_heads}, {"num_k_heads", &counts.num_k_heads}};
-    for (const auto& [key, field] : fields)
-    {
-        const YAML::Node value = static_cast<const YAML::Node&>(root)[key];  // const: looks up, never inserts
-        if (!value.IsDefined() || value.IsNull())
-        {
-            continue;
-        }
-        if (!value.IsScalar())
-        {
-            throw usage_error("metadata " + path + ": " + key + ": expected a number");
-        }
-        *field = static_cast<std::size_t>(
-            parse_unsigned("metadata " + path + ": " + key, value.Scalar(), 1, max_layout_count));
-    }
-    return counts;
 }
 
-/// The layout counts of <data_root>/metadata.json (none when there is no such file).
+/// The layout counts of <data_root>/metadata.json (none when there is no such file);
+/// usage_error "metadata PATH: ..." when it cannot be read or parsed.
 inline layout_counts read_dump_metadata(const std::string& data_root)
 {
-    const std::string path = (std::filesystem::path(data_root) / dump_metadata_file).string();
-    if (io::inspect_path(path).absent)
+    try
     {
-        return {};
+        return io::read_dump_metadata(data_root);
     }
-    return parse_dump_metadata(read_config_file(path, "metadata"), path);
+    catch (const io::input_error& e)
+    {
+        throw usage_error(std::string("metadata ") + e.what());
+    }
 }
 
 namespace detail

@@ -31,35 +31,28 @@
 // same host and another boot, or no such pid, or a pid with another start time.
 //
 // Nothing here knows about CSVs: a set is a list of named files (the sharding merge writes
-// its set with the same writer). POSIX; the run identity and liveness use Linux's /proc.
+// its set with the same writer). POSIX: the file primitives (a new file written whole and
+// fsync'd, a link replaced atomically) are io/durable_files.hpp's; the run identity and
+// liveness (process_identity.hpp) use Linux's /proc.
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <climits>
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <optional>
-#include <stdexcept>
 #include <string>
-#include <string_view>
 #include <system_error>
 #include <utility>
 #include <vector>
 
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/sysmacros.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
+#include "../io/durable_files.hpp"
+#include "../io/errors.hpp"
 #include "../io/fs_util.hpp"
 #include "../io/result_file.hpp"
 #include "../version.hpp"
@@ -73,97 +66,17 @@ namespace attention_plasticity::run
 
 namespace detail
 {
-    /// fsyncs a folder: O_DIRECTORY | O_NONBLOCK, so that nothing else (a FIFO put in its
-    /// place) is opened or waited for.
-    inline void fsync_path(const std::string& path)
+    /// Rethrows the exception being handled, an io::output_error of the file primitives
+    /// (io/durable_files.hpp) as the run layer's output_error, word for word.
+    [[noreturn]] inline void rethrow_as_output_error()
     {
-        const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
-        if (fd >= 0)
+        try
         {
-            (void)::fsync(fd);  // best effort for folders (some file systems refuse it)
-            ::close(fd);
+            throw;
         }
-    }
-
-    inline std::string link_text(const std::string& path)
-    {
-        char buffer[4096];
-        const ssize_t n = ::readlink(path.c_str(), buffer, sizeof(buffer) - 1);
-        return n < 0 ? std::string() : std::string(buffer, static_cast<std::size_t>(n));
-    }
-
-    /// Writes `pieces` to a new file `path` and fsyncs it; throws output_error naming it.
-    inline void write_new_file(const std::string& path, const std::vector<std::string_view>& pieces)
-    {
-        // O_EXCL | O_NOFOLLOW: a name already there (a symbolic link planted to a file
-        // elsewhere, a FIFO) is never opened, truncated or written through.
-        const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
-        if (fd < 0)
+        catch (const io::output_error& e)
         {
-            throw output_error(path + ": cannot create: " + io::errno_text(errno));
-        }
-        auto fail = [&](const char* what) {
-            const int err = errno;
-            ::close(fd);
-            throw output_error(path + ": " + what + ": " + io::errno_text(err));
-        };
-        // writev: one system call for many pieces; a short write resumes where it stopped.
-        std::vector<struct iovec> vectors;
-        for (const std::string_view piece : pieces)
-        {
-            if (!piece.empty())
-            {
-                vectors.push_back({const_cast<char*>(piece.data()), piece.size()});
-            }
-        }
-        std::size_t next = 0;
-        while (next < vectors.size())
-        {
-            const int count = static_cast<int>(std::min<std::size_t>(vectors.size() - next, IOV_MAX));
-            const ssize_t n = ::writev(fd, vectors.data() + next, count);
-            if (n < 0)
-            {
-                if (errno == EINTR)
-                {
-                    continue;
-                }
-                fail("write failed");
-            }
-            auto written = static_cast<std::size_t>(n);
-            while (next < vectors.size() && written >= vectors[next].iov_len)
-            {
-                written -= vectors[next].iov_len;
-                ++next;
-            }
-            if (written > 0)
-            {
-                vectors[next].iov_base = static_cast<char*>(vectors[next].iov_base) + written;
-                vectors[next].iov_len -= written;
-            }
-        }
-        if (::fsync(fd) != 0)
-        {
-            fail("write failed (fsync)");
-        }
-        if (::close(fd) != 0)
-        {
-            throw output_error(path + ": write failed (close): " + io::errno_text(errno));
-        }
-    }
-
-    /// Replaces `target` by a symbolic link to `text`, atomically (link beside it, rename).
-    inline void replace_with_link(const std::string& text, const std::string& temp, const std::string& target)
-    {
-        ::unlink(temp.c_str());
-        if (::symlink(text.c_str(), temp.c_str()) != 0)
-        {
-            throw output_error(temp + ": cannot create a symbolic link: " + io::errno_text(errno));
-        }
-        if (::rename(temp.c_str(), target.c_str()) != 0)
-        {
-            const int err = errno;
-            ::unlink(temp.c_str());
-            throw output_error(target + ": cannot replace: " + io::errno_text(err));
+            throw output_error(e.what());
         }
     }
 }  // namespace detail
@@ -274,17 +187,17 @@ public:
         {
             for (const auto& file : files)
             {
-                detail::write_new_file((std::filesystem::path(m_temp) / file.name).string(), file.pieces);
+                io::write_new_file((std::filesystem::path(m_temp) / file.name).string(), file.pieces);
             }
             const std::string run = run_json(files);
-            detail::write_new_file((std::filesystem::path(m_temp) / run_json_file).string(), {run});
-            detail::fsync_path(m_temp);
+            io::write_new_file((std::filesystem::path(m_temp) / run_json_file).string(), {run});
+            io::fsync_path(m_temp);
             if (::rename(m_temp.c_str(), set_path.c_str()) != 0)
             {
                 throw output_error(set_path + ": cannot rename the new set into place: " + io::errno_text(errno));
             }
             renamed = true;
-            detail::fsync_path(m_state);
+            io::fsync_path(m_state);
             const std::string current = in_state("current");
             if (!m_legacy.empty() && !m_had_current)
             {
@@ -292,15 +205,15 @@ public:
             }
             link_names(token);
             // The one step that changes what a reader sees: `current` now names the new set.
-            detail::replace_with_link(m_set_name, in_state("link-" + token), current);
-            detail::fsync_path(m_state);
+            io::replace_with_link(m_set_name, in_state("link-" + token), current);
+            io::fsync_path(m_state);
         }
         catch (...)
         {
             std::error_code ignored;
             std::filesystem::remove_all(renamed ? set_path : m_temp, ignored);
             m_have_temp = false;
-            throw;
+            detail::rethrow_as_output_error();
         }
         m_have_temp = false;
         // The earlier set stays, named by `previous`, until the next run's commit: a reader
@@ -310,10 +223,10 @@ public:
         {
             try
             {
-                detail::replace_with_link(m_previous, in_state("link-" + token), in_state("previous"));
+                io::replace_with_link(m_previous, in_state("link-" + token), in_state("previous"));
                 kept = m_previous;
             }
-            catch (const output_error&)
+            catch (const io::output_error&)
             {
                 // the new set is current: a `previous` link that cannot be made only ends the keeping
             }
@@ -340,7 +253,7 @@ private:
         make_state_folder();
         take_lock();
         check_names();
-        const std::string previous = detail::link_text(in_state("previous"));
+        const std::string previous = io::link_text(in_state("previous"));
         m_kept = is_set_name(previous) ? previous : std::string();
         remove_leftovers();
         // A process may write several sets into one folder (the Python module): each run of
@@ -464,7 +377,7 @@ private:
             {
                 continue;  // absent: linked at the first commit
             }
-            if (S_ISLNK(st.st_mode) && detail::link_text(path) == link_text_of(name))
+            if (S_ISLNK(st.st_mode) && io::link_text(path) == link_text_of(name))
             {
                 continue;
             }
@@ -474,7 +387,7 @@ private:
                 continue;
             }
             throw output_error(path + ": exists and is not a result file of this program ("
-                               + (S_ISLNK(st.st_mode) ? "a symbolic link to '" + detail::link_text(path) + "'"
+                               + (S_ISLNK(st.st_mode) ? "a symbolic link to '" + io::link_text(path) + "'"
                                                       : io::detail::kind_of(st.st_mode))
                                + "); move it away or choose another --output-dir");
         }
@@ -487,7 +400,7 @@ private:
                 throw output_error(current + ": is not a symbolic link; move it away");
             }
             m_had_current = true;
-            m_previous = detail::link_text(current);
+            m_previous = io::link_text(current);
         }
     }
 
@@ -570,9 +483,9 @@ private:
                 }
             }
         }
-        detail::fsync_path(legacy);
-        detail::replace_with_link(legacy_name, in_state("link-" + token), current);
-        detail::fsync_path(m_state);
+        io::fsync_path(legacy);
+        io::replace_with_link(legacy_name, in_state("link-" + token), current);
+        io::fsync_path(m_state);
         m_previous = legacy_name;
     }
 
@@ -585,16 +498,16 @@ private:
         {
             const std::string path = in_out(name);
             struct stat st;
-            if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode) && detail::link_text(path) == link_text_of(name))
+            if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode) && io::link_text(path) == link_text_of(name))
             {
                 continue;
             }
-            detail::replace_with_link(link_text_of(name), in_state("name-" + token), path);
+            io::replace_with_link(link_text_of(name), in_state("name-" + token), path);
             changed = true;
         }
         if (changed)
         {
-            detail::fsync_path(m_out);
+            io::fsync_path(m_out);
         }
     }
 

@@ -26,28 +26,20 @@
 // manifest.
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdint>
 #include <exception>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <utility>
 #include <vector>
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
+#include "../io/bounded_read.hpp"
 #include "../io/csv_rows.hpp"
-#include "../io/fs_util.hpp"
-#include "cli_util.hpp"
+#include "../io/errors.hpp"
+#include "../io/result_file.hpp"
 #include "result_set.hpp"
 #include "result_set_reader.hpp"
 #include "run_report.hpp"

@@ -1,5 +1,5 @@
-#ifndef ATTENTION_PLASTICITY_DETAIL_HEAD_EXTENSIONS_HPP
-#define ATTENTION_PLASTICITY_DETAIL_HEAD_EXTENSIONS_HPP
+#ifndef ATTENTION_PLASTICITY_PIPELINE_HEAD_EXTENSIONS_HPP
+#define ATTENTION_PLASTICITY_PIPELINE_HEAD_EXTENSIONS_HPP
 
 // The extensions of docs/method.md §8 inside analyze_head (pipeline.hpp): per bucket, what
 // the distance map, the empirical AP and the intervals add; then the head-level results.
@@ -17,6 +17,10 @@
 
 #include "../aggregates.hpp"
 #include "../cells.hpp"
+#include "../detail/finite.hpp"
+#include "../detail/matrix.hpp"
+#include "../detail/row_source.hpp"
+#include "../detail/stream_store.hpp"
 #include "../distance_maps.hpp"
 #include "../empirical.hpp"
 #include "../head_result.hpp"
@@ -24,11 +28,7 @@
 #include "../query_model.hpp"
 #include "../seeds.hpp"
 #include "../sensitivity.hpp"
-#include "finite.hpp"
 #include "kept_tokens.hpp"
-#include "matrix.hpp"
-#include "row_source.hpp"
-#include "stream_store.hpp"
 
 namespace attention_plasticity
 {
@@ -408,4 +408,4 @@ namespace detail
 }  // namespace detail
 }  // namespace attention_plasticity
 
-#endif  // ATTENTION_PLASTICITY_DETAIL_HEAD_EXTENSIONS_HPP
+#endif  // ATTENTION_PLASTICITY_PIPELINE_HEAD_EXTENSIONS_HPP

@@ -1,0 +1,2 @@
+// Planted: io/ includes run/ (check_include_graph.cmake must refuse it).
+#include "../run/errors.hpp"
