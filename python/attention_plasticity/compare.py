@@ -10,7 +10,7 @@ import os
 from typing import NamedTuple
 
 from ._core import UsageError
-from ._core.companion import _compare_result_sets, compare_options
+from ._core.companion import _compare_options, _compare_result_sets
 from .results import frames
 
 
@@ -97,7 +97,7 @@ def compare_runs(sets, output_dir=None, names=None, alpha=0.05, common_heads=Fal
                 folders.append(folder)
             else:
                 folders.append(os.fspath(s))
-        # The options are checked by ap_compare's option table (compare_options()), with its messages.
+        # The options are checked by ap_compare's option table (_compare_options()), with its messages.
         options = {"alpha": float(alpha), "common_heads": bool(common_heads), "same_dump": bool(same_dump),
                    "design": str(design)}
         tables, notes, compared, changed = _compare_result_sets(
@@ -115,7 +115,7 @@ def compare_runs(sets, output_dir=None, names=None, alpha=0.05, common_heads=Fal
 def _options_doc():
     """The options' part of compare_runs' help, from ap_compare's option table (one text each)."""
     lines = ["", "", "Options (ap_compare's, as keywords; output_dir and names above):"]
-    for key, _flag, metavar, text in compare_options():
+    for key, _flag, metavar, text in _compare_options():
         if key not in ("output_dir", "names"):
             lines.append("    %s (%s): %s" % (key, metavar, text))
     return "\n".join(lines)

@@ -112,7 +112,7 @@ namespace
     {
         namespace run = attention_plasticity::run;
         m.def(
-            "compare_options",
+            "_compare_options",
             [] {
                 nb::list out;
                 for (const auto& option : run::compare_option_table())
@@ -167,7 +167,7 @@ namespace
             },
             "folders"_a, "names"_a, "options"_a, "output_dir"_a = nb::none(),
             "The comparison of result sets of docs/method.md §8.6 (include/attention_plasticity/run/compare_run.hpp, as\n"
-            "ap_compare; `options`: {key: value} of compare_options()):\n"
+            "ap_compare; `options`: {key: value} of _compare_options()):\n"
             "({table name: {column: array or list of str}}, notes, compared heads, head changes), the tables written\n"
             "into output_dir as one result set when given. Use attention_plasticity.compare_runs.");
     }

@@ -101,11 +101,11 @@ def test_compare_runs_refuses_a_string_for_a_list(tmp_path):
 def test_compare_runs_options_come_from_ap_compare_option_table(tmp_path):
     # Issue 26: compare_runs' options are ap_compare's table (run/compare_config.hpp), checked by
     # its setters with its messages, and its help lists them from there, not from a hand copy.
-    from attention_plasticity._core.companion import compare_options
+    from attention_plasticity._core.companion import _compare_options
 
-    keys = [option[0] for option in compare_options()]
+    keys = [option[0] for option in _compare_options()]
     assert keys == ["output_dir", "names", "alpha", "common_heads", "same_dump", "design"]
-    for key, _flag, metavar, text in compare_options():
+    for key, _flag, metavar, text in _compare_options():
         if key not in ("output_dir", "names"):
             assert "%s (%s): %s" % (key, metavar, text) in ap.compare_runs.__doc__
     sets = [tmp_path / "a", tmp_path / "b"]  # the options are refused before any set is read

@@ -93,7 +93,7 @@ TEST_CASE("csv_reader: a value that is no number or no integer is refused, namin
           == "t.csv: line 2: column a: 'nan' is not an integer");
 }
 
-TEST_CASE("csv_reader: nan as the writers write it is NaN; NaN in other spellings is the number strtod reads",
+TEST_CASE("csv_reader: nan as the writers write it is NaN, and NaN in other spellings is the number strtod reads",
           "[csv_reader]")
 {
     const io::parsed_table t("a\nnan\nNaN\n-nan\ninf\n", "t.csv");

@@ -115,9 +115,3 @@ def pca_roles(queries: numpy.typing.ArrayLike, query_positions: numpy.typing.Arr
 
     queries (n_q x d) and keys (n_k x d): float32/float64, read in place when C-contiguous; query_positions (n_q) and key_positions (n_k): any real or integer array (converted to float64).
     """
-
-def compare_options() -> list:
-    """
-    The options of ap_compare (one table for the command line and compare_runs): a list of
-    (key, flag, metavar, help); the help ends with the default in brackets.
-    """
