@@ -21,6 +21,7 @@
 
 #include <attention_plasticity/run/analyze_config.hpp>
 #include <attention_plasticity/run/cli_util.hpp>
+#include <attention_plasticity/run/compare_config.hpp>
 #include <attention_plasticity/run/config.hpp>
 #include <attention_plasticity/run/dump_layout.hpp>
 #include <attention_plasticity/run/result_set.hpp>
@@ -498,7 +499,7 @@ TEST_CASE("head option table: each option is set, read and written canonically t
         if (option.group != head_option_group::library)
         {
             REQUIRE(flag != nullptr);
-            CHECK(std::string(flag->help) == option.help);
+            CHECK(std::string(flag->help) == head_option_help(option, analyze_default_options()));
             analyze_config config;
             flag->set(config, option.name, text);
             const auto recorded = result_options(config, layout);
@@ -551,4 +552,101 @@ TEST_CASE("head option table: its groups are the options documented in docs/meth
         at = end + 1;
     }
     CHECK(groups[head_option_group::library] == library);
+}
+
+namespace
+{
+/// The default a help text states: the text in the brackets that end it ("... [0.05]"), or "".
+std::string stated_default(const std::string& help)
+{
+    if (help.empty() || help.back() != ']')
+    {
+        return "";
+    }
+    const std::size_t open = help.rfind('[');
+    return open == std::string::npos ? "" : help.substr(open + 1, help.size() - open - 2);
+}
+
+/// Everything an analyze_config holds that an option sets, as text (but `given`, the record of
+/// what was set).
+std::vector<std::string> analyze_fingerprint(const analyze_config& c)
+{
+    std::vector<std::string> out = {c.data_root, c.model_config, c.output_dir, std::to_string(c.threads),
+                                    c.shard ? std::to_string(c.shard->index) + "/" + std::to_string(c.shard->count)
+                                            : "none",
+                                    c.selection.layers ? c.selection.layers->text() : "all",
+                                    c.selection.q_heads ? c.selection.q_heads->text() : "all"};
+    for (const auto* count : {&c.layout.num_layers, &c.layout.num_q_heads, &c.layout.num_k_heads})
+    {
+        out.push_back(*count ? std::to_string(**count) : "unset");
+    }
+    for (const head_option_spec& option : head_option_table())
+    {
+        out.push_back(option.name + std::string("=") + head_option_text(option.get(c.options)));
+    }
+    return out;
+}
+
+std::vector<std::string> compare_fingerprint(const compare_config& c)
+{
+    std::vector<std::string> out = {c.output_dir, attention_plasticity::io::format_number(c.options.alpha),
+                                    c.options.common_heads ? "on" : "off", c.options.same_dump ? "on" : "off",
+                                    c.options.design == compare_design::paired ? "paired" : "unpaired"};
+    out.insert(out.end(), c.options.names.begin(), c.options.names.end());
+    return out;
+}
+
+/// Each option of `table` whose help states a default ("[X]") is set to X on a fresh `Config`:
+/// nothing changes (the stated default is the real one). An option whose stated default is not
+/// a value it takes ("[all]", "[metadata.json, ...]") must be in `described`.
+template <class Config, class Fingerprint>
+void check_stated_defaults(const option_table<Config>& table, Fingerprint fingerprint,
+                           const std::vector<std::string>& described, std::size_t values)
+{
+    const auto fresh = fingerprint(Config{});
+    std::size_t checked = 0;
+    for (const auto& option : table)
+    {
+        INFO(option.name << ": " << option.help);
+        const std::string stated = stated_default(option.help);
+        const bool is_described = std::find(described.begin(), described.end(), option.name) != described.end();
+        if (stated.empty() || is_described)
+        {
+            CHECK_FALSE(stated.empty() == is_described);  // a described default is stated
+            continue;
+        }
+        Config config;
+        option.set(config, option.name, stated);
+        CHECK(fingerprint(config) == fresh);
+        ++checked;
+    }
+    CHECK(checked == values);
+}
+}  // namespace
+
+TEST_CASE("option tables: every default a help text states is the real one", "[frontend]")
+{
+    // ap_analyze (its --help): each value stated is the default of a default-constructed config.
+    check_stated_defaults(analyze_options(), analyze_fingerprint,
+                          {"num_layers", "num_q_heads", "num_k_heads", "layers", "heads", "shard"}, 20);
+    // ... its head options' defaults are rendered from analyze_default_options() (not typed), so
+    // confidence_intervals shows [on] there and [off] in HeadOptions' docstrings (head_options{}).
+    CHECK_THAT(find_option(analyze_options(), "confidence_intervals")->help, Catch::Matchers::EndsWith("(§8.3) [on]"));
+    const auto* intervals = find_option(head_option_table(), "confidence_intervals");
+    CHECK(head_option_help(*intervals, attention_plasticity::head_options{})
+          == "standard errors, bias and intervals of AP_j and ap_* (§8.3) [off]");
+    // the analysis' own defaults are the library's but the intervals (docs/method.md §8.3)
+    const attention_plasticity::head_options library;
+    for (const head_option_spec& option : head_option_table())
+    {
+        INFO(option.name);
+        CHECK((head_option_text(option.get(library)) == head_option_text(option.get(analyze_default_options())))
+              == (option.name != std::string("confidence_intervals")));
+    }
+    // ap_compare
+    check_stated_defaults(compare_option_table(), compare_fingerprint, {}, 4);
+    // A planted wrong default is caught: the check above fails on it.
+    compare_config planted;
+    compare_option_table()[2].set(planted, "alpha", "0.1");
+    CHECK(compare_fingerprint(planted) != compare_fingerprint(compare_config{}));
 }
