@@ -650,3 +650,80 @@ TEST_CASE("option tables: every default a help text states is the real one", "[f
     compare_option_table()[2].set(planted, "alpha", "0.1");
     CHECK(compare_fingerprint(planted) != compare_fingerprint(compare_config{}));
 }
+
+namespace
+{
+/// The cells of the rows of the markdown table after the line starting with `intro` in
+/// docs/method.md whose first cell is a backquoted name: name -> cells (the first one included).
+std::map<std::string, std::vector<std::string>> documented_table_rows(const std::string& intro)
+{
+    std::ifstream in(std::string(AP_DOCS_DIR) + "/method.md");
+    std::map<std::string, std::vector<std::string>> rows;
+    std::string line;
+    bool found = false;
+    while (std::getline(in, line))
+    {
+        if (!found)
+        {
+            found = line.rfind(intro, 0) == 0;
+            continue;
+        }
+        if (line.rfind("| `", 0) != 0)
+        {
+            if (!rows.empty() && line.rfind("|", 0) != 0)
+            {
+                break;
+            }
+            continue;
+        }
+        std::vector<std::string> cells;
+        for (std::size_t at = 1, bar; (bar = line.find(" |", at)) != std::string::npos; at = bar + 2)
+        {
+            cells.push_back(trim(line.substr(at, bar - at)));
+        }
+        rows[cells.front().substr(1, cells.front().find('`', 1) - 1)] = cells;
+    }
+    REQUIRE(found);
+    return rows;
+}
+
+/// Whether a default as docs/method.md writes it ("0.05", "on", "sequence", "$10^{-12}$") is `value`.
+bool documents(const std::string& cell, const head_option_value& value)
+{
+    if (const double* real = std::get_if<double>(&value))
+    {
+        return std::strtod(cell.c_str(), nullptr) == *real;
+    }
+    return cell == head_option_text(value);
+}
+}  // namespace
+
+TEST_CASE("docs/method.md states the real defaults: §2's parameters, §8's library and ap_analyze columns",
+          "[frontend]")
+{
+    const attention_plasticity::head_options library;
+    const auto parameters = documented_table_rows("**Parameters**");
+    const auto extensions = documented_table_rows("| option (`head_options` field");
+    std::size_t checked = 0;
+    for (const head_option_spec& option : head_option_table())
+    {
+        INFO(option.name);
+        if (const auto row = parameters.find(option.name); row != parameters.end())
+        {
+            REQUIRE(row->second.size() == 3);  // name, meaning, default (the library's and ap_analyze's)
+            CHECK(documents(row->second[2], option.get(library)));
+            CHECK(documents(row->second[2], option.get(analyze_default_options())));
+            ++checked;
+        }
+        if (const auto row = extensions.find(option.name); row != extensions.end())
+        {
+            REQUIRE(row->second.size() == 5);  // option, what, library default, ap_analyze default, cost
+            CHECK(documents(row->second[2], option.get(library)));
+            CHECK(documents(row->second[3], option.get(analyze_default_options())));
+            ++checked;
+        }
+    }
+    CHECK(checked == 7 + 11);
+    CHECK_FALSE(documents("on", head_option_value(false)));  // a wrong statement is seen
+    CHECK_FALSE(documents("0.5", head_option_value(0.05)));
+}
