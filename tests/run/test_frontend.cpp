@@ -727,3 +727,105 @@ TEST_CASE("docs/method.md states the real defaults: §2's parameters, §8's libr
     CHECK_FALSE(documents("on", head_option_value(false)));  // a wrong statement is seen
     CHECK_FALSE(documents("0.5", head_option_value(0.05)));
 }
+
+namespace
+{
+/// Whether option `option` of `table` takes `text` (set on a fresh Config).
+template <class Config>
+bool takes(const option_spec<Config>& option, const std::string& text)
+{
+    Config config;
+    try
+    {
+        option.set(config, option.name, text);
+        return true;
+    }
+    catch (const usage_error&)
+    {
+        return false;
+    }
+}
+
+/// Each domain an option's help or metavar states is the one its setter checks: "in [a, b]"
+/// takes a and b and refuses just outside, "in (a, b)" refuses a and b, "A-B" (integers) takes A
+/// and B and refuses A - 1 and B + 1, a metavar "x|y" takes each choice and refuses another word.
+/// Returns how many domains were checked.
+template <class Config>
+std::size_t check_stated_domains(const option_table<Config>& table)
+{
+    std::size_t checked = 0;
+    for (const auto& option : table)
+    {
+        INFO(option.name << ": " << option.help);
+        const std::string help = option.help;
+        for (const char* open : {"in [", "in ("})
+        {
+            const std::size_t at = help.find(open);
+            if (at == std::string::npos)
+            {
+                continue;
+            }
+            const std::size_t comma = help.find(", ", at), close = help.find_first_of("])", comma);
+            const std::string low = help.substr(at + 4, comma - at - 4), high = help.substr(comma + 2, close - comma - 2);
+            const bool closed = open[3] == '[';
+            CHECK(help[close] == (closed ? ']' : ')'));
+            const double a = std::stod(low), b = std::stod(high);
+            CHECK(takes(option, low) == closed);
+            CHECK(takes(option, high) == closed);
+            CHECK(takes(option, attention_plasticity::io::format_number((a + b) / 2)));
+            CHECK_FALSE(takes(option, attention_plasticity::io::format_number(a - 0.125)));
+            CHECK_FALSE(takes(option, attention_plasticity::io::format_number(b + 0.125)));
+            ++checked;
+        }
+        // "..., A-B (§...)": an integer range (not the "e.g. 0-3,7" of a list)
+        for (std::size_t at = help.find(", "); at != std::string::npos; at = help.find(", ", at + 1))
+        {
+            const std::size_t dash = help.find('-', at);
+            const std::size_t end = help.find_first_not_of("0123456789", dash + 1);
+            if (dash == std::string::npos || dash == at + 2 || end == dash + 1
+                || help.find_first_not_of("0123456789", at + 2) != dash || (end < help.size() && help[end] == ','))
+            {
+                continue;
+            }
+            const std::uint64_t a = std::stoull(help.substr(at + 2, dash - at - 2));
+            const std::uint64_t b = std::stoull(help.substr(dash + 1, end - dash - 1));
+            CHECK(takes(option, std::to_string(a)));
+            CHECK(takes(option, std::to_string(b)));
+            CHECK_FALSE(takes(option, std::to_string(b + 1)));
+            if (a > 0)
+            {
+                CHECK_FALSE(takes(option, std::to_string(a - 1)));
+            }
+            ++checked;
+        }
+        const std::string metavar = option.metavar;
+        if (metavar.find('|') != std::string::npos)
+        {
+            for (std::size_t start = 0;;)
+            {
+                const std::size_t bar = metavar.find('|', start);
+                CHECK(takes(option, metavar.substr(start, bar - start)));
+                if (bar == std::string::npos)
+                {
+                    break;
+                }
+                start = bar + 1;
+            }
+            CHECK_FALSE(takes(option, "neither"));
+            ++checked;
+        }
+    }
+    return checked;
+}
+}  // namespace
+
+TEST_CASE("option tables: every domain a help text or metavar states is the one checked", "[frontend]")
+{
+    // p_alpha, max_rel_dist [0, 1]; confidence_level (0, 1); distance_bins_per_octave 1-1024;
+    // six on|off and sampling_unit
+    CHECK(check_stated_domains(analyze_options()) == 2 + 1 + 1 + 7);
+    // alpha (0, 1); common_heads, same_dump on|off; design paired|unpaired
+    CHECK(check_stated_domains(compare_option_table()) == 1 + 3);
+    // a planted wrong statement would be seen: alpha's setter refuses 0, so "in [0, 1]" fails the check
+    CHECK_FALSE(takes(compare_option_table()[2], "0"));
+}
