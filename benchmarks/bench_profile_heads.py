@@ -55,7 +55,7 @@ def main():
         return run.tables_text()["head_metrics"]
 
     def loop_before():
-        head_options = ap.analyze_default_options()
+        head_options = ap.analysis_options()
         results = []
         for layer, q_head in heads:
             q, k = sink.columns(layer, q_head, "q"), sink.columns(layer, q_head // group, "k")

@@ -35,7 +35,7 @@ from attention_plasticity._core import _bench
 
 def synthetic_tokens(n, d, examples, buckets, drift, seed):
     """bench_common.hpp's synthetic_tokens<float>: the same draws in the same order."""
-    normal = ap.NormalGenerator(seed)
+    normal = ap.kernel.NormalGenerator(seed)
     u = np.array([normal() for _ in range(d)])
     scale = 0.5 + 1.5 * ((np.arange(d) * 37) % d) / d
     u /= np.sqrt((u * u).sum())

@@ -90,7 +90,7 @@ def run(max_seq_len=128, max_examples=8, bucket_size=16, seed=0, options=None):
     vectors, columns = capture_heads(model, examples, bucket_size)
     num_q, num_k, _head_dim = capture.head_counts(model.config)
     if options is None:
-        options = ap.analyze_default_options()  # ap_analyze's (the intervals of §8.3 on)
+        options = ap.analysis_options()  # ap_analyze's (the intervals of §8.3 on)
         options.seed = seed
     return head_profiles(vectors, columns, num_q, num_k, options)
 

@@ -34,8 +34,9 @@ use; ``ap.capture``: the attention-registry hook of transformers models; ``ap.qk
 qk-sniffer's capture options, plans and Parquet sinks; ``ap.sniffed``: the Parquet reader.
 
 Every name the top level had before it was curated (``ap.pair_plasticity``, ``ap.DumpRun``,
-...) still resolves, to the same object, from its home (``__getattr__`` below); it is only no
-longer listed in ``dir(ap)`` or ``__all__``.
+...) still resolves, to the same object, from its home (``__getattr__`` below), with a
+DeprecationWarning naming its path (``attention_plasticity.kernel.pair_plasticity``,
+``attention_plasticity._core.dump.DumpRun``); it is not listed in ``dir(ap)`` or ``__all__``.
 """
 
 import os as _os
@@ -89,25 +90,49 @@ __all__ = [
 _SUBMODULES = ("steps", "kernel", "extensions", "plots", "capture", "qk_sniffer", "sniffed")
 
 # Where the names the top level had before it was curated live now: every public name of these
-# parts of the compiled module (the top level star-imported them all).
-_FORMER_HOMES = ("kernel", "steps", "extensions", "head", "dump", "companion", "tables")
+# parts of the compiled module (the top level star-imported them all), and the path each is to be
+# reached by: the public submodules (ap.kernel, ap.steps, ap.extensions) for the method's pieces,
+# the compiled module's part (attention_plasticity._core.dump, ...) for the engine's internals.
+_FORMER_HOMES = (("kernel", "kernel"), ("steps", "steps"), ("extensions", "extensions"),
+                 ("head", "_core.head"), ("dump", "_core.dump"), ("companion", "_core.companion"),
+                 ("tables", "_core.tables"))
+# name -> (object, its path): the search of a former name is paid once.
+_former = {}
+
+
+def _former_name(name):
+    """(object, path) of a former top-level name, or None."""
+    if name not in _former:
+        for part, path in _FORMER_HOMES:
+            home = vars(getattr(_core, part))
+            if name in home:
+                _former[name] = (home[name], f"{__name__}.{path}.{name}")
+                break
+        else:
+            return None
+    return _former[name]
 
 
 def __getattr__(name):
     # PEP 562: called only for a name the module does not hold. A submodule is imported on first
-    # use (ap.plots: `import attention_plasticity` does not import matplotlib); a former top-level
-    # name resolves from its home, silently (README and tests run with -W error::UserWarning, and
-    # the name is not deprecated, only no longer listed).
+    # use (ap.plots: `import attention_plasticity` does not import matplotlib). A former top-level
+    # name (tests/python/former_top_level_names.txt, not curated) still resolves, to the same
+    # object, with a DeprecationWarning naming its path, at every access: it is not cached in the
+    # module's namespace (which would silence every access after the first, in any caller), and
+    # Python's warning filters decide what is shown (by default: once per place of a caller's
+    # __main__ code; every time under pytest's or -W error::DeprecationWarning).
     import importlib
     import importlib.util
     if not name.startswith("_"):
-        for part in _FORMER_HOMES:
-            home = getattr(_core, part)
-            if name in vars(home):
-                # Kept here once found, so that a loop calling ap.pair_plasticity pays the
-                # search once (dir() is __dir__'s list, so the name stays unlisted).
-                value = globals()[name] = vars(home)[name]
-                return value
+        former = _former_name(name)
+        if former is not None:
+            value, path = former
+            # `from attention_plasticity import NAME` asks twice: importlib's hasattr check of the
+            # fromlist, then the import statement itself (whose line the warning names): once.
+            if _sys._getframe(1).f_globals.get("__name__") != "importlib._bootstrap":
+                import warnings
+                warnings.warn(f"{__name__}.{name} is deprecated; use {path}", DeprecationWarning, stacklevel=2)
+            return value
         if importlib.util.find_spec(f"{__name__}.{name}") is not None:
             return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

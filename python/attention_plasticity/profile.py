@@ -11,6 +11,7 @@ import sys
 import numpy as np
 
 from . import capture as _capture
+from ._core.head import HeadOptions as _HeadOptions
 from . import results as _results
 from .dump import DumpResult as _DumpResult  # profile_model's result is a DumpResult
 from .layout import parse_head_folder
@@ -31,7 +32,11 @@ _RUN_ONLY = ("data_root", "output_dir", "model_config", "num_layers", "num_q_hea
              "shard", "layers", "heads")
 
 
-def notebook_capture(max_seq_len, tokens, max_tokens_per_head=50000, min_bucket_size=None):
+# HeadOptions' default of max_tokens_per_head (the option table's, docs/method.md §2), not typed again.
+_MAX_TOKENS_PER_HEAD = _HeadOptions().max_tokens_per_head
+
+
+def notebook_capture(max_seq_len, tokens, max_tokens_per_head=_MAX_TOKENS_PER_HEAD, min_bucket_size=None):
     """The capture settings of capture_preset="notebook" for examples of at most ``max_seq_len``
     tokens, ``tokens`` in all: ``min_bucket_size`` the power of two nearest max_seq_len / 16
     (at least 4; or the one given) and every token kept with ``sampling_rate`` =

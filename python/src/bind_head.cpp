@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -227,14 +228,17 @@ namespace
     }
 
     /// HeadOptions' property of `option`, typed as its field (int, float, bool or str), read through
-    /// the table's getter, set through its setter, documented by its help.
+    /// the table's getter, set through its setter, documented by its help with HeadOptions()'s
+    /// default (head_options{}, the library's: not ap_analyze's, whose --help shows its own).
     template <class T>
     void option_property(nb::class_<ap::head_options>& cls, const run::head_option_spec& option)
     {
+        static std::deque<std::string> docs;  // the docstrings, alive as long as the module
+        docs.push_back(run::head_option_help(option, ap::head_options{}));
         cls.def_prop_rw(
             option.name, [get = option.get](const ap::head_options& o) { return std::get<T>(get(o)); },
             [key = option.name](ap::head_options& o, nb::handle value) { set_head_option(o, key, value); },
-            option.help);
+            docs.back().c_str());
     }
 
     void bind_options(nb::module_& m)

@@ -120,7 +120,7 @@ def test_every_nan_column_is_warned_from_every_entry_point(decoder):
     x = rng.standard_normal((60, 8))
     heads = [ap.analyze_head(ap.Tokens(x, position, position // 10, position * 0),
                              ap.Tokens(x, position, position // 10, np.repeat([0, 1], 30)),
-                             ap.HeadId(0, h, 0), ap.analyze_default_options()) for h in range(2)]
+                             ap.HeadId(0, h, 0), ap.analysis_options()) for h in range(2)]
     _, warned = nan_warnings(lambda: ap.tables(heads))
     assert "head_metrics.ap_overall_se" in warned
 
@@ -321,7 +321,7 @@ def test_one_preset_for_the_intervals():
     assert not ap.HeadOptions().confidence_intervals
     preset = ap.analysis_options(seed=3)
     assert preset.confidence_intervals and preset.seed == 3
-    default = ap.analyze_default_options()
+    default = ap.analysis_options()
     for name in ("max_tokens_per_head", "num_pairs_per_bucket", "sampling_unit", "distance_map"):
         assert getattr(preset, name) == getattr(default, name), name
     with pytest.raises(ValueError, match="did you mean 'seed'"):

@@ -228,7 +228,7 @@ def test_usage_and_output_errors_are_ap_analyzes(dumps, tmp_path):
 
 
 def test_stopping_a_run_writes_nothing(dumps, tmp_path):
-    run = ap.DumpRun.from_options(str(dumps["npy"]), str(tmp_path / "out"), None,
+    run = ap._core.dump.DumpRun.from_options(str(dumps["npy"]), str(tmp_path / "out"), None,
                                   {"num_q_heads": 4, "num_k_heads": 2, "threads": 1})
 
     class Stop(Exception):

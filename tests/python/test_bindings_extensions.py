@@ -51,21 +51,21 @@ def reference_bin(x, b):
 def test_log_distance_bins(b):
     # powers of 2 lie on edges of every b (exact); the others away from every edge
     for x in [-5.0, -1e-300, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 1000.0, 2.0 ** 40, 1.0001 * 2.0 ** (7 / 3)]:
-        k = ap.log_distance_bin(x, b)
+        k = ap.extensions.log_distance_bin(x, b)
         assert k == reference_bin(x, b), (x, b)
-        edges = ap.log_distance_bin_edges(k, b)
+        edges = ap.extensions.log_distance_bin_edges(k, b)
         assert edges.low <= x < edges.high
         if k >= 1:
             assert edges.low == pytest.approx(2.0 ** ((k - 1) / b), rel=1e-15)
             assert edges.high == pytest.approx(2.0 ** (k / b), rel=1e-15)
-    assert (ap.log_distance_bin_edges(-1).low, ap.log_distance_bin_edges(-1).high) == (-math.inf, 0.0)
-    assert ap.max_bins_per_octave == 1024
+    assert (ap.extensions.log_distance_bin_edges(-1).low, ap.extensions.log_distance_bin_edges(-1).high) == (-math.inf, 0.0)
+    assert ap.extensions.max_bins_per_octave == 1024
     with pytest.raises(ap.DomainError, match="log_distance_bin: distance must be finite, got nan"):
-        ap.log_distance_bin(math.nan)
+        ap.extensions.log_distance_bin(math.nan)
     with pytest.raises(ap.InvalidArgumentError, match="log_distance_bin_edges: bin must be >= -1, got -2"):
-        ap.log_distance_bin_edges(-2)
+        ap.extensions.log_distance_bin_edges(-2)
     with pytest.raises(ap.InvalidArgumentError, match="log_distance_bin: bins_per_octave"):
-        ap.log_distance_bin(1.0, 0)
+        ap.extensions.log_distance_bin(1.0, 0)
 
 
 def key_setup(seed=0, n=600):
@@ -74,14 +74,14 @@ def key_setup(seed=0, n=600):
     examples = np.repeat(np.arange(3), n // 3).astype(np.int64)
     buckets = (positions // 50).astype(np.int64)
     keys = rng.standard_normal((n, 6))
-    return keys, positions, buckets, examples, ap.group_key_buckets(positions, buckets, examples)
+    return keys, positions, buckets, examples, ap.steps.group_key_buckets(positions, buckets, examples)
 
 
 def test_cell_pair_distances_and_the_map():
     keys, positions, buckets, examples, key_buckets = key_setup()
-    cells = [ap.cell_key_pairs(key_buckets[c], 3, 40, 0.2, 77) for c in range(3)]
+    cells = [ap.steps.cell_key_pairs(key_buckets[c], 3, 40, 0.2, 77) for c in range(3)]
     tau = 170.25
-    d = ap.cell_pair_distances(positions, cells, tau)
+    d = ap.extensions.cell_pair_distances(positions, cells, tau)
     first = np.concatenate([c.pairs.first for c in cells])
     second = np.concatenate([c.pairs.second for c in cells])
     np.testing.assert_array_equal(d.key_distance, np.abs(positions[first] - positions[second]).astype(float))
@@ -89,7 +89,7 @@ def test_cell_pair_distances_and_the_map():
     # the map: mean PP and count of every non-empty bin, in increasing (key_bin, query_bin)
     pp = np.random.default_rng(1).uniform(0, 1, len(first))
     for b in (1, 2):
-        bins = ap.distance_plasticity_map(d.key_distance, d.query_distance, pp, bins_per_octave=b)
+        bins = ap.extensions.distance_plasticity_map(d.key_distance, d.query_distance, pp, bins_per_octave=b)
         kb = np.array([reference_bin(x, b) for x in d.key_distance])
         qb = np.array([reference_bin(x, b) for x in d.query_distance])
         want = sorted({(k, q) for k, q in zip(kb, qb)})
@@ -98,52 +98,52 @@ def test_cell_pair_distances_and_the_map():
             inside = (kb == x.key_bin) & (qb == x.query_bin)
             assert x.n_pairs == inside.sum()
             assert x.plasticity == pytest.approx(pp[inside].mean(), rel=1e-15, abs=0)
-            edges = ap.log_distance_bin_edges(x.key_bin, b)
+            edges = ap.extensions.log_distance_bin_edges(x.key_bin, b)
             assert (x.key_distance.low, x.key_distance.high) == (edges.low, edges.high)
     # integer distances are read as float64; errors name the argument and the entry
-    assert len(ap.distance_plasticity_map([0, 3], [5, -2], [0.5, 1])) == 2
+    assert len(ap.extensions.distance_plasticity_map([0, 3], [5, -2], [0.5, 1])) == 2
     with pytest.raises(ap.DomainError, match=r"distance_plasticity_map: key_distance\[1\] = -1 is negative"):
-        ap.distance_plasticity_map([0.0, -1.0], [1.0, 1.0], [0.5, 0.5])
+        ap.extensions.distance_plasticity_map([0.0, -1.0], [1.0, 1.0], [0.5, 0.5])
     with pytest.raises(ap.DomainError, match=r"distance_plasticity_map: plasticity\[0\] = 1.5 is outside \[0, 1\]"):
-        ap.distance_plasticity_map([0.0], [1.0], [1.5])
+        ap.extensions.distance_plasticity_map([0.0], [1.0], [1.5])
     with pytest.raises(ap.InvalidArgumentError, match="distance_plasticity_map: key_distance, query_distance and "
                                                       "plasticity must have one entry per pair, got 2, 1 and 2"):
-        ap.distance_plasticity_map([0.0, 1.0], [1.0], [0.5, 0.5])
+        ap.extensions.distance_plasticity_map([0.0, 1.0], [1.0], [0.5, 0.5])
     with pytest.raises(ap.InvalidArgumentError, match=r"cell_pair_distances: cells\[0\] pair 0 uses key row"):
-        ap.cell_pair_distances(positions[:1], cells, tau)
+        ap.extensions.cell_pair_distances(positions[:1], cells, tau)
     with pytest.raises(ap.DomainError, match="cell_pair_distances: tau must be finite"):
-        ap.cell_pair_distances(positions, cells, math.inf)
+        ap.extensions.cell_pair_distances(positions, cells, math.inf)
 
 
 def test_extension_streams_and_extra_pairs():
     for s, j, c in [(0, 1, 0), (12345, 4, 3), (MASK64, 7, -1)]:
-        assert ap.distance_map_pair_seed(s, j, c) == mix_seed(s, j & MASK64, c & MASK64, 1)
-        assert ap.empirical_query_seed(s, j) == mix_seed(s, j & MASK64, 0, 2)
+        assert ap.extensions.distance_map_pair_seed(s, j, c) == mix_seed(s, j & MASK64, c & MASK64, 1)
+        assert ap.extensions.empirical_query_seed(s, j) == mix_seed(s, j & MASK64, 0, 2)
     _, _, _, _, key_buckets = key_setup()
     kb = key_buckets[2]
-    extra = ap.distance_map_cell_pairs(kb, 5, 30, 0.2, 99)
+    extra = ap.extensions.distance_map_cell_pairs(kb, 5, 30, 0.2, 99)
     # the sampler of §5 over the bucket's examples, from the extra pairs' own stream
-    want = ap.sample_grouped_key_pairs(kb.examples, 30, 0.2, ap.Rng(ap.distance_map_pair_seed(99, 5, kb.bucket)))
+    want = ap.kernel.sample_grouped_key_pairs(kb.examples, 30, 0.2, ap.kernel.Rng(ap.extensions.distance_map_pair_seed(99, 5, kb.bucket)))
     np.testing.assert_array_equal(extra.pairs.first, want.first)
     np.testing.assert_array_equal(extra.pairs.second, want.second)
-    method = ap.cell_key_pairs(kb, 5, 30, 0.2, 99)
+    method = ap.steps.cell_key_pairs(kb, 5, 30, 0.2, 99)
     assert not np.array_equal(extra.pairs.first, method.pairs.first)
     assert (extra.q_bucket, extra.k_bucket) == (5, kb.bucket)
     with pytest.raises(ap.InvalidArgumentError, match="distance_map_cell_pairs: max_rel_dist"):
-        ap.distance_map_cell_pairs(kb, 5, 30, -1.0, 99)
+        ap.extensions.distance_map_cell_pairs(kb, 5, 30, -1.0, 99)
 
 
 def test_bucket_key_differences():
     keys, _, _, _, key_buckets = key_setup()
-    cells = [ap.cell_key_pairs(key_buckets[c], 4, 25, 0.2, 5) for c in range(3)]
+    cells = [ap.steps.cell_key_pairs(key_buckets[c], 4, 25, 0.2, 5) for c in range(3)]
     first = np.concatenate([c.pairs.first for c in cells])
     second = np.concatenate([c.pairs.second for c in cells])
-    np.testing.assert_array_equal(ap.bucket_key_differences(keys, cells), keys[first] - keys[second])
-    w32 = ap.bucket_key_differences(keys, cells, dtype="float32")
+    np.testing.assert_array_equal(ap.extensions.bucket_key_differences(keys, cells), keys[first] - keys[second])
+    w32 = ap.extensions.bucket_key_differences(keys, cells, dtype="float32")
     assert w32.dtype == np.float32
     np.testing.assert_array_equal(w32, (keys[first] - keys[second]).astype(np.float32))
     with pytest.raises(ap.InvalidArgumentError, match=r"bucket_key_differences: cells\[0\] pair 0 uses key row"):
-        ap.bucket_key_differences(keys[:2], cells)
+        ap.extensions.bucket_key_differences(keys[:2], cells)
 
 
 # ---------------------------------------------------------------------------
@@ -164,25 +164,25 @@ def test_pair_preferences_and_empirical_plasticity(dtype):
     share = ((scores > 0).sum(axis=0) + 0.5 * (scores == 0).sum(axis=0)) / n
     ties = (scores == 0).sum(axis=0) / n
     assert ties.max() > 0  # the case has ties
-    prefs = ap.pair_preferences(q.astype(dtype), w.astype(dtype))
+    prefs = ap.extensions.pair_preferences(q.astype(dtype), w.astype(dtype))
     np.testing.assert_allclose(prefs.preference, share, rtol=1e-15, atol=0)
     np.testing.assert_allclose(prefs.tie_fraction, ties, rtol=1e-15, atol=0)
     assert prefs.n_queries == n
     unbiased = (4 * share * (1 - share) * n - ties) / (n - 1)
-    np.testing.assert_allclose(ap.empirical_plasticity_from_preferences(prefs), unbiased, rtol=1e-14, atol=1e-15)
-    got = ap.empirical_pair_plasticity(q.astype(dtype), w.astype(dtype))
+    np.testing.assert_allclose(ap.extensions.empirical_plasticity_from_preferences(prefs), unbiased, rtol=1e-14, atol=1e-15)
+    got = ap.extensions.empirical_pair_plasticity(q.astype(dtype), w.astype(dtype))
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, unbiased, rtol=1e-14, atol=1e-15)
-    assert ap.empirical_pair_plasticity(q, w, result_dtype="float32").dtype == np.float32
+    assert ap.extensions.empirical_pair_plasticity(q, w, result_dtype="float32").dtype == np.float32
     # the variance of the mean over the query sample: (16 / n) var(f, ddof=1)
     s = np.where(scores > 0, 1.0, np.where(scores == 0, 0.5, 0.0))
     f = s @ ((1.0 - 2.0 * share) / len(w))
     want = 16.0 / n * np.var(f, ddof=1)
-    assert ap.empirical_plasticity_variance(q, w, prefs) == pytest.approx(want, rel=1e-12)
+    assert ap.extensions.empirical_plasticity_variance(q, w, prefs) == pytest.approx(want, rel=1e-12)
     # made by hand: the same numbers
-    again = ap.EmpiricalPreferences(share, ties, n)
-    np.testing.assert_array_equal(ap.empirical_plasticity_from_preferences(again),
-                                  ap.empirical_plasticity_from_preferences(prefs))
+    again = ap.extensions.EmpiricalPreferences(share, ties, n)
+    np.testing.assert_array_equal(ap.extensions.empirical_plasticity_from_preferences(again),
+                                  ap.extensions.empirical_plasticity_from_preferences(prefs))
 
 
 def test_empirical_plasticity_is_unbiased_for_4p1mp():
@@ -192,7 +192,7 @@ def test_empirical_plasticity_is_unbiased_for_4p1mp():
     w = np.array([[1.0, 0.5, 0.0], [0.2, -1.0, 0.3]])
     mean = np.array([0.3, 0.1, -0.2])
     n, reps = 8, 4000
-    estimates = np.array([ap.empirical_pair_plasticity(rng.standard_normal((n, 3)) + mean, w) for _ in range(reps)])
+    estimates = np.array([ap.extensions.empirical_pair_plasticity(rng.standard_normal((n, 3)) + mean, w) for _ in range(reps)])
     truth = g((w @ mean) / np.linalg.norm(w, axis=1))
     se = estimates.std(axis=0, ddof=1) / math.sqrt(reps)
     assert np.all(np.abs(estimates.mean(axis=0) - truth) < 4 * se)
@@ -201,12 +201,12 @@ def test_empirical_plasticity_is_unbiased_for_4p1mp():
 def test_query_bucket_empirical_plasticity():
     keys, _, _, _, key_buckets = key_setup(n=300)
     keys = np.round(keys * 2)  # small integers again
-    cells = [ap.cell_key_pairs(key_buckets[c], 9, 30, 0.3, 5) for c in range(len(key_buckets))]
-    cells.append(ap.CellPairs(9, 99, ap.KeyPairs([], [], [])))  # a cell without pairs
+    cells = [ap.steps.cell_key_pairs(key_buckets[c], 9, 30, 0.3, 5) for c in range(len(key_buckets))]
+    cells.append(ap.steps.CellPairs(9, 99, ap.kernel.KeyPairs([], [], [])))  # a cell without pairs
     q = np.random.default_rng(2).integers(-3, 4, (50, 6)).astype(float)
-    r = ap.query_bucket_empirical_plasticity(keys, cells, q)
-    w = ap.bucket_key_differences(keys, cells)
-    pp = ap.empirical_pair_plasticity(q, w)
+    r = ap.extensions.query_bucket_empirical_plasticity(keys, cells, q)
+    w = ap.extensions.bucket_key_differences(keys, cells)
+    pp = ap.extensions.empirical_pair_plasticity(q, w)
     np.testing.assert_array_equal(r.pair_plasticity, pp)
     at = 0
     for cell, c in zip(r.cells, cells):
@@ -222,28 +222,28 @@ def test_query_bucket_empirical_plasticity():
     with pytest.raises(ap.InvalidArgumentError,
                        match="query_bucket_empirical_plasticity: bucket_queries have d = 5 columns but keys_rot has "
                              "d = 6"):
-        ap.query_bucket_empirical_plasticity(keys, cells, q[:, :5])
+        ap.extensions.query_bucket_empirical_plasticity(keys, cells, q[:, :5])
 
 
 def test_empirical_errors_name_the_argument():
     q, w = empirical_case()
     with pytest.raises(ap.InvalidArgumentError,
                        match="pair_preferences: queries have d = 4 columns but differences have d = 5"):
-        ap.pair_preferences(q[:, :4], w)
+        ap.extensions.pair_preferences(q[:, :4], w)
     with pytest.raises(ap.InvalidArgumentError, match="empirical_pair_plasticity: needs at least 2 queries, got 1"):
-        ap.empirical_pair_plasticity(q[:1], w)
+        ap.extensions.empirical_pair_plasticity(q[:1], w)
     bad = q.copy()
     bad[3, 2] = np.nan
     with pytest.raises(ap.DomainError, match="pair_preferences: queries"):
-        ap.pair_preferences(bad, w)
+        ap.extensions.pair_preferences(bad, w)
     with pytest.raises(ap.InvalidArgumentError, match="empirical_plasticity_from_preferences: needs n_queries >= 2"):
-        ap.empirical_plasticity_from_preferences(ap.EmpiricalPreferences([0.5], [0.0], 1))
+        ap.extensions.empirical_plasticity_from_preferences(ap.extensions.EmpiricalPreferences([0.5], [0.0], 1))
     with pytest.raises(ap.DomainError, match="empirical_plasticity_from_preferences: pair 0: preference 1.5"):
-        ap.empirical_plasticity_from_preferences(ap.EmpiricalPreferences([1.5], [0.0], 5))
+        ap.extensions.empirical_plasticity_from_preferences(ap.extensions.EmpiricalPreferences([1.5], [0.0], 5))
     with pytest.raises(ap.InvalidArgumentError, match="empirical_plasticity_variance: preferences are of 40 pairs"):
-        ap.empirical_plasticity_variance(q[:10], w, ap.pair_preferences(q, w))
+        ap.extensions.empirical_plasticity_variance(q[:10], w, ap.extensions.pair_preferences(q, w))
     with pytest.raises(ap.InvalidArgumentError, match="pair_preferences: dtype must be None"):
-        ap.pair_preferences(q, w, dtype="int8")
+        ap.extensions.pair_preferences(q, w, dtype="int8")
 
 
 # ---------------------------------------------------------------------------
@@ -254,7 +254,7 @@ def model_case(seed=4, d=5, p=120):
     rng = np.random.default_rng(seed)
     a = rng.standard_normal((d - 1, d - 1))
     sigma = a @ a.T / d + 0.2 * np.eye(d - 1)
-    model = ap.BucketQueryModel(3, 40, 100.0, 0.4, 0.8, ap.Gaussian(rng.standard_normal(d - 1) * 0.3, sigma))
+    model = ap.steps.BucketQueryModel(3, 40, 100.0, 0.4, 0.8, ap.steps.Gaussian(rng.standard_normal(d - 1) * 0.3, sigma))
     w = rng.standard_normal((p, d))
     return w, model
 
@@ -270,8 +270,8 @@ def ap_of(w, mu0, sigma2, mu, sigma):
 def test_bucket_plasticity_sensitivity_is_the_derivative_of_ap_j():
     w, model = model_case()
     mu, sigma = model.semantic.mean.copy(), model.semantic.covariance.copy()
-    moments = ap.structured_pair_moments(w, model.position_mean, model.position_variance, mu, sigma)
-    s = ap.bucket_plasticity_sensitivity(w, moments, model)
+    moments = ap.kernel.structured_pair_moments(w, model.position_mean, model.position_variance, mu, sigma)
+    s = ap.extensions.bucket_plasticity_sensitivity(w, moments, model)
     h = 1e-6
 
     def central(f):
@@ -304,38 +304,38 @@ def test_bucket_plasticity_sensitivity_is_the_derivative_of_ap_j():
     assert s.bias_per_position_variance_variance == pytest.approx(
         np.mean((3 * z * g1 + z ** 2 * g2) / 8 * w[:, 0] ** 4 / v ** 2), rel=1e-10)
     with pytest.raises(ap.InvalidArgumentError, match="bucket_plasticity_sensitivity: moments have 119 means"):
-        ap.bucket_plasticity_sensitivity(w, ap.PairMoments(moments.mean[1:], moments.variance[1:]), model)
+        ap.extensions.bucket_plasticity_sensitivity(w, ap.kernel.PairMoments(moments.mean[1:], moments.variance[1:]), model)
     with pytest.raises(ap.InvalidArgumentError, match="bucket_plasticity_sensitivity: differences has d = 4 columns"):
-        ap.bucket_plasticity_sensitivity(w[:, :4], moments, model)
+        ap.extensions.bucket_plasticity_sensitivity(w[:, :4], moments, model)
 
 
 def test_pair_sampling_variance():
     _, _, _, _, key_buckets = key_setup()
-    cells = [ap.cell_key_pairs(key_buckets[c], 4, n, 0.2, 5) for c, n in zip(range(3), (30, 0, 45))]
+    cells = [ap.steps.cell_key_pairs(key_buckets[c], 4, n, 0.2, 5) for c, n in zip(range(3), (30, 0, 45))]
     sizes = [len(c.pairs) for c in cells]
     pp = np.random.default_rng(0).uniform(0, 1, sum(sizes))
     parts = np.split(pp, np.cumsum(sizes)[:-1])
     want = sum(len(x) * np.var(x, ddof=1) for x in parts if len(x)) / sum(sizes) ** 2
-    assert ap.pair_sampling_variance(pp, cells) == pytest.approx(want, rel=1e-13)
-    one = [ap.cell_key_pairs(key_buckets[0], 4, 1, 0.2, 5)]
-    assert math.isnan(ap.pair_sampling_variance([0.5], one))
-    assert math.isnan(ap.pair_sampling_variance([], []))
+    assert ap.extensions.pair_sampling_variance(pp, cells) == pytest.approx(want, rel=1e-13)
+    one = [ap.steps.cell_key_pairs(key_buckets[0], 4, 1, 0.2, 5)]
+    assert math.isnan(ap.extensions.pair_sampling_variance([0.5], one))
+    assert math.isnan(ap.extensions.pair_sampling_variance([], []))
     with pytest.raises(ap.InvalidArgumentError,
                        match="pair_sampling_variance: pair_plasticity has 3 entries but the cells hold 75 pairs"):
-        ap.pair_sampling_variance(pp[:3], cells)
+        ap.extensions.pair_sampling_variance(pp[:3], cells)
 
 
 def test_plasticity_interval():
     for est, bias, se, level in [(0.5, 0.01, 0.05, 0.95), (0.02, -0.001, 0.03, 0.9), (0.99, 0.0, 0.2, 0.5)]:
         z = stats.norm.ppf(0.5 + 0.5 * level)
-        got = ap.plasticity_interval(est, bias, se, level)
+        got = ap.extensions.plasticity_interval(est, bias, se, level)
         assert got.low == pytest.approx(min(1, max(0, est - bias - z * se)), rel=1e-14, abs=1e-16)
         assert got.high == pytest.approx(min(1, max(0, est - bias + z * se)), rel=1e-14, abs=1e-16)
-    assert math.isnan(ap.plasticity_interval(math.nan, 0.0, 0.1).low)
+    assert math.isnan(ap.extensions.plasticity_interval(math.nan, 0.0, 0.1).low)
     with pytest.raises(ap.InvalidArgumentError, match=r"plasticity_interval: level must be in \(0, 1\), got 1"):
-        ap.plasticity_interval(0.5, 0.0, 0.1, 1.0)
+        ap.extensions.plasticity_interval(0.5, 0.0, 0.1, 1.0)
     with pytest.raises(ap.DomainError, match="plasticity_interval: standard_error must be >= 0, got -0.1"):
-        ap.plasticity_interval(0.5, 0.0, -0.1)
+        ap.extensions.plasticity_interval(0.5, 0.0, -0.1)
 
 
 # ---------------------------------------------------------------------------
@@ -353,7 +353,7 @@ def test_head_options_of_the_extensions():
         False, 7, 3, True, 50, True, 0.9, 4)
     assert "empirical_ap=True" in repr(o) and "confidence_level=0.9" in repr(o)
     # ap_analyze's and analyze_dump's: the library's with the intervals on
-    d = ap.analyze_default_options()
+    d = ap._core.dump.analyze_default_options()
     assert d.confidence_intervals and repr(d) == repr(ap.HeadOptions(confidence_intervals=True))
     (qx, qt, qb, _), keys = head(1)
     # refused by HeadOptions itself, as by analyze_dump and ap_analyze (the same check)
@@ -369,57 +369,57 @@ def compose_extensions(queries, keys, head_id, options):
     """analyze_head's extensions (docs/method.md §8) from the bound steps: the distance map, the
     empirical AP_j and its standard error, the intervals of every AP_j and of ap_overall."""
     (qx, qt, qb, _), (kx, kt, kb, ke) = queries, keys
-    seeds = ap.seeds_of_head(options.seed, head_id)
-    signs = ap.orientation_signs(kx, kb)
-    q_rows = ap.subsample_rows(len(qt), options.max_tokens_per_head, seeds.query_subsample)
-    k_rows = ap.subsample_rows(len(kt), options.max_tokens_per_head, seeds.key_subsample)
+    seeds = ap.steps.seeds_of_head(options.seed, head_id)
+    signs = ap.steps.orientation_signs(kx, kb)
+    q_rows = ap.steps.subsample_rows(len(qt), options.max_tokens_per_head, seeds.query_subsample)
+    k_rows = ap.steps.subsample_rows(len(kt), options.max_tokens_per_head, seeds.key_subsample)
     xq = qx[q_rows].astype(np.float64) * signs
     t, b = qt[q_rows], qb[q_rows]
-    fit = ap.fit_linear(t, xq)
-    h = ap.householder_to_e1(fit.beta)
+    fit = ap.steps.fit_linear(t, xq)
+    h = ap.steps.householder_to_e1(fit.beta)
     xq_rot, xk_rot = h.apply(xq), h.apply(kx[k_rows].astype(np.float64) * signs)
-    c0 = ap.fit_position_component(t, xq_rot)
-    models = ap.bucket_query_models(t, b, xq_rot, c0, options.covariance_epsilon)
-    key_buckets = ap.group_key_buckets(kt[k_rows], kb[k_rows], ke[k_rows])
+    c0 = ap.steps.fit_position_component(t, xq_rot)
+    models = ap.steps.bucket_query_models(t, b, xq_rot, c0, options.covariance_epsilon)
+    key_buckets = ap.steps.group_key_buckets(kt[k_rows], kb[k_rows], ke[k_rows])
     distances, pps, estimates, empirical, empirical_variance, cells_empirical = [], [], [], [], [], []
     for model in models:
-        eligible = ap.eligible_key_buckets(key_buckets, model.bucket, model.tau, options.sliding_window)
-        cells = [ap.cell_key_pairs(key_buckets[c], model.bucket, options.num_pairs_per_bucket, options.max_rel_dist,
+        eligible = ap.steps.eligible_key_buckets(key_buckets, model.bucket, model.tau, options.sliding_window)
+        cells = [ap.steps.cell_key_pairs(key_buckets[c], model.bucket, options.num_pairs_per_bucket, options.max_rel_dist,
                                    seeds.pair_sampler) for c in eligible]
-        bucket = ap.query_bucket_plasticity(xk_rot, cells, model)
-        w = ap.bucket_key_differences(xk_rot, cells)
-        distances.append(ap.cell_pair_distances(kt[k_rows], cells, model.tau))
+        bucket = ap.steps.query_bucket_plasticity(xk_rot, cells, model)
+        w = ap.extensions.bucket_key_differences(xk_rot, cells)
+        distances.append(ap.extensions.cell_pair_distances(kt[k_rows], cells, model.tau))
         pps.append(bucket.pair_plasticity)
-        extra = [ap.distance_map_cell_pairs(key_buckets[c], model.bucket, options.distance_map_extra_pairs,
+        extra = [ap.extensions.distance_map_cell_pairs(key_buckets[c], model.bucket, options.distance_map_extra_pairs,
                                             options.max_rel_dist, seeds.pair_sampler) for c in eligible]
-        distances.append(ap.cell_pair_distances(kt[k_rows], extra, model.tau))
-        pps.append(ap.query_bucket_plasticity(xk_rot, extra, model).pair_plasticity)
+        distances.append(ap.extensions.cell_pair_distances(kt[k_rows], extra, model.tau))
+        pps.append(ap.steps.query_bucket_plasticity(xk_rot, extra, model).pair_plasticity)
         rows = np.flatnonzero(b == model.bucket)
-        picked = ap.subsample_rows(len(rows), options.empirical_max_queries or len(rows),
-                                   ap.empirical_query_seed(seeds.pair_sampler, model.bucket))
+        picked = ap.steps.subsample_rows(len(rows), options.empirical_max_queries or len(rows),
+                                   ap.extensions.empirical_query_seed(seeds.pair_sampler, model.bucket))
         if bucket.n_pairs:
             queries_j = xq_rot[rows[picked]]
-            e = ap.query_bucket_empirical_plasticity(xk_rot, cells, queries_j)
+            e = ap.extensions.query_bucket_empirical_plasticity(xk_rot, cells, queries_j)
             cells_empirical += [c.plasticity for c in e.cells]
             empirical.append(e.plasticity)
             empirical_variance.append(
-                ap.empirical_plasticity_variance(queries_j, w, ap.pair_preferences(queries_j, w))
-                + ap.pair_sampling_variance(e.pair_plasticity, cells))
-            pair_variance = ap.pair_sampling_variance(bucket.pair_plasticity, cells)
+                ap.extensions.empirical_plasticity_variance(queries_j, w, ap.extensions.pair_preferences(queries_j, w))
+                + ap.extensions.pair_sampling_variance(e.pair_plasticity, cells))
+            pair_variance = ap.extensions.pair_sampling_variance(bucket.pair_plasticity, cells)
         else:
             cells_empirical += [math.nan] * len(cells)
             empirical.append(math.nan)
             empirical_variance.append(math.nan)
             pair_variance = math.nan
-        estimates.append(ap.BucketEstimate(bucket.plasticity,
-                                           ap.bucket_plasticity_sensitivity(w, bucket.moments, model), pair_variance))
-    u = ap.plasticity_standard_errors(t, b, xq_rot, c0, fit.beta_norm, list(models), estimates)
-    distance_map = ap.distance_plasticity_map(np.concatenate([d.key_distance for d in distances]),
+        estimates.append(ap.extensions.BucketEstimate(bucket.plasticity,
+                                           ap.extensions.bucket_plasticity_sensitivity(w, bucket.moments, model), pair_variance))
+    u = ap.extensions.plasticity_standard_errors(t, b, xq_rot, c0, fit.beta_norm, list(models), estimates)
+    distance_map = ap.extensions.distance_plasticity_map(np.concatenate([d.key_distance for d in distances]),
                                               np.concatenate([d.query_distance for d in distances]),
                                               np.concatenate(pps), options.distance_bins_per_octave)
     n = np.array([m.n_queries for m in models], dtype=float)
     defined = ~np.isnan(empirical)
-    empirical_overall = ap.plasticity_aggregates([m.tau for m in models], n, empirical, t.max() + 1.0).ap_overall
+    empirical_overall = ap.steps.plasticity_aggregates([m.tau for m in models], n, empirical, t.max() + 1.0).ap_overall
     empirical_se = math.sqrt(np.sum(n[defined] ** 2 * np.array(empirical_variance)[defined])) / n[defined].sum()
     return distance_map, u, empirical, empirical_variance, cells_empirical, empirical_overall, empirical_se
 
@@ -445,13 +445,13 @@ def test_extensions_composed_in_python_equal_analyze_head(window, max_tokens, dt
     np.testing.assert_array_equal([p.plasticity_se for p in profile], u.bucket_standard_error)
     np.testing.assert_array_equal([p.plasticity_bias for p in profile], u.bucket_bias)
     for p in profile:
-        ci = ap.plasticity_interval(p.plasticity, p.plasticity_bias, p.plasticity_se, 0.9)
+        ci = ap.extensions.plasticity_interval(p.plasticity, p.plasticity_bias, p.plasticity_se, 0.9)
         np.testing.assert_array_equal([p.plasticity_ci_low, p.plasticity_ci_high], [ci.low, ci.high])
     np.testing.assert_array_equal([p.plasticity_empirical for p in profile], empirical)
     np.testing.assert_array_equal([p.plasticity_empirical_se for p in profile], np.sqrt(empirical_variance))
     np.testing.assert_array_equal([c.plasticity_empirical for c in result.cells], cells_empirical)
     m = result.metrics
-    ci = ap.plasticity_interval(m.ap_overall, u.bias, u.standard_error, 0.9)
+    ci = ap.extensions.plasticity_interval(m.ap_overall, u.bias, u.standard_error, 0.9)
     np.testing.assert_array_equal([m.ap_overall_se, m.ap_overall_bias, m.ap_overall_ci_low, m.ap_overall_ci_high],
                                   [u.standard_error, u.bias, ci.low, ci.high])
     assert m.ap_empirical_overall == empirical_overall

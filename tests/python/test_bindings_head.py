@@ -6,7 +6,9 @@ Python threads, and the errors with the library's messages.
 Run: AP_ANALYZE=build/examples/ap_analyze .venv/bin/python -m pytest -q tests/python/test_bindings_head.py
 """
 
+import inspect
 import os
+import re
 import threading
 
 import numpy as np
@@ -222,15 +224,68 @@ def test_head_options_are_the_option_table():
         for other in names:
             if other != name:
                 assert getattr(options, other) == getattr(defaults, other), (name, other)
-    helps = {key: help_text for key, _flag, _metavar, help_text, _takes_list in ap.analyze_options()}
+    helps = {key: help_text for key, _flag, _metavar, help_text, _takes_list in ap._core.dump.analyze_options()}
     # ap_analyze's options of the run (threads: its workers, not HeadOptions.threads) and layout.
     run_keys = {"data_root", "num_layers", "num_q_heads", "num_k_heads", "model_config", "layers", "heads",
                 "output_dir", "threads", "shard"}
     for name in names:
-        if name in helps and name not in run_keys:
-            assert vars(ap.HeadOptions)[name].__doc__ == helps[name], name
+        if name in helps and name not in run_keys:  # the same text, but the default each states
+            assert _without_default(vars(ap.HeadOptions)[name].__doc__) == _without_default(helps[name]), name
     method = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "method.md"), encoding="utf-8").read()
     sentence = method[method.index("Options of the library only (`HeadOptions`), not of the driver:"):]
     library = sentence[:sentence.index(". With")].split("driver:")[1].split("`")[1::2]
     assert set(names) - set(library) == set(helps) - run_keys
     assert all(vars(ap.HeadOptions)[name].__doc__ for name in library)
+
+
+def _stated_default(help_text):
+    """The default a help text or docstring states: the text in the brackets ending it."""
+    match = re.search(r" \[([^\]]*)\]$", help_text)
+    assert match, help_text
+    return match.group(1)
+
+
+def _without_default(help_text):
+    return help_text[:-len(_stated_default(help_text)) - 3]
+
+
+def _is_stated(value, text):
+    """Whether `text` (as the option table writes a value: on|off, a decimal, a name) is `value`."""
+    if isinstance(value, bool):
+        return text == ("on" if value else "off")
+    if isinstance(value, float):
+        return float(text) == value
+    if isinstance(value, int):
+        return int(text) == value
+    return text == value
+
+
+def test_every_stated_default_is_the_real_one():
+    """The defaults the help texts, docstrings and signatures state are the objects' own (issue 34
+    item 4): HeadOptions' property docstrings and constructor signature state HeadOptions()'s
+    values (confidence_intervals off: the library's), ap_analyze's help (analyze_dump's keywords)
+    states analyze_default_options()'s (confidence_intervals on), and the Python functions whose
+    keywords repeat an option default the option's."""
+    defaults = ap.HeadOptions()
+    signature = vars(ap.HeadOptions)["__init__"].__nb_signature__[0][0]
+    keywords = dict(re.findall(r"(\w+): \w+ = ([^,)]+)", signature))
+    names = _head_option_names()
+    assert sorted(keywords) == sorted(names)
+    for name in names:
+        value = getattr(defaults, name)
+        assert _is_stated(value, _stated_default(vars(ap.HeadOptions)[name].__doc__)), name
+        assert eval(keywords[name]) == value and type(eval(keywords[name])) is type(value), name
+    # the one option whose default differs between HeadOptions() and ap_analyze
+    assert vars(ap.HeadOptions)["confidence_intervals"].__doc__.endswith("(§8.3) [off]")
+    assert not defaults.confidence_intervals
+    analysis = ap._core.dump.analyze_default_options()
+    helps = {key: help_text for key, _flag, _metavar, help_text, _takes_list in ap._core.dump.analyze_options()}
+    assert helps["confidence_intervals"].endswith("(§8.3) [on]") and analysis.confidence_intervals
+    for name in set(names) & set(helps) - {"threads"}:  # threads: ap_analyze's workers
+        assert _is_stated(getattr(analysis, name), _stated_default(helps[name])), name
+    assert _stated_default(helps["threads"]) == "0"  # 0: hardware concurrency
+    # Python keywords that default to an option's default
+    parameters = inspect.signature(ap.notebook_capture).parameters
+    assert parameters["max_tokens_per_head"].default == defaults.max_tokens_per_head
+    # a planted wrong statement is seen
+    assert not _is_stated(True, "off") and not _is_stated(0.05, "0.5") and not _is_stated(1, "0")

@@ -88,7 +88,7 @@ def test_a_1gb_input_is_not_copied():
     w = vectors.reshape(-1, 16)
     before = peak_rss_bytes()
     ap.set_blas_threads(2)
-    pp = ap.pair_plasticity(w, np.zeros(16, dtype=np.float32), np.eye(16, dtype=np.float32))
+    pp = ap.kernel.pair_plasticity(w, np.zeros(16, dtype=np.float32), np.eye(16, dtype=np.float32))
     grown = peak_rss_bytes() - before
     assert pp.shape == (w.shape[0],)
     assert grown < 600 * MB, f"pair_plasticity: peak memory grew by {grown / MB:.0f} MB"
@@ -103,7 +103,7 @@ from attention_plasticity._core import _bench
 rng = np.random.default_rng(1)
 w = rng.standard_normal((4096, 64))
 a = rng.standard_normal((64, 64))
-pp = ap.pair_plasticity(w, rng.standard_normal(64), a @ a.T)
+pp = ap.kernel.pair_plasticity(w, rng.standard_normal(64), a @ a.T)
 print(_bench.blas_library())
 print(pp.tobytes().hex()[:4000], pp.sum().hex())
 """
@@ -139,7 +139,7 @@ w = torch.from_numpy(rng.standard_normal((n, d)))
 mu = rng.standard_normal(d) * 0.1
 a = rng.standard_normal((d, d)) * 0.1
 sigma = a @ a.T + np.eye(d)
-want = ap.pair_plasticity(w.numpy().copy(), mu, sigma)
+want = ap.kernel.pair_plasticity(w.numpy().copy(), mu, sigma)
 started = threading.Event()
 def free_the_storage():
     started.wait()
@@ -149,7 +149,7 @@ def free_the_storage():
 thread = threading.Thread(target=free_the_storage)
 thread.start()
 started.set()
-got = ap.pair_plasticity(w, mu, sigma)
+got = ap.kernel.pair_plasticity(w, mu, sigma)
 thread.join()
 assert w.numel() == 0, "set_() did not run"
 np.testing.assert_array_equal(got, want)

@@ -40,31 +40,31 @@ def head(seed=0, n_q=900, n_k=800, d=10, examples=3, bucket_size=40, dtype=np.fl
 def test_orientation_signs():
     (_, _, _, _), (k, _, kb, _) = head(1)
     k[:, 3] -= 5.0
-    signs = ap.orientation_signs(k, kb)
+    signs = ap.steps.orientation_signs(k, kb)
     means = np.array([k[kb == c].mean(axis=0) for c in np.unique(kb)]).mean(axis=0)
     np.testing.assert_array_equal(signs, np.where(means < 0, -1.0, 1.0))
     assert signs[3] == -1.0
-    assert ap.orientation_signs(np.zeros((3, 2)), [0, 1, 1]).tolist() == [1.0, 1.0]
+    assert ap.steps.orientation_signs(np.zeros((3, 2)), [0, 1, 1]).tolist() == [1.0, 1.0]
     with pytest.raises(ap.InvalidArgumentError,
                        match="orientation_signs: key_buckets has 2 entries but keys has 3 rows"):
-        ap.orientation_signs(np.zeros((3, 2)), [0, 1])
+        ap.steps.orientation_signs(np.zeros((3, 2)), [0, 1])
 
 
 @pytest.mark.parametrize("n,max_rows,seed", [(10, 20, 0), (100, 30, 5), (7, 7, 1)])
 def test_subsample_rows(n, max_rows, seed):
-    got = ap.subsample_rows(n, max_rows, seed)
+    got = ap.steps.subsample_rows(n, max_rows, seed)
     want = sorted(sample_without_replacement(n, max_rows, seed)) if n > max_rows else list(range(n))
     assert got.tolist() == want
 
 
 def test_seeds():
     h = ap.HeadId(layer=3, q_head=5, k_head=1)
-    s = ap.seeds_of_head(2**64 - 3, h)
-    assert s.pair_sampler == ap.pair_sampler_seed(2**64 - 3, h) == (2**64 - 3 + 10007 * 3 + 379 * 5) % 2**64
+    s = ap.steps.seeds_of_head(2**64 - 3, h)
+    assert s.pair_sampler == ap.steps.pair_sampler_seed(2**64 - 3, h) == (2**64 - 3 + 10007 * 3 + 379 * 5) % 2**64
     assert s.query_subsample == mix_seed(2**64 - 3, ord("q"))
     assert s.key_subsample == mix_seed(2**64 - 3, ord("k"))
     assert s.noise_components == 2**64 - 3
-    assert ap.cell_pair_seed(123, 4, -2) == mix_seed(123, 4, (-2) % 2**64)
+    assert ap.steps.cell_pair_seed(123, 4, -2) == mix_seed(123, 4, (-2) % 2**64)
 
 
 @pytest.mark.parametrize("field", ["layer", "q_head", "k_head"])
@@ -100,7 +100,7 @@ def test_fit_linear(dtype):
     (q, t, _, _), _ = head(2, dtype=dtype)
     q = q.copy()
     q[:, 4] = 2.5  # a constant column: R2 = 0 (docs/method.md §2.3)
-    fit = ap.fit_linear(t, q)
+    fit = ap.steps.fit_linear(t, q)
     alpha, beta, r2 = reference_fit(t, q)
     r2[4], beta[4], alpha[4] = 0.0, 0.0, 2.5
     np.testing.assert_allclose(fit.alpha, alpha, rtol=1e-10, atol=1e-12)
@@ -109,15 +109,15 @@ def test_fit_linear(dtype):
     assert fit.r2_mean == pytest.approx(r2.mean(), rel=1e-12)
     assert fit.beta_norm == pytest.approx(np.linalg.norm(beta), rel=1e-12)
     assert fit.regressor_varies
-    flat = ap.fit_linear(np.full(len(t), 3), q)
+    flat = ap.steps.fit_linear(np.full(len(t), 3), q)
     assert not flat.regressor_varies and flat.beta_norm == 0.0
-    np.testing.assert_array_equal(ap.fit_linear(t.astype(np.float64), q).r2, fit.r2)
+    np.testing.assert_array_equal(ap.steps.fit_linear(t.astype(np.float64), q).r2, fit.r2)
 
 
 def test_scalar_position_predictability():
     (q, t, _, _), _ = head(3)
-    beta = ap.fit_linear(t, q).beta
-    sp = ap.scalar_position_predictability(t, q, beta)
+    beta = ap.steps.fit_linear(t, q).beta
+    sp = ap.steps.scalar_position_predictability(t, q, beta)
     y = np.log2(t + 1.0)
     s = q @ (beta / np.linalg.norm(beta))
     b, a = np.polyfit(s, y, 1)
@@ -125,14 +125,14 @@ def test_scalar_position_predictability():
     assert sp.mae_baseline == pytest.approx(np.abs(y - y.mean()).mean(), rel=1e-12)
     assert sp.mae_projection == pytest.approx(np.abs(y - a - b * s).mean(), rel=1e-9)
     assert sp.mae_ratio == pytest.approx(sp.mae_projection / sp.mae_baseline, rel=1e-14)
-    zero = ap.scalar_position_predictability(t, q, np.zeros(q.shape[1]))
+    zero = ap.steps.scalar_position_predictability(t, q, np.zeros(q.shape[1]))
     assert zero.r2 == 0 and zero.mae_ratio == 1 and zero.mae_projection == zero.mae_baseline
 
 
 def test_householder():
     rng = np.random.default_rng(4)
     beta = rng.standard_normal(9)
-    h = ap.householder_to_e1(beta)
+    h = ap.steps.householder_to_e1(beta)
     H = h.matrix()
     np.testing.assert_allclose(H @ (beta / np.linalg.norm(beta)), np.eye(9)[0], atol=1e-15)
     np.testing.assert_allclose(H @ H, np.eye(9), atol=1e-15)
@@ -143,7 +143,7 @@ def test_householder():
     assert h.apply(x.astype(np.float32), dtype="float64").dtype == np.float64
     u = beta / np.linalg.norm(beta) - np.eye(9)[0]
     np.testing.assert_allclose(h.v, u / np.linalg.norm(u), rtol=0, atol=4e-16)
-    ident = ap.householder_to_e1(np.r_[1e-13, np.zeros(8)])
+    ident = ap.steps.householder_to_e1(np.r_[1e-13, np.zeros(8)])
     assert ident.is_identity() and ident.v.size == 0
     np.testing.assert_array_equal(ident.apply(x), x)
     with pytest.raises(ap.InvalidArgumentError, match="householder::apply: X must be n x 9"):
@@ -152,21 +152,21 @@ def test_householder():
 
 def test_fit_position_component_and_normality():
     (q, t, _, _), _ = head(5)
-    c = ap.fit_position_component(t, q)
+    c = ap.steps.fit_position_component(t, q)
     alpha, beta, _ = reference_fit(t, q[:, :1])
     resid = q[:, 0] - (alpha[0] + beta[0] * t)
     assert c.alpha == pytest.approx(alpha[0], rel=1e-12) and c.beta == pytest.approx(beta[0], rel=1e-12)
     np.testing.assert_allclose(c.residual, resid, atol=1e-12)
     assert c.residual_variance == pytest.approx(np.var(resid, ddof=1), rel=1e-12)
-    first = ap.standardized_normality(c.residual)
+    first = ap.steps.standardized_normality(c.residual)
     z = (resid - resid.mean()) / resid.std(ddof=1)
     assert first.skewness == pytest.approx(stats.skew(resid, bias=False), rel=1e-9)
     assert first.excess_kurtosis == pytest.approx(stats.kurtosis(resid, bias=False), rel=1e-9)
     assert first.ks_p_value == pytest.approx(stats.kstest(z, "norm").pvalue, abs=1e-6)
-    const = ap.standardized_normality(np.full(10, 0.1))
+    const = ap.steps.standardized_normality(np.full(10, 0.1))
     assert (const.skewness, const.excess_kurtosis, const.ks_p_value) == (0.0, 0.0, 1.0)
 
-    noise = ap.noise_normality(q[:, 1:], 64, 0.01, 0)
+    noise = ap.steps.noise_normality(q[:, 1:], 64, 0.01, 0)
     cols = q[:, 1:]
     assert noise.n_components == 9 and noise.n_ks_tested == 9
     assert noise.median_abs_skewness == pytest.approx(np.median(np.abs(stats.skew(cols, bias=False))), rel=1e-9)
@@ -174,42 +174,42 @@ def test_fit_position_component_and_normality():
     p = [stats.kstest((c - c.mean()) / c.std(ddof=1), "norm").pvalue for c in cols.T]
     assert noise.median_ks_p_value == pytest.approx(np.median(p), abs=1e-6)
     assert noise.fraction_ks_p_below_alpha == np.mean(np.array(p) < 0.01)
-    some = ap.noise_normality(q[:, 1:], 4, 0.5, 7)
+    some = ap.steps.noise_normality(q[:, 1:], 4, 0.5, 7)
     tested = sample_without_replacement(9, 4, 7)
     assert some.median_ks_p_value == pytest.approx(np.median([p[i] for i in tested]), abs=1e-6)
     assert all(math.isnan(v) for v in (lambda r: (r.median_abs_skewness, r.median_ks_p_value))(
-        ap.noise_normality(np.zeros((5, 0)), 64, 0.01, 0)))
+        ap.steps.noise_normality(np.zeros((5, 0)), 64, 0.01, 0)))
 
 
 def test_moments_and_ks():
     rng = np.random.default_rng(6)
     x = rng.gamma(2.0, size=500)
-    m = ap.sample_moments(x)
+    m = ap.steps.sample_moments(x)
     assert m.mean == pytest.approx(x.mean(), rel=1e-14)
     assert m.std_ddof1 == pytest.approx(x.std(ddof=1), rel=1e-13)
-    assert m.skewness == pytest.approx(stats.skew(x, bias=False), rel=1e-11) == ap.skewness(x)
-    assert m.excess_kurtosis == pytest.approx(stats.kurtosis(x, bias=False), rel=1e-11) == ap.excess_kurtosis(x)
-    assert not m.zero_variance and ap.sample_moments(np.full(4, 1.0 / 3)).zero_variance
-    ks = ap.ks_test_normal(x - 2)
+    assert m.skewness == pytest.approx(stats.skew(x, bias=False), rel=1e-11) == ap.steps.skewness(x)
+    assert m.excess_kurtosis == pytest.approx(stats.kurtosis(x, bias=False), rel=1e-11) == ap.steps.excess_kurtosis(x)
+    assert not m.zero_variance and ap.steps.sample_moments(np.full(4, 1.0 / 3)).zero_variance
+    ks = ap.steps.ks_test_normal(x - 2)
     ref = stats.kstest(x - 2, "norm")
     assert ks.statistic == pytest.approx(ref.statistic, abs=1e-14)
     assert ks.p_value == pytest.approx(ref.pvalue, abs=1e-6)
     for n, d in ((10, 0.2), (200, 0.05), (5000, 0.03), (100, 0.9)):
-        assert ap.kolmogorov_sf(n, d) == pytest.approx(stats.kstwo.sf(d, n), abs=2e-8)
-        assert ap.kolmogorov_cdf(n, d) == pytest.approx(stats.kstwo.cdf(d, n), abs=2e-8)
-        assert ap.kolmogorov_sf_exact(n, d) == pytest.approx(stats.kstwo.sf(d, n), abs=1e-10)
-        assert ap.smirnov_sf(n, d) == pytest.approx(stats.ksone.sf(d, n), rel=1e-9, abs=1e-300)
+        assert ap.steps.kolmogorov_sf(n, d) == pytest.approx(stats.kstwo.sf(d, n), abs=2e-8)
+        assert ap.steps.kolmogorov_cdf(n, d) == pytest.approx(stats.kstwo.cdf(d, n), abs=2e-8)
+        assert ap.steps.kolmogorov_sf_exact(n, d) == pytest.approx(stats.kstwo.sf(d, n), abs=1e-10)
+        assert ap.steps.smirnov_sf(n, d) == pytest.approx(stats.ksone.sf(d, n), rel=1e-9, abs=1e-300)
     with pytest.raises(ap.InvalidArgumentError, match="kolmogorov_sf"):
-        ap.kolmogorov_sf(0, 0.5)
+        ap.steps.kolmogorov_sf(0, 0.5)
     with pytest.raises(ap.DomainError, match=r"sample_moments: x has a non-finite value \(nan\) at index 1"):
-        ap.sample_moments([1.0, math.nan])
+        ap.steps.sample_moments([1.0, math.nan])
 
 
 def test_component_weights():
     r2 = np.array([0.0, 0.3, 0.1, 0.6])
-    np.testing.assert_allclose(ap.component_weights(r2), r2 / r2.sum(), rtol=1e-15)
-    np.testing.assert_array_equal(ap.component_weights(np.zeros(4)), np.full(4, 0.25))
-    np.testing.assert_array_equal(ap.component_weights(np.array([0, 1], dtype=np.int32)), [0.0, 1.0])
+    np.testing.assert_allclose(ap.steps.component_weights(r2), r2 / r2.sum(), rtol=1e-15)
+    np.testing.assert_array_equal(ap.steps.component_weights(np.zeros(4)), np.full(4, 0.25))
+    np.testing.assert_array_equal(ap.steps.component_weights(np.array([0, 1], dtype=np.int32)), [0.0, 1.0])
 
 
 # ---------------------------------------------------------------------------
@@ -221,13 +221,13 @@ def test_query_buckets_and_models():
     b = b.copy()
     b[:3] = -1      # a negative bucket: no model
     b[3] = 99       # a single-query bucket: no model
-    qb = ap.query_buckets(t, b)
+    qb = ap.steps.query_buckets(t, b)
     want = [j for j in sorted(set(b.tolist())) if j > 0 and (b == j).sum() >= 2]
     assert [x.bucket for x in qb] == want
     assert [x.n_queries for x in qb] == [(b == j).sum() for j in want]
     np.testing.assert_allclose([x.tau for x in qb], [t[b == j].mean() for j in want], rtol=1e-15)
-    comp = ap.PositionComponentFit(0.5, 0.01, 2.0)
-    models = ap.bucket_query_models(t, b, q, comp)
+    comp = ap.steps.PositionComponentFit(0.5, 0.01, 2.0)
+    models = ap.steps.bucket_query_models(t, b, q, comp)
     for model, j in zip(models, want):
         rows = q[b == j]
         assert model.position_mean == pytest.approx(0.5 + 0.01 * model.tau, rel=1e-15)
@@ -235,19 +235,19 @@ def test_query_buckets_and_models():
         np.testing.assert_allclose(model.semantic.mean, rows[:, 1:].mean(axis=0), rtol=1e-12, atol=1e-14)
         np.testing.assert_allclose(model.semantic.covariance, np.cov(rows[:, 1:].T) + 1e-12 * np.eye(9),
                                    rtol=1e-11, atol=1e-13)
-        g = ap.full_gaussian(model)
+        g = ap.steps.full_gaussian(model)
         assert g.mean[0] == model.position_mean and g.covariance[0, 0] == 2.0
         assert not g.covariance[0, 1:].any()
-    stats_ = ap.compute_bucket_statistics(t, b, q, ap.BucketOptions(min_bucket=-5, first_component=0))
+    stats_ = ap.steps.compute_bucket_statistics(t, b, q, ap.steps.BucketOptions(min_bucket=-5, first_component=0))
     assert [s.bucket for s in stats_] == [j for j in sorted(set(b.tolist())) if (b == j).sum() >= 2]
     assert [s.semantic.mean.size for s in stats_] == [10] * len(stats_)
-    g = ap.fit_gaussian(q, epsilon=0.0)
+    g = ap.steps.fit_gaussian(q, epsilon=0.0)
     np.testing.assert_allclose(g.covariance, np.cov(q.T), rtol=1e-11, atol=1e-13)
 
 
 def test_key_buckets_eligibility_and_cell_pairs():
     _, (k, t, b, e) = head(8, n_k=600, bucket_size=25)
-    kb = ap.group_key_buckets(t, b, e)
+    kb = ap.steps.group_key_buckets(t, b, e)
     assert [x.bucket for x in kb] == sorted(set(b.tolist()))
     for x in kb:
         assert x.max_position == t[b == x.bucket].max()
@@ -259,28 +259,28 @@ def test_key_buckets_eligibility_and_cell_pairs():
             members = groups.rows[groups.offsets[i]:groups.offsets[i + 1]]
             assert (e[members] == groups.example_id[i]).all() and (np.diff(t[members]) >= 0).all()
     # docs/method.md §2.11
-    assert ap.eligible_key_buckets(kb, 4, 110.0, 0).tolist() == [0, 1, 2, 3]
-    window = ap.eligible_key_buckets(kb, 5, 130.0, 40)
+    assert ap.steps.eligible_key_buckets(kb, 4, 110.0, 0).tolist() == [0, 1, 2, 3]
+    window = ap.steps.eligible_key_buckets(kb, 5, 130.0, 40)
     want = [i for i, x in enumerate(kb) if x.bucket < 5 and (x.bucket == 4 or x.max_position > 130.0 - 40)]
     assert window.tolist() == want and 3 in want and 0 not in want
     # §2.12: the per-bucket sampler from the cell's own stream
-    seed = ap.pair_sampler_seed(3, ap.HeadId(1, 2, 0))
-    cell = ap.cell_key_pairs(kb[2], 5, 64, 0.1, seed)
+    seed = ap.steps.pair_sampler_seed(3, ap.HeadId(1, 2, 0))
+    cell = ap.steps.cell_key_pairs(kb[2], 5, 64, 0.1, seed)
     rows = np.flatnonzero(b == kb[2].bucket)
-    local = ap.sample_bucket_key_pairs(t[rows], e[rows], 64, 0.1, ap.Rng(ap.cell_pair_seed(seed, 5, kb[2].bucket)))
+    local = ap.kernel.sample_bucket_key_pairs(t[rows], e[rows], 64, 0.1, ap.kernel.Rng(ap.steps.cell_pair_seed(seed, 5, kb[2].bucket)))
     np.testing.assert_array_equal(cell.pairs.first, rows[local.first])
     np.testing.assert_array_equal(cell.pairs.second, rows[local.second])
-    grouped = ap.sample_grouped_key_pairs(kb[2].examples, 64, 0.1, ap.Rng(ap.cell_pair_seed(seed, 5, kb[2].bucket)))
+    grouped = ap.kernel.sample_grouped_key_pairs(kb[2].examples, 64, 0.1, ap.kernel.Rng(ap.steps.cell_pair_seed(seed, 5, kb[2].bucket)))
     np.testing.assert_array_equal(grouped.first, cell.pairs.first)
     np.testing.assert_array_equal(grouped.second, cell.pairs.second)
     assert (cell.q_bucket, cell.k_bucket) == (5, kb[2].bucket)
     # §2.13-2.14: one bucket's cells against NumPy
     mu1 = np.linspace(-0.2, 0.3, 9)
     a = np.random.default_rng(9).standard_normal((9, 9))
-    model = ap.BucketQueryModel(5, 30, 130.0, 0.3, 0.9, ap.Gaussian(mu1, a @ a.T / 9 + 0.1 * np.eye(9)))
-    cells = [ap.cell_key_pairs(kb[c], 5, 50, 0.1, seed) for c in range(5)]
-    result = ap.query_bucket_plasticity(k, cells, model)
-    full = ap.full_gaussian(model)
+    model = ap.steps.BucketQueryModel(5, 30, 130.0, 0.3, 0.9, ap.steps.Gaussian(mu1, a @ a.T / 9 + 0.1 * np.eye(9)))
+    cells = [ap.steps.cell_key_pairs(kb[c], 5, 50, 0.1, seed) for c in range(5)]
+    result = ap.steps.query_bucket_plasticity(k, cells, model)
+    full = ap.steps.full_gaussian(model)
     pps = []
     for c, out in zip(cells, result.cells):
         w = k[c.pairs.first] - k[c.pairs.second]
@@ -297,17 +297,17 @@ def test_plasticity_aggregates():
     tau = np.array([10.0, 50.0, 150.0, 190.0, 199.0])
     n = np.array([4, 5, 6, 7, 8])
     ap_j = np.array([0.9, math.nan, 0.5, 0.4, 0.3])
-    agg = ap.plasticity_aggregates(tau, n, ap_j, 200.0)
+    agg = ap.steps.plasticity_aggregates(tau, n, ap_j, 200.0)
     ok = ~np.isnan(ap_j)
     assert agg.ap_overall == pytest.approx((n * ap_j)[ok].sum() / n[ok].sum(), rel=1e-15)
     assert agg.ap_first20 == 0.9
     late = ok & (tau >= 160)
     assert agg.ap_last20 == pytest.approx((n * ap_j)[late].sum() / n[late].sum(), rel=1e-15)
     assert agg.ap_drop == agg.ap_first20 - agg.ap_last20
-    empty = ap.plasticity_aggregates([], [], [], 10.0)
+    empty = ap.steps.plasticity_aggregates([], [], [], 10.0)
     assert math.isnan(empty.ap_overall)
     with pytest.raises(ap.DomainError, match=r"plasticity_aggregates: n_queries\[0\] = -1 must be finite and >= 0"):
-        ap.plasticity_aggregates([1.0], [-1.0], [0.5], 10.0)
+        ap.steps.plasticity_aggregates([1.0], [-1.0], [0.5], 10.0)
 
 
 # ---------------------------------------------------------------------------
@@ -316,33 +316,33 @@ def test_plasticity_aggregates():
 
 def compose(queries, keys, head_id, options):
     (qx, qt, qb, _), (kx, kt, kb, ke) = queries, keys
-    seeds = ap.seeds_of_head(options.seed, head_id)
-    signs = ap.orientation_signs(kx, kb)                                          # §2.1
-    q_rows = ap.subsample_rows(len(qt), options.max_tokens_per_head, seeds.query_subsample)  # §2.2
-    k_rows = ap.subsample_rows(len(kt), options.max_tokens_per_head, seeds.key_subsample)
+    seeds = ap.steps.seeds_of_head(options.seed, head_id)
+    signs = ap.steps.orientation_signs(kx, kb)                                          # §2.1
+    q_rows = ap.steps.subsample_rows(len(qt), options.max_tokens_per_head, seeds.query_subsample)  # §2.2
+    k_rows = ap.steps.subsample_rows(len(kt), options.max_tokens_per_head, seeds.key_subsample)
     xq = qx[q_rows].astype(np.float64) * signs
     t, b = qt[q_rows], qb[q_rows]
-    fit = ap.fit_linear(t, xq)                                                    # §2.3
-    scalar = ap.scalar_position_predictability(t, xq, fit.beta)                   # §2.4
-    h = ap.householder_to_e1(fit.beta)                                            # §2.5
+    fit = ap.steps.fit_linear(t, xq)                                                    # §2.3
+    scalar = ap.steps.scalar_position_predictability(t, xq, fit.beta)                   # §2.4
+    h = ap.steps.householder_to_e1(fit.beta)                                            # §2.5
     xq_rot = h.apply(xq)
     xk_rot = h.apply(kx[k_rows].astype(np.float64) * signs)
-    c0 = ap.fit_position_component(t, xq_rot)                                     # §2.6
-    first = ap.standardized_normality(c0.residual)                                # §2.7
-    noise = ap.noise_normality(xq_rot[:, 1:], options.normality_max_dims, options.p_alpha,
+    c0 = ap.steps.fit_position_component(t, xq_rot)                                     # §2.6
+    first = ap.steps.standardized_normality(c0.residual)                                # §2.7
+    noise = ap.steps.noise_normality(xq_rot[:, 1:], options.normality_max_dims, options.p_alpha,
                                seeds.noise_components)                            # §2.8
-    weights = ap.component_weights(fit.r2)                                        # §2.9
-    models = ap.bucket_query_models(t, b, xq_rot, c0, options.covariance_epsilon)  # §2.10
-    key_buckets = ap.group_key_buckets(kt[k_rows], kb[k_rows], ke[k_rows])
+    weights = ap.steps.component_weights(fit.r2)                                        # §2.9
+    models = ap.steps.bucket_query_models(t, b, xq_rot, c0, options.covariance_epsilon)  # §2.10
+    key_buckets = ap.steps.group_key_buckets(kt[k_rows], kb[k_rows], ke[k_rows])
     profile, cells = [], []
     for model in models:
-        eligible = ap.eligible_key_buckets(key_buckets, model.bucket, model.tau, options.sliding_window)  # §2.11
-        pairs = [ap.cell_key_pairs(key_buckets[c], model.bucket, options.num_pairs_per_bucket,
+        eligible = ap.steps.eligible_key_buckets(key_buckets, model.bucket, model.tau, options.sliding_window)  # §2.11
+        pairs = [ap.steps.cell_key_pairs(key_buckets[c], model.bucket, options.num_pairs_per_bucket,
                                    options.max_rel_dist, seeds.pair_sampler) for c in eligible]  # §2.12
-        bucket = ap.query_bucket_plasticity(xk_rot, pairs, model)                # §2.13
+        bucket = ap.steps.query_bucket_plasticity(xk_rot, pairs, model)                # §2.13
         cells += [(c.q_bucket, c.k_bucket, c.plasticity, c.n_pairs) for c in bucket.cells]
         profile.append((model.bucket, model.tau, model.n_queries, bucket.plasticity, bucket.n_pairs))
-    agg = ap.plasticity_aggregates([p[1] for p in profile], [p[2] for p in profile],
+    agg = ap.steps.plasticity_aggregates([p[1] for p in profile], [p[2] for p in profile],
                                    [p[3] for p in profile], t.max() + 1.0)        # §2.14
     metrics = (len(t), len(k_rows), xq.shape[1], fit.r2_mean, fit.beta_norm, scalar.r2, scalar.mae_baseline,
                scalar.mae_projection, scalar.mae_ratio, first.skewness, first.excess_kurtosis, first.ks_p_value,

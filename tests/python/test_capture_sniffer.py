@@ -244,7 +244,7 @@ def test_profile_model_equals_capture_then_analyze_dump(model_dir, tmp_path):
     assert code == 0, stderr
     dump = ap.analyze_dump(tmp_path / "dump", num_q_heads=4, num_k_heads=2, progress=False)
     assert dump.errors == [] and dump.analyzed == 16
-    for name, _file, _header in ap.result_tables():
+    for name, _file, _header in ap._core.tables.result_tables():
         assert profile.csv_text(name) == dump.csv_text(name), name
         assert profile[name].equals(dump[name]), name
     metrics = profile.head_metrics
@@ -261,7 +261,7 @@ def test_profile_model_equals_capture_then_analyze_dump(model_dir, tmp_path):
     assert windows == {0: None, 1: None, 2: WINDOW, 3: WINDOW}
     vectors = sniffer.profile_vectors(batches, sliding_windows=windows, min_bucket_size=16,
                                       sampling_rate=1.0)
-    for name, _file, _header in ap.result_tables():
+    for name, _file, _header in ap._core.tables.result_tables():
         assert vectors.csv_text(name) == profile.csv_text(name), name
 
 
@@ -289,7 +289,7 @@ def test_capture_writes_the_layout_that_analyze_dump_reads(model_dir, tmp_path):
     captured = ap.analyze_dump(out, progress=False)
     given = ap.analyze_dump(out, num_q_heads=4, num_k_heads=2, progress=False)
     assert captured.analyzed == 3 and captured.errors == []
-    for name, _file, _header in ap.result_tables():
+    for name, _file, _header in ap._core.tables.result_tables():
         assert captured.csv_text(name) == given.csv_text(name), name
     # a second capture into the folder replaces the metadata with --force only
     code, _, stderr = run_cli(["--out", out, "--model", model_dir, "--text-file",
@@ -439,5 +439,5 @@ def test_head_counts_come_from_the_attention_calls(model_dir):
     assert capture.head_counts(model.config)[1] != 2  # the config no longer says 2
     got = ap.profile_model(model, tokenizer, TEXT * 3, **settings)
     assert got.errors == [] and len(got.results) == 8
-    for name, _file, _header in ap.result_tables():
+    for name, _file, _header in ap._core.tables.result_tables():
         assert got.csv_text(name) == want.csv_text(name), name

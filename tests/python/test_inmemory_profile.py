@@ -37,7 +37,7 @@ def test_in_memory_profiles_equal_the_captured_dump(tmp_path):
     bu.check_run([sys.executable, CAPTURE, "--out", tmp_path / "dump"] + flags)
     dump = ap.analyze_dump(tmp_path / "dump", num_q_heads=12, num_k_heads=12, progress=False)
     assert dump.errors == [] and dump.analyzed == 72
-    for name, _file, header in ap.result_tables():
+    for name, _file, header in ap._core.tables.result_tables():
         rows = "".join(r.csv_rows()[name].split("\n", 1)[1] for r in results)
         assert header + "\n" + rows == dump.csv_text(name), name
     ap_overall = dump.head_metrics.ap_overall

@@ -6,7 +6,8 @@
 - the package's modules import each other without a cycle;
 - the top level (``ap.__all__``, ``dir(ap)``) is the curated list of entry points, result types
   and errors, and every name the top level had before (tests/python/former_top_level_names.txt)
-  still resolves, silently, to the same object.
+  still resolves to the same object, with a DeprecationWarning naming its new path (issue 34);
+- the project's own code, examples, docs and tests use none of those former names.
 
 Run: .venv/bin/python -m pytest -q tests/python/test_package_layers.py
 """
@@ -14,10 +15,13 @@ Run: .venv/bin/python -m pytest -q tests/python/test_package_layers.py
 import ast
 import importlib
 import os
+import re
 import subprocess
 import sys
 import textwrap
 import warnings
+
+import pytest
 
 import bindings_util as bu
 import attention_plasticity as ap
@@ -187,17 +191,116 @@ def former_top_level():
     return names, before
 
 
+# The new path of a former top-level name: the public submodule of the method's parts, else the
+# compiled module's part (the engine's internals).
+NEW_HOMES = {"kernel": "kernel", "steps": "steps", "extensions": "extensions", "head": "_core.head",
+             "dump": "_core.dump", "companion": "_core.companion", "tables": "_core.tables"}
+
+
+def deprecated_names():
+    """{former top-level name: its new path} of the names no longer at the top level (the
+    curated ones are there; the package's modules are attributes of the package, no names)."""
+    names, before = former_top_level()
+    out = {}
+    for name in names:
+        if name in CURATED or isinstance(before[name], type(ap)):
+            continue
+        part = next(p for p in PARTS if name in vars(getattr(ap._core, p)))
+        out[name] = f"attention_plasticity.{NEW_HOMES[part]}.{name}"
+    return out
+
+
 def test_every_former_top_level_name_still_resolves_to_the_same_object():
     names, before = former_top_level()
     assert len(names) == 155 and sorted(before) == sorted(names)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # silently: README and tests run with -W error::UserWarning
-        for name in names:
-            assert getattr(ap, name) is before[name], name
-        namespace = {}
+    deprecated = deprecated_names()
+    assert len(deprecated) == 105
+    for name in names:
+        if name in deprecated:
+            # twice: a warning at every access (the name is not cached at the top level)
+            for _ in range(2):
+                with pytest.warns(DeprecationWarning) as caught:
+                    value = getattr(ap, name)
+                assert [str(w.message) for w in caught] == [
+                    f"attention_plasticity.{name} is deprecated; use {deprecated[name]}"], name
+                assert caught[0].filename == __file__  # the caller's line (stacklevel)
+            assert value is before[name], name
+            # the new path is the same object
+            module, _, attr = deprecated[name].rpartition(".")
+            assert getattr(importlib.import_module(module), attr) is value, name
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # the curated names and the modules: silently
+                assert getattr(ap, name) is before[name], name
+    namespace = {}
+    with pytest.warns(DeprecationWarning) as caught:
         exec("from attention_plasticity import pair_plasticity, DumpRun, analyze_options, result_tables", namespace)
-        assert namespace["DumpRun"] is ap._core.dump.DumpRun
+    assert "attention_plasticity.DumpRun is deprecated; use attention_plasticity._core.dump.DumpRun" in [
+        str(w.message) for w in caught]
+    assert len(caught) == 4 and all(w.filename == "<string>" for w in caught)  # once each, at the import
+    assert namespace["DumpRun"] is ap._core.dump.DumpRun
     assert not hasattr(ap, "no_such_name") and not hasattr(ap, "analyze_head_seconds")
+    assert "pair_plasticity" not in vars(ap)
+
+
+def python_of_markdown(text):
+    """The code of a markdown text's ```python blocks."""
+    return "\n".join(re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M))
+
+
+def former_uses(code, deprecated):
+    """The former names `code` uses: ap.NAME / attention_plasticity.NAME (but not x.ap.NAME) and
+    `from attention_plasticity import NAME`."""
+    names = "|".join(sorted(deprecated, key=len, reverse=True))
+    found = re.findall(r"(?<![\w.])(?:ap|attention_plasticity)\.(" + names + r")\b", code)
+    for imported in re.findall(r"from attention_plasticity import \(?([\w\s,]+)", code):
+        found += [n.strip() for n in imported.split(",") if n.strip() in deprecated]
+    return found
+
+
+def test_the_project_uses_no_former_name():
+    """The package's modules, its examples, benchmarks and scripts, the Python of README.md and
+    docs/*.md, and the tests use the curated names only (the pytest runs turn this warning into an
+    error too: pyproject.toml's filterwarnings). This file and the package's __init__ name some on
+    purpose (the warning's own test and its docstring)."""
+    deprecated = deprecated_names()
+    assert former_uses("x = ap.pair_plasticity(w)\nfrom attention_plasticity import (DumpRun,\n Tokens)",
+                       deprecated) == ["pair_plasticity", "DumpRun"]  # the scan sees them
+    assert former_uses("ap.kernel.pair_plasticity; ap._core.dump.DumpRun; ap.HeadOptions", deprecated) == []
+    here = os.path.abspath(__file__)
+    uses = {}
+    for folder in ("python", "examples", "benchmarks", "scripts", "tests", "docs"):
+        for root, _dirs, files in os.walk(os.path.join(bu.ROOT, folder)):
+            for f in files:
+                path = os.path.join(root, f)
+                if path == here or path == os.path.join(SOURCE, "__init__.py"):
+                    continue
+                if f.endswith((".py", ".pyi")):
+                    with open(path, encoding="utf-8") as handle:
+                        code = handle.read()
+                elif f.endswith(".md"):
+                    with open(path, encoding="utf-8") as handle:
+                        code = python_of_markdown(handle.read())
+                else:
+                    continue
+                if former_uses(code, deprecated):
+                    uses[os.path.relpath(path, bu.ROOT)] = former_uses(code, deprecated)
+    with open(os.path.join(bu.ROOT, "README.md"), encoding="utf-8") as handle:
+        readme = python_of_markdown(handle.read())
+    assert "ap.kernel.pair_plasticity" in readme  # the README's example is scanned
+    if former_uses(readme, deprecated):
+        uses["README.md"] = former_uses(readme, deprecated)
+    assert uses == {}, uses
+
+
+def test_the_package_imports_with_former_names_an_error():
+    """The package itself, imported and used with the warning an error, uses none at run time."""
+    script = ("import warnings; warnings.filterwarnings('error', category=DeprecationWarning, "
+              "message='attention_plasticity'); import attention_plasticity as ap, attention_plasticity.plots; "
+              "import attention_plasticity.capture, attention_plasticity.sniffed; ap.analysis_options(seed=1); "
+              "print(ap.kernel.pair_plasticity is ap._core.kernel.pair_plasticity)")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "True", proc.stderr
 
 
 def fixture_names(file):
@@ -215,7 +318,7 @@ def test_the_top_level_is_the_curated_list():
     for name in SUBMODULES:
         assert getattr(ap, name) is importlib.import_module("attention_plasticity." + name), name
     # the steps and the kernel are in their submodules, the engine's internals only in _core
-    assert ap.steps.fit_linear is ap._core.steps.fit_linear and ap.kernel.pair_plasticity is ap.pair_plasticity
+    assert ap.steps.fit_linear is ap._core.steps.fit_linear and ap.kernel.pair_plasticity is ap._core.kernel.pair_plasticity
     assert ap.extensions.plasticity_interval is ap._core.extensions.plasticity_interval
     for internal in ("DumpRun", "analyze_options", "result_tables", "result_columns", "analyze_default_options"):
         assert internal not in dir(ap) and internal not in ap.__all__

@@ -92,7 +92,7 @@ def test_every_result_type_prints_its_numbers():
         assert number in text, (number, text)
     # the structs: every field, numbers with 6 significant digits, arrays by dtype and shape
     objects = [m, r.profile[0], r.cells[0], r.distance_map[0], r.timings, r.id, ap.HeadOptions(seed=3),
-               ap.plasticity_interval(0.5, 0.01, 0.02)]
+               ap.extensions.plasticity_interval(0.5, 0.01, 0.02)]
     for obj in objects:
         text = repr(obj)
         print(text)
@@ -107,7 +107,7 @@ def test_every_result_type_prints_its_numbers():
     assert "num_pairs_per_bucket=256" in repr(ap.HeadOptions())
     # the step results: arrays as shapes
     q, k, position, bucket, example_id = synthetic_head(seed=2)
-    fit = ap.fit_linear(position, q)
+    fit = ap.steps.fit_linear(position, q)
     text = repr(fit)
     print(text)
     assert "at 0x" not in text and "shape=(16,)" in text and f"{fit.r2_mean:.6g}" in text
@@ -135,7 +135,7 @@ def test_tables_of_many_heads_are_the_csv_writers_numbers():
     results = [analyze(seed=s) for s in range(4)]
     tables = ap.tables(results)
     schema = ap.result_schema()
-    assert list(tables) == [name for name, _file, _header in ap.result_tables()]
+    assert list(tables) == [name for name, _file, _header in ap._core.tables.result_tables()]
     for name, frame in tables.items():
         text = results[0].csv_rows()[name].split("\n", 1)[0] + "\n" + "".join(
             r.csv_rows()[name].split("\n", 1)[1] for r in results)
@@ -163,7 +163,7 @@ def test_tables_of_the_real_heads_are_faster_than_the_analyses():
 
     def tokens(data, keys):  # the queries' example ids too, as the dump's: the sequences of §8.3
         return ap.Tokens(data["vector"], data["position"], data["bucket"], data["example_id"])
-    options = ap.analyze_default_options()
+    options = ap._core.dump.analyze_default_options()
     start = time.perf_counter()
     results = [ap.analyze_head(tokens(folders[f"l{layer:02d}h{q_head:02d}q"], False),
                                tokens(folders[f"l{layer:02d}h{k_head:02d}k"], True),
@@ -198,7 +198,7 @@ def test_the_plots_read_columns_of_the_csv_writers_tables(tmp_path):
     import plot_profile
     from synthetic_results import write_synthetic_results
     schema = ap.result_schema()
-    tables = {file: (name, header) for name, file, header in ap.result_tables()}
+    tables = {file: (name, header) for name, file, header in ap._core.tables.result_tables()}
     paths = write_synthetic_results(str(tmp_path), schema=schema)
     read = set()
     for plot in (plot_profile, plot_bucket_heatmap, plot_component_weights, plot_head_map, plot_distance_map):

@@ -21,6 +21,7 @@
 
 #include <attention_plasticity/run/analyze_config.hpp>
 #include <attention_plasticity/run/cli_util.hpp>
+#include <attention_plasticity/run/compare_config.hpp>
 #include <attention_plasticity/run/config.hpp>
 #include <attention_plasticity/run/dump_layout.hpp>
 #include <attention_plasticity/run/result_set.hpp>
@@ -498,7 +499,7 @@ TEST_CASE("head option table: each option is set, read and written canonically t
         if (option.group != head_option_group::library)
         {
             REQUIRE(flag != nullptr);
-            CHECK(std::string(flag->help) == option.help);
+            CHECK(std::string(flag->help) == head_option_help(option, analyze_default_options()));
             analyze_config config;
             flag->set(config, option.name, text);
             const auto recorded = result_options(config, layout);
@@ -551,4 +552,280 @@ TEST_CASE("head option table: its groups are the options documented in docs/meth
         at = end + 1;
     }
     CHECK(groups[head_option_group::library] == library);
+}
+
+namespace
+{
+/// The default a help text states: the text in the brackets that end it ("... [0.05]"), or "".
+std::string stated_default(const std::string& help)
+{
+    if (help.empty() || help.back() != ']')
+    {
+        return "";
+    }
+    const std::size_t open = help.rfind('[');
+    return open == std::string::npos ? "" : help.substr(open + 1, help.size() - open - 2);
+}
+
+/// Everything an analyze_config holds that an option sets, as text (but `given`, the record of
+/// what was set).
+std::vector<std::string> analyze_fingerprint(const analyze_config& c)
+{
+    std::vector<std::string> out = {c.data_root, c.model_config, c.output_dir, std::to_string(c.threads),
+                                    c.shard ? std::to_string(c.shard->index) + "/" + std::to_string(c.shard->count)
+                                            : "none",
+                                    c.selection.layers ? c.selection.layers->text() : "all",
+                                    c.selection.q_heads ? c.selection.q_heads->text() : "all"};
+    for (const auto* count : {&c.layout.num_layers, &c.layout.num_q_heads, &c.layout.num_k_heads})
+    {
+        out.push_back(*count ? std::to_string(**count) : "unset");
+    }
+    for (const head_option_spec& option : head_option_table())
+    {
+        out.push_back(option.name + std::string("=") + head_option_text(option.get(c.options)));
+    }
+    return out;
+}
+
+std::vector<std::string> compare_fingerprint(const compare_config& c)
+{
+    std::vector<std::string> out = {c.output_dir, attention_plasticity::io::format_number(c.options.alpha),
+                                    c.options.common_heads ? "on" : "off", c.options.same_dump ? "on" : "off",
+                                    c.options.design == compare_design::paired ? "paired" : "unpaired"};
+    out.insert(out.end(), c.options.names.begin(), c.options.names.end());
+    return out;
+}
+
+/// Each option of `table` whose help states a default ("[X]") is set to X on a fresh `Config`:
+/// nothing changes (the stated default is the real one). An option whose stated default is not
+/// a value it takes ("[all]", "[metadata.json, ...]") must be in `described`.
+template <class Config, class Fingerprint>
+void check_stated_defaults(const option_table<Config>& table, Fingerprint fingerprint,
+                           const std::vector<std::string>& described, std::size_t values)
+{
+    const auto fresh = fingerprint(Config{});
+    std::size_t checked = 0;
+    for (const auto& option : table)
+    {
+        INFO(option.name << ": " << option.help);
+        const std::string stated = stated_default(option.help);
+        const bool is_described = std::find(described.begin(), described.end(), option.name) != described.end();
+        if (stated.empty() || is_described)
+        {
+            CHECK_FALSE(stated.empty() == is_described);  // a described default is stated
+            continue;
+        }
+        Config config;
+        option.set(config, option.name, stated);
+        CHECK(fingerprint(config) == fresh);
+        ++checked;
+    }
+    CHECK(checked == values);
+}
+}  // namespace
+
+TEST_CASE("option tables: every default a help text states is the real one", "[frontend]")
+{
+    // ap_analyze (its --help): each value stated is the default of a default-constructed config.
+    check_stated_defaults(analyze_options(), analyze_fingerprint,
+                          {"num_layers", "num_q_heads", "num_k_heads", "layers", "heads", "shard"}, 20);
+    // ... its head options' defaults are rendered from analyze_default_options() (not typed), so
+    // confidence_intervals shows [on] there and [off] in HeadOptions' docstrings (head_options{}).
+    CHECK_THAT(find_option(analyze_options(), "confidence_intervals")->help, Catch::Matchers::EndsWith("(§8.3) [on]"));
+    const auto* intervals = find_option(head_option_table(), "confidence_intervals");
+    CHECK(head_option_help(*intervals, attention_plasticity::head_options{})
+          == "standard errors, bias and intervals of AP_j and ap_* (§8.3) [off]");
+    // the analysis' own defaults are the library's but the intervals (docs/method.md §8.3)
+    const attention_plasticity::head_options library;
+    for (const head_option_spec& option : head_option_table())
+    {
+        INFO(option.name);
+        CHECK((head_option_text(option.get(library)) == head_option_text(option.get(analyze_default_options())))
+              == (option.name != std::string("confidence_intervals")));
+    }
+    // ap_compare
+    check_stated_defaults(compare_option_table(), compare_fingerprint, {}, 4);
+    // A planted wrong default is caught: the check above fails on it.
+    compare_config planted;
+    compare_option_table()[2].set(planted, "alpha", "0.1");
+    CHECK(compare_fingerprint(planted) != compare_fingerprint(compare_config{}));
+}
+
+namespace
+{
+/// The cells of the rows of the markdown table after the line starting with `intro` in
+/// docs/method.md whose first cell is a backquoted name: name -> cells (the first one included).
+std::map<std::string, std::vector<std::string>> documented_table_rows(const std::string& intro)
+{
+    std::ifstream in(std::string(AP_DOCS_DIR) + "/method.md");
+    std::map<std::string, std::vector<std::string>> rows;
+    std::string line;
+    bool found = false;
+    while (std::getline(in, line))
+    {
+        if (!found)
+        {
+            found = line.rfind(intro, 0) == 0;
+            continue;
+        }
+        if (line.rfind("| `", 0) != 0)
+        {
+            if (!rows.empty() && line.rfind("|", 0) != 0)
+            {
+                break;
+            }
+            continue;
+        }
+        std::vector<std::string> cells;
+        for (std::size_t at = 1, bar; (bar = line.find(" |", at)) != std::string::npos; at = bar + 2)
+        {
+            cells.push_back(trim(line.substr(at, bar - at)));
+        }
+        rows[cells.front().substr(1, cells.front().find('`', 1) - 1)] = cells;
+    }
+    REQUIRE(found);
+    return rows;
+}
+
+/// Whether a default as docs/method.md writes it ("0.05", "on", "sequence", "$10^{-12}$") is `value`.
+bool documents(const std::string& cell, const head_option_value& value)
+{
+    if (const double* real = std::get_if<double>(&value))
+    {
+        return std::strtod(cell.c_str(), nullptr) == *real;
+    }
+    return cell == head_option_text(value);
+}
+}  // namespace
+
+TEST_CASE("docs/method.md states the real defaults: §2's parameters, §8's library and ap_analyze columns",
+          "[frontend]")
+{
+    const attention_plasticity::head_options library;
+    const auto parameters = documented_table_rows("**Parameters**");
+    const auto extensions = documented_table_rows("| option (`head_options` field");
+    std::size_t checked = 0;
+    for (const head_option_spec& option : head_option_table())
+    {
+        INFO(option.name);
+        if (const auto row = parameters.find(option.name); row != parameters.end())
+        {
+            REQUIRE(row->second.size() == 3);  // name, meaning, default (the library's and ap_analyze's)
+            CHECK(documents(row->second[2], option.get(library)));
+            CHECK(documents(row->second[2], option.get(analyze_default_options())));
+            ++checked;
+        }
+        if (const auto row = extensions.find(option.name); row != extensions.end())
+        {
+            REQUIRE(row->second.size() == 5);  // option, what, library default, ap_analyze default, cost
+            CHECK(documents(row->second[2], option.get(library)));
+            CHECK(documents(row->second[3], option.get(analyze_default_options())));
+            ++checked;
+        }
+    }
+    CHECK(checked == 7 + 11);
+    CHECK_FALSE(documents("on", head_option_value(false)));  // a wrong statement is seen
+    CHECK_FALSE(documents("0.5", head_option_value(0.05)));
+}
+
+namespace
+{
+/// Whether option `option` of `table` takes `text` (set on a fresh Config).
+template <class Config>
+bool takes(const option_spec<Config>& option, const std::string& text)
+{
+    Config config;
+    try
+    {
+        option.set(config, option.name, text);
+        return true;
+    }
+    catch (const usage_error&)
+    {
+        return false;
+    }
+}
+
+/// Each domain an option's help or metavar states is the one its setter checks: "in [a, b]"
+/// takes a and b and refuses just outside, "in (a, b)" refuses a and b, "A-B" (integers) takes A
+/// and B and refuses A - 1 and B + 1, a metavar "x|y" takes each choice and refuses another word.
+/// Returns how many domains were checked.
+template <class Config>
+std::size_t check_stated_domains(const option_table<Config>& table)
+{
+    std::size_t checked = 0;
+    for (const auto& option : table)
+    {
+        INFO(option.name << ": " << option.help);
+        const std::string help = option.help;
+        for (const char* open : {"in [", "in ("})
+        {
+            const std::size_t at = help.find(open);
+            if (at == std::string::npos)
+            {
+                continue;
+            }
+            const std::size_t comma = help.find(", ", at), close = help.find_first_of("])", comma);
+            const std::string low = help.substr(at + 4, comma - at - 4), high = help.substr(comma + 2, close - comma - 2);
+            const bool closed = open[3] == '[';
+            CHECK(help[close] == (closed ? ']' : ')'));
+            const double a = std::stod(low), b = std::stod(high);
+            CHECK(takes(option, low) == closed);
+            CHECK(takes(option, high) == closed);
+            CHECK(takes(option, attention_plasticity::io::format_number((a + b) / 2)));
+            CHECK_FALSE(takes(option, attention_plasticity::io::format_number(a - 0.125)));
+            CHECK_FALSE(takes(option, attention_plasticity::io::format_number(b + 0.125)));
+            ++checked;
+        }
+        // "..., A-B (§...)": an integer range (not the "e.g. 0-3,7" of a list)
+        for (std::size_t at = help.find(", "); at != std::string::npos; at = help.find(", ", at + 1))
+        {
+            const std::size_t dash = help.find('-', at);
+            const std::size_t end = help.find_first_not_of("0123456789", dash + 1);
+            if (dash == std::string::npos || dash == at + 2 || end == dash + 1
+                || help.find_first_not_of("0123456789", at + 2) != dash || (end < help.size() && help[end] == ','))
+            {
+                continue;
+            }
+            const std::uint64_t a = std::stoull(help.substr(at + 2, dash - at - 2));
+            const std::uint64_t b = std::stoull(help.substr(dash + 1, end - dash - 1));
+            CHECK(takes(option, std::to_string(a)));
+            CHECK(takes(option, std::to_string(b)));
+            CHECK_FALSE(takes(option, std::to_string(b + 1)));
+            if (a > 0)
+            {
+                CHECK_FALSE(takes(option, std::to_string(a - 1)));
+            }
+            ++checked;
+        }
+        const std::string metavar = option.metavar;
+        if (metavar.find('|') != std::string::npos)
+        {
+            for (std::size_t start = 0;;)
+            {
+                const std::size_t bar = metavar.find('|', start);
+                CHECK(takes(option, metavar.substr(start, bar - start)));
+                if (bar == std::string::npos)
+                {
+                    break;
+                }
+                start = bar + 1;
+            }
+            CHECK_FALSE(takes(option, "neither"));
+            ++checked;
+        }
+    }
+    return checked;
+}
+}  // namespace
+
+TEST_CASE("option tables: every domain a help text or metavar states is the one checked", "[frontend]")
+{
+    // p_alpha, max_rel_dist [0, 1]; confidence_level (0, 1); distance_bins_per_octave 1-1024;
+    // six on|off and sampling_unit
+    CHECK(check_stated_domains(analyze_options()) == 2 + 1 + 1 + 7);
+    // alpha (0, 1); common_heads, same_dump on|off; design paired|unpaired
+    CHECK(check_stated_domains(compare_option_table()) == 1 + 3);
+    // a planted wrong statement would be seen: alpha's setter refuses 0, so "in [0, 1]" fails the check
+    CHECK_FALSE(takes(compare_option_table()[2], "0"));
 }

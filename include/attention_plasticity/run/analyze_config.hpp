@@ -6,8 +6,12 @@
 // Every count is bounded here, before anything is sized by it.
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
@@ -179,7 +183,10 @@ namespace detail
 /// the canonical values of a shard's manifest (result_options()), and the Python HeadOptions'
 /// keywords, properties and their docstrings come from these entries, so the same value is
 /// refused with the same message (naming the option as the user wrote it) everywhere. The help
-/// texts are ap_analyze's (--help); the library group is the library's only.
+/// texts state no default: head_option_help() appends the default of the front end that shows
+/// it (ap_analyze's analyze_default_options(), HeadOptions()'s head_options{}), read from its
+/// options by the entry's getter, so no default is typed twice. The library group is the
+/// library's only.
 inline const std::vector<head_option_spec>& head_option_table()
 {
     using o = attention_plasticity::head_options;
@@ -198,44 +205,44 @@ inline const std::vector<head_option_spec>& head_option_table()
         };
     };
     static const std::vector<head_option_spec> table = {
-        head_option("max_tokens_per_head", "N", "subsample queries (keys) above this many [50000]", method,
+        head_option("max_tokens_per_head", "N", "subsample queries (keys) above this many", method,
                     &o::max_tokens_per_head, count_in(2, std::uint64_t{1} << 40)),
-        head_option("normality_max_dims", "N", "noise components with a KS test [64]", method, &o::normality_max_dims,
+        head_option("normality_max_dims", "N", "noise components with a KS test", method, &o::normality_max_dims,
                     count_in(1, std::uint64_t{1} << 40)),
-        head_option("p_alpha", "X", "KS significance level, in [0, 1] [0.01]", method, &o::p_alpha, real_in(0.0, 1.0)),
-        head_option("seed", "N", "seed of subsampling, KS component choice and pair sampling [0]", method, &o::seed,
+        head_option("p_alpha", "X", "KS significance level, in [0, 1]", method, &o::p_alpha, real_in(0.0, 1.0)),
+        head_option("seed", "N", "seed of subsampling, KS component choice and pair sampling", method, &o::seed,
                     count_in(0, std::numeric_limits<std::uint64_t>::max())),
-        head_option("num_pairs_per_bucket", "N", "key pairs per (query bucket, key bucket) cell [256]", method,
+        head_option("num_pairs_per_bucket", "N", "key pairs per (query bucket, key bucket) cell", method,
                     &o::num_pairs_per_bucket, count_in(1, std::uint64_t{1} << 32)),
-        head_option("max_rel_dist", "X", "pair window as a fraction of the example length, in [0, 1] [0.05]", method,
+        head_option("max_rel_dist", "X", "pair window as a fraction of the example length, in [0, 1]", method,
                     &o::max_rel_dist, real_in(0.0, 1.0)),
         head_option("min_bucket_queries", "N",
                     "query buckets with fewer queries are flagged (small_bucket) and left out of the aggregates and "
-                    "intervals (§2.14) [16]",
+                    "intervals (§2.14)",
                     method, &o::min_bucket_queries, count_in(2, std::uint64_t{1} << 40)),
-        head_option("distance_map", "on|off", "head_distance_plasticity.csv, PP by key and query distance (§8.1) [on]",
+        head_option("distance_map", "on|off", "head_distance_plasticity.csv, PP by key and query distance (§8.1)",
                     extension, &o::distance_map, parse_on_off),
-        head_option("distance_map_extra_pairs", "N", "extra pairs per cell for the distance map, own streams (§8.1) [0]",
+        head_option("distance_map_extra_pairs", "N", "extra pairs per cell for the distance map, own streams (§8.1)",
                     extension, &o::distance_map_extra_pairs, count_in(0, std::uint64_t{1} << 32)),
         head_option("distance_bins_per_octave", "N",
-                    "bins of the distance map per doubling of distance, 1-1024 (§8.1) [1]", extension,
+                    "bins of the distance map per doubling of distance, 1-1024 (§8.1)", extension,
                     &o::distance_bins_per_octave, count_in(1, attention_plasticity::max_bins_per_octave)),
         head_option("empirical_ap", "on|off",
-                    "model-free AP from the actual queries, pairs x queries GEMMs (§8.2) [off]", extension,
+                    "model-free AP from the actual queries, pairs x queries GEMMs (§8.2)", extension,
                     &o::empirical_ap, parse_on_off),
         head_option("empirical_max_queries", "N",
-                    "queries per bucket for the empirical AP, seeded subsample; 0 = all (§8.2) [0]", extension,
+                    "queries per bucket for the empirical AP, seeded subsample; 0 = all (§8.2)", extension,
                     &o::empirical_max_queries, count_in(0, std::uint64_t{1} << 40)),
         head_option("confidence_intervals", "on|off",
-                    "standard errors, bias and intervals of AP_j and ap_* (§8.3) [on]", extension,
+                    "standard errors, bias and intervals of AP_j and ap_* (§8.3)", extension,
                     &o::confidence_intervals, parse_on_off),
         head_option("planar_rotation", "on|off",
-                    "head_metrics.csv bias_strength, drift_slope_k, drift_query_mean (§8.5) [on]", extension,
+                    "head_metrics.csv bias_strength, drift_slope_k, drift_query_mean (§8.5)", extension,
                     &o::planar_rotation, parse_on_off),
         head_option("pca_roles", "on|off",
-                    "head_metrics.csv pc0_r_q, pc0_r_k, pca_class: a SYRK of the vectors (§8.5) [off]", extension,
+                    "head_metrics.csv pc0_r_q, pc0_r_k, pca_class: a SYRK of the vectors (§8.5)", extension,
                     &o::pca_roles, parse_on_off),
-        head_option("confidence_level", "X", "level of the intervals, in (0, 1) (§8.3) [0.95]", extension,
+        head_option("confidence_level", "X", "level of the intervals, in (0, 1) (§8.3)", extension,
                     &o::confidence_level,
                     [](const std::string& label, const std::string& text) {
                         const double level = parse_real(label, text, std::numeric_limits<double>::lowest(),
@@ -249,7 +256,7 @@ inline const std::vector<head_option_spec>& head_option_table()
         head_option("sampling_unit", "sequence|token",
                     "what the standard errors take as independent draws: the sequences (example_id: their queries, "
                     "keys and pairs dependent) or the tokens (queries independent given position, keys fixed; for "
-                    "synthetic data) (§8.3) [sequence]",
+                    "synthetic data) (§8.3)",
                     extension, &o::sampling_unit,
                     [](const std::string& label, const std::string& text) {
                         if (text != "sequence" && text != "token")
@@ -261,18 +268,42 @@ inline const std::vector<head_option_spec>& head_option_table()
                     }),
         head_option("sequence_influences", "on|off",
                     "head_sequence_influence.csv: each sequence's influence on ap_* and AP_j, for paired comparisons "
-                    "(§8.3, §8.6) [off]",
+                    "(§8.3, §8.6)",
                     extension, &o::sequence_influences, parse_on_off),
-        head_option("covariance_epsilon", "X", "ridge added to the diagonal of Sigma_j (§2.10), finite, >= 0 [1e-12]",
+        head_option("covariance_epsilon", "X", "ridge added to the diagonal of Sigma_j (§2.10), finite, >= 0",
                     library, &o::covariance_epsilon, real_in(0.0, std::numeric_limits<double>::max())),
-        head_option("sliding_window", "N", "the head's sliding window in tokens (§2.11); <= 0: none [0]", library,
+        head_option("sliding_window", "N", "the head's sliding window in tokens (§2.11); <= 0: none", library,
                     &o::sliding_window, parse_signed),
         head_option("threads", "N",
                     "threads for this one head, the calling thread included; 0 or 1: one; the results are identical "
-                    "for any number (analyze_dump sets it when there are fewer heads than threads) [1]",
+                    "for any number (analyze_dump sets it when there are fewer heads than threads)",
                     library, &o::threads, count_in(0, max_threads)),
     };
     return table;
+}
+
+/// The help of head option `option` as a front end whose options start as `defaults` shows it:
+/// its help text, then its default there in brackets ("... (§8.3) [on]"): canonically, but a
+/// real in the fewest significant digits that read back as it ("0.05", not %.17g's
+/// "0.050000000000000003").
+inline std::string head_option_help(const head_option_spec& option, const attention_plasticity::head_options& defaults)
+{
+    const head_option_value value = option.get(defaults);
+    std::string text = head_option_text(value);
+    if (const double* real = std::get_if<double>(&value); real != nullptr && std::isfinite(*real))
+    {
+        for (int digits = 1; digits < 17; ++digits)
+        {
+            char buffer[32];
+            std::snprintf(buffer, sizeof buffer, "%.*g", digits, *real);
+            if (std::strtod(buffer, nullptr) == *real)
+            {
+                text = buffer;
+                break;
+            }
+        }
+    }
+    return std::string(option.help) + " [" + text + "]";
 }
 
 inline const option_table<analyze_config>& analyze_options()
@@ -284,13 +315,16 @@ inline const option_table<analyze_config>& analyze_options()
             config.layout.*field = static_cast<std::size_t>(parse_unsigned(label, text, 1, max_count));
         };
     };
-    // The options of head_option_table() in `group`, setting config.options.
+    // The options of head_option_table() in `group`, setting config.options; their help ends
+    // with ap_analyze's default (kept here: option_spec holds the text by pointer).
     auto head_options = [](option_table<c>& table, head_option_group group) {
+        static std::deque<std::string> helps;
         for (const head_option_spec& spec : head_option_table())
         {
             if (spec.group == group)
             {
-                table.push_back({spec.name, spec.metavar, spec.help,
+                helps.push_back(head_option_help(spec, analyze_default_options()));
+                table.push_back({spec.name, spec.metavar, helps.back().c_str(),
                                  [set = spec.set](c& config, const std::string& label, const std::string& text) {
                                      set(config.options, label, text);
                                  }});

@@ -164,7 +164,7 @@ class HeadOptions:
 
     @property
     def confidence_intervals(self) -> bool:
-        """standard errors, bias and intervals of AP_j and ap_* (§8.3) [on]"""
+        """standard errors, bias and intervals of AP_j and ap_* (§8.3) [off]"""
 
     @confidence_intervals.setter
     def confidence_intervals(self, arg: object, /) -> None: ...
