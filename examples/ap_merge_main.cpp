@@ -1,13 +1,13 @@
 // ap_merge: the output folders of `ap_analyze --shard I/N` (I = 0..N-1) -> the CSVs of an
-// unsharded run of the same options, byte for byte (docs/method.md §8.4). The checks and the
-// assembly are shard_merge.hpp's, the writing result_set.hpp's (one set: a reader sees the
-// whole earlier set or the whole new one).
+// unsharded run of the same options, byte for byte (docs/method.md §8.4). Here: the command
+// line, then run/merge_run.hpp (the output folder checked, the shards merged, shard_merge.hpp,
+// the set written, result_set.hpp: a reader sees the whole earlier set or the whole new one) and
+// its report printed.
 //
 // Exit status as ap_analyze's: 0 every head analyzed, 1 some head failed in its shard (it is
 // reported, its rows are absent as in an unsharded run) or the set could not be written, 2 a
 // usage error or shards that cannot be merged (nothing written).
 
-#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -15,17 +15,15 @@
 #include <string>
 #include <vector>
 
-#include <attention_plasticity/io/folder_overlap.hpp>
 #include <attention_plasticity/run/cli_util.hpp>
 #include <attention_plasticity/run/config.hpp>
-#include <attention_plasticity/run/result_set.hpp>
+#include <attention_plasticity/run/errors.hpp>
+#include <attention_plasticity/run/merge_run.hpp>
 #include <attention_plasticity/run/run_report.hpp>
-#include <attention_plasticity/run/shard_merge.hpp>
 
 namespace
 {
 using namespace attention_plasticity::run;
-using namespace attention_plasticity::io;
 
 struct merge_config
 {
@@ -82,21 +80,6 @@ int main(int argc, char** argv)
         {
             throw usage_error("no shard folder given (ap_merge --output-dir DIR SHARD_DIR...; see --help)");
         }
-        // By the folders themselves (io/folder_overlap.hpp): a link, a bind mount of a shard is seen through.
-        const folder_overlap overlap = find_folder_overlap(config.output_dir, folders);
-        if (output_endangers_input(overlap.relation))
-        {
-            throw usage_error("--output-dir '" + config.output_dir + "' " + relation_words(overlap.relation)
-                              + " the shard folder '" + folders[overlap.input]
-                              + "'; write the merged results into another folder (outside every shard)");
-        }
-        const std::vector<std::string> foreign = foreign_result_files(config.output_dir, result_file_names());
-        if (!foreign.empty())
-        {
-            throw usage_error("--output-dir '" + config.output_dir + "' holds the results of another program ("
-                              + name_list(foreign) + "): the merged set would replace them as its current set and "
-                              "leave their links dangling; write the merged results into another folder");
-        }
     }
     catch (const std::exception& e)
     {
@@ -104,23 +87,10 @@ int main(int argc, char** argv)
         return 2;
     }
 
-    std::optional<shard_merge> merge;
-    std::optional<result_set_writer> writer;
+    std::optional<merge_run> run;
     try
     {
-        merge.emplace(folders);
-        writer.emplace(config.output_dir, merge->file_names());
-        std::vector<std::uint64_t> sizes;  // known exactly: a full disk is refused before writing
-        for (const auto& file : merge->files())
-        {
-            std::uint64_t size = 0;
-            for (const auto piece : file.pieces)
-            {
-                size += piece.size();
-            }
-            sizes.push_back(size);
-        }
-        writer->require_free_space(sizes);
+        run.emplace(folders, config.output_dir);  // the output folder, the shards, the writer: nothing written
     }
     catch (const std::bad_alloc&)
     {
@@ -132,13 +102,13 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "ap_merge: %s\n", e.what());
         return 2;
     }
-    for (const auto& note : writer->notes())
+    for (const auto& note : run->notes())
     {
         std::fprintf(stderr, "ap_merge: %s\n", note.c_str());
     }
 
     // The merged set written (or not) and the closing report (run_report.hpp), as ap_analyze's.
-    const run_report report = finish_merge(*merge, *writer, config.output_dir);
+    const run_report report = run->finish();
     for (const auto& line : report.lines)
     {
         std::fprintf(stderr, "ap_merge: %s\n", line.c_str());

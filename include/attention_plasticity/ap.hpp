@@ -9,6 +9,7 @@
 //   tokens.hpp       the input of one head: views of queries and keys, head_id (§1)
 //   seeds.hpp        every seed of a head (§2.15)
 //   preparation.hpp  orientation signs and subsampling (§2.1-2.2)
+//   kept_tokens.hpp  the rows of a head §2.2 keeps, read in place and oriented (§2.1)
 //   regression.hpp   position regression, scalar predictability, component-0 fit, component
 //                    weights (§2.3, §2.4, §2.6, §2.9)
 //   rotation.hpp     the Householder map to the positional axis (§2.5)
@@ -24,7 +25,8 @@
 //   distance_maps.hpp  plasticity by inter-key and key-to-query distance (§8.1)
 //   empirical.hpp    the model-free AP from the actual queries (§8.2)
 //   sensitivity.hpp  how a bucket's AP_j responds to its query model; pair-sampling variance (§8.3)
-//   intervals.hpp    standard errors, biases and intervals of AP_j and ap_overall (§8.3)
+//   intervals.hpp    standard errors, biases and intervals of AP_j and ap_overall (§8.3), with
+//                    its parts uncertainty_design.hpp, standard_errors.hpp, pair_influences.hpp
 //   head_steps.hpp   the joints of §2 for a caller composing the steps: kept, oriented rows,
 //                    a bucket's cells, profile rows, aggregates from them, the metrics row
 //   pipeline.hpp     analyze_head: all of §2 for one head (and the extensions of §8)
@@ -35,6 +37,7 @@
 #include "empirical.hpp"
 #include "head_steps.hpp"
 #include "intervals.hpp"
+#include "kept_tokens.hpp"
 #include "kolmogorov.hpp"
 #include "ks_test.hpp"
 #include "moments.hpp"

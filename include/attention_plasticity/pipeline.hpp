@@ -9,7 +9,7 @@
 // examples/compose_head.cpp composes the same way, on copies), the extensions of §8 in
 // pipeline/head_extensions.hpp; what is here is the composition. No working copy of the
 // queries or keys is made: the steps read the caller's rows through a row source that keeps,
-// orients and reflects them as they are read (detail/row_source.hpp, pipeline/kept_tokens.hpp),
+// orients and reflects them as they are read (detail/row_source.hpp, kept_tokens.hpp),
 // so a head needs little memory beyond its own data, and with options.threads > 1 the steps
 // share their work among threads with identical results.
 
@@ -39,10 +39,10 @@
 #include "head_result.hpp"
 #include "head_steps.hpp"
 #include "intervals.hpp"
+#include "kept_tokens.hpp"
 #include "normality.hpp"
 #include "pca_roles.hpp"
 #include "pipeline/head_extensions.hpp"
-#include "pipeline/kept_tokens.hpp"
 #include "planar_rotation.hpp"
 #include "preparation.hpp"
 #include "query_model.hpp"

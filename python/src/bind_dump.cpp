@@ -39,6 +39,7 @@
 #include <attention_plasticity/run/config.hpp>
 #include <attention_plasticity/run/dump_layout.hpp>
 #include <attention_plasticity/run/head_runner.hpp>
+#include <attention_plasticity/run/output_folder.hpp>
 #include <attention_plasticity/run/result_set.hpp>
 #include <attention_plasticity/run/result_set_reader.hpp>
 #include <attention_plasticity/run/run_report.hpp>

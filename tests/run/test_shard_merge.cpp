@@ -4,7 +4,8 @@
 // each with a manifest written by manifest_json and small hand-written tables; the merged
 // tables are checked against their expected bytes written out by hand (each file's header line,
 // then every analyzed head's rows in (layer, q_head) order, whatever the order the folders are
-// given in). Then each refusal of §8.4, with its message naming the shard folder.
+// given in). Then each refusal of §8.4, with its message naming the shard folder; and the run
+// facade of ap_merge (run/merge_run.hpp): its output folder refused first, in ap_merge's words.
 
 #include <algorithm>
 #include <filesystem>
@@ -13,6 +14,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <attention_plasticity/run/merge_run.hpp>
 #include <attention_plasticity/run/shard_merge.hpp>
 
 #include "run_files.hpp"
@@ -400,4 +402,60 @@ TEST_CASE("shard_merge: a shard being written is refused, and the merge's output
     CHECK(refused == "output_dir '" + run.s0 + "' is in use by another run (pid " + std::to_string(::getpid()) + " on "
                          + host + "); wait for it to finish or choose another --output-dir");
     CHECK(link_text(run.s0 + "/.ap_results/current") == s0_set);
+}
+
+/// The message of the usage_error that a merge_run of `folders` into `output_dir` throws ("" when
+/// it throws none).
+static std::string merge_run_refusal(const strings& folders, const std::string& output_dir)
+{
+    try
+    {
+        merge_run run(folders, output_dir);
+    }
+    catch (const usage_error& e)
+    {
+        return e.what();
+    }
+    return "";
+}
+
+TEST_CASE("merge_run: the output folder refused in ap_merge's words, then the shards merged and written",
+          "[shard_merge]")
+{
+    three_shards run;
+    // One of the shards, or inside one (the words are ap_merge's, tests/e2e/test_shards.py).
+    CHECK(merge_run_refusal({run.s0, run.s1, run.s2}, run.s1)
+          == "--output-dir '" + run.s1 + "' is the shard folder '" + run.s1
+                 + "'; write the merged results into another folder (outside every shard)");
+    CHECK(merge_run_refusal({run.s0, run.s1, run.s2}, run.s2 + "/merged")
+          == "--output-dir '" + run.s2 + "/merged' is inside the shard folder '" + run.s2
+                 + "'; write the merged results into another folder (outside every shard)");
+    // A folder holding another program's set: the merged set would strand its links.
+    const std::string foreign = run.dir / "foreign";
+    {
+        result_set_writer writer(foreign, {"notes.csv"});
+        writer.commit({{"notes.csv", {std::string("a\n")}}});
+    }
+    CHECK(merge_run_refusal({run.s0, run.s1, run.s2}, foreign)
+          == "--output-dir '" + foreign + "' holds the results of another program (notes.csv): the merged set would "
+                                          "replace them as its current set and leave their links dangling; write the "
+                                          "merged results into another folder");
+    CHECK(!fs::exists(run.s2 + "/merged"));
+    // A folder holding the shards as subfolders is fine (the Slurm layout); the facade merges,
+    // writes and reports as finish_merge.
+    const std::string out = run.dir.path.string();
+    {
+        merge_run merging({run.s2, run.s0, run.s1}, out);
+        CHECK(merging.merge().analyzed() == 4);
+        const run_report report = merging.finish();
+        CHECK(report.lines
+              == strings{"error: layer 1 q_head 2: l01h02q/vector.npy: file not found (in shard folder '" + run.s1 + "')",
+                         "3 shards; 5 of the 6 query heads of the layout present: 4 analyzed, 1 failed; results in "
+                             + out});
+        CHECK(report.exit_status == 1);
+    }
+    for (std::size_t f = 0; f < table_names.size(); ++f)
+    {
+        CHECK(read_text(out + "/" + table_names[f]) == merged_tables[f]);
+    }
 }

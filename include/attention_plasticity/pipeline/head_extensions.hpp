@@ -25,10 +25,10 @@
 #include "../empirical.hpp"
 #include "../head_result.hpp"
 #include "../intervals.hpp"
+#include "../kept_tokens.hpp"
 #include "../query_model.hpp"
 #include "../seeds.hpp"
 #include "../sensitivity.hpp"
-#include "kept_tokens.hpp"
 
 namespace attention_plasticity
 {

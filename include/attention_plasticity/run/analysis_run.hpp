@@ -31,6 +31,7 @@
 #include "analyze_config.hpp"
 #include "dump_layout.hpp"
 #include "head_runner.hpp"
+#include "output_folder.hpp"
 #include "result_set.hpp"
 #include "result_set_reader.hpp"
 #include "run_report.hpp"
@@ -232,7 +233,7 @@ public:
         return true;
     }
 
-    /// refuse_foreign_result_set (result_set_reader.hpp) for this run's files; a shard's manifest
+    /// refuse_foreign_result_set (output_folder.hpp) for this run's files; a shard's manifest
     /// is this program's own (an unsharded run may follow a shard into its folder).
     void refuse_foreign_set(const std::string& output_dir) const
     {

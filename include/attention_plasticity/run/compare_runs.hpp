@@ -36,6 +36,7 @@
 #include "compare_sets.hpp"
 #include "compare_tables.hpp"
 #include "errors.hpp"
+#include "output_folder.hpp"
 #include "result_set_reader.hpp"
 
 namespace attention_plasticity::run
@@ -645,20 +646,13 @@ inline compare_result compare_result_sets(const compare_options& options)
 /// current set and strand their links. A folder holding the sets as subfolders is fine.
 inline void check_output_folder(const compare_options& options, const std::string& output_dir)
 {
-    const io::folder_overlap overlap = io::find_folder_overlap(output_dir, options.folders);
-    if (io::output_endangers_input(overlap.relation))
-    {
-        throw compare_error("the output folder '" + output_dir + "' " + io::relation_words(overlap.relation)
-                            + " the result set '" + options.folders[overlap.input]
-                            + "'; write the comparison into another folder (outside every result set)");
-    }
-    const std::vector<std::string> foreign = foreign_result_files(output_dir, compare_file_names());
-    if (!foreign.empty())
-    {
-        throw compare_error("the output folder '" + output_dir + "' holds the results of another program ("
-                            + name_list(foreign) + "): the comparison would replace them as its current set and "
-                            "leave their links dangling; write the comparison into another folder");
-    }
+    output_folder_words words;
+    words.output = "the output folder";
+    words.input = "the result set";
+    words.input_noun = "result set";
+    words.replacement = "the comparison would replace them as its current set";
+    words.advice = "write the comparison into another folder";
+    refuse_output_folder<compare_error>(output_dir, options.folders, compare_file_names(), words);
 }
 
 /// The files of a comparison for result_set_writer::commit (views of `r`'s texts).

@@ -203,24 +203,7 @@ inline std::vector<std::string> foreign_result_files(const std::string& output_d
 }
 
 /// "a, b, c" (at most `shown` names, then "and N more").
-inline std::string name_list(const std::vector<std::string>& names, std::size_t shown = 4);
-
-/// Throws output_error when `output_dir`'s current set holds files other than `names`
-/// (foreign_result_files): a set of `names` written there would replace another program's set as
-/// the current one, leave its links dangling, and the next run would delete it.
-inline void refuse_foreign_result_set(const std::string& output_dir, const std::vector<std::string>& names)
-{
-    const std::vector<std::string> foreign = foreign_result_files(output_dir, names);
-    if (!foreign.empty())
-    {
-        throw output_error("output_dir '" + output_dir + "' holds the results of another program (" + name_list(foreign)
-                           + "): the new set would replace them as the current set and leave their links dangling; "
-                             "write into another folder");
-    }
-}
-
-/// "a, b, c" (at most `shown` names, then "and N more").
-inline std::string name_list(const std::vector<std::string>& names, std::size_t shown)
+inline std::string name_list(const std::vector<std::string>& names, std::size_t shown = 4)
 {
     std::string text;
     for (std::size_t i = 0; i < names.size() && i < shown; ++i)

@@ -1,5 +1,5 @@
-#ifndef ATTENTION_PLASTICITY_PIPELINE_KEPT_TOKENS_HPP
-#define ATTENTION_PLASTICITY_PIPELINE_KEPT_TOKENS_HPP
+#ifndef ATTENTION_PLASTICITY_KEPT_TOKENS_HPP
+#define ATTENTION_PLASTICITY_KEPT_TOKENS_HPP
 
 // The rows of a head that docs/method.md §2.2 keeps, and the row sources that read them from
 // the caller's buffers, oriented (§2.1): what analyze_head's steps and extensions read.
@@ -11,11 +11,11 @@
 
 #include <xtensor/xtensor.hpp>
 
-#include "../detail/finite.hpp"
-#include "../detail/matrix.hpp"
-#include "../detail/row_source.hpp"
-#include "../preparation.hpp"
-#include "../tokens.hpp"
+#include "detail/finite.hpp"
+#include "detail/matrix.hpp"
+#include "detail/row_source.hpp"
+#include "preparation.hpp"
+#include "tokens.hpp"
 
 namespace attention_plasticity
 {
@@ -142,4 +142,4 @@ namespace detail
 }  // namespace detail
 }  // namespace attention_plasticity
 
-#endif  // ATTENTION_PLASTICITY_PIPELINE_KEPT_TOKENS_HPP
+#endif  // ATTENTION_PLASTICITY_KEPT_TOKENS_HPP

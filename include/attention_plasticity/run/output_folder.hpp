@@ -1,0 +1,72 @@
+#ifndef ATTENTION_PLASTICITY_RUN_OUTPUT_FOLDER_HPP
+#define ATTENTION_PLASTICITY_RUN_OUTPUT_FOLDER_HPP
+
+// The refusal of an output folder, before any work, for every program that writes a result set
+// (ap_analyze and the Python package's analysis, ap_merge, ap_compare and compare_runs): the
+// output folder must not be one of the folders the program reads nor lie inside one (by the
+// folders themselves, io/folder_overlap.hpp: writing there would replace or strand what is
+// read), and must not hold the results of another program (foreign_result_files,
+// result_set_reader.hpp: the new set would replace theirs as the folder's current set and leave
+// their links dangling). One check; each program gives the words of its messages
+// (output_folder_words) and the error it throws.
+
+#include <string>
+#include <vector>
+
+#include "../io/folder_overlap.hpp"
+#include "errors.hpp"
+#include "result_set_reader.hpp"
+
+namespace attention_plasticity::run
+{
+/// How a program names things in the refusals of refuse_output_folder:
+///   "<output> '<dir>' is inside <input> '<folder>'; <advice> (outside every <input_noun>)"
+///   "<output> '<dir>' holds the results of another program (<files>): <replacement> and leave
+///    their links dangling; <advice>"
+struct output_folder_words
+{
+    const char* output = "output_dir";    // the output folder, as the user named it
+    const char* input = "the input folder";  // one folder the program reads
+    const char* input_noun = "input folder";  // what every folder it reads is
+    const char* replacement = "the new set would replace them as the current set";
+    const char* advice = "write into another folder";
+};
+
+/// Throws Error (made from the message) when the output folder `output_dir` is one of `inputs`
+/// or lies inside one, or when its current set holds files other than `own_files` (the results
+/// of another program). A folder holding the inputs as subfolders is fine (the Slurm layout of
+/// examples/slurm: OUT/shard-I merged into OUT).
+template <class Error>
+void refuse_output_folder(const std::string& output_dir, const std::vector<std::string>& inputs,
+                          const std::vector<std::string>& own_files, const output_folder_words& words)
+{
+    if (!inputs.empty())
+    {
+        const io::folder_overlap overlap = io::find_folder_overlap(output_dir, inputs);
+        if (io::output_endangers_input(overlap.relation))
+        {
+            throw Error(std::string(words.output) + " '" + output_dir + "' " + io::relation_words(overlap.relation)
+                        + " " + words.input + " '" + inputs[overlap.input] + "'; " + words.advice
+                        + " (outside every " + words.input_noun + ")");
+        }
+    }
+    const std::vector<std::string> foreign = foreign_result_files(output_dir, own_files);
+    if (!foreign.empty())
+    {
+        throw Error(std::string(words.output) + " '" + output_dir + "' holds the results of another program ("
+                    + name_list(foreign) + "): " + words.replacement + " and leave their links dangling; "
+                    + words.advice);
+    }
+}
+
+/// Throws output_error when `output_dir`'s current set holds files other than `names` (the
+/// refusal of an analysis, whose input is a dump, not a result folder): a set of `names` written
+/// there would replace another program's set as the current one, leave its links dangling, and
+/// the next run would delete it.
+inline void refuse_foreign_result_set(const std::string& output_dir, const std::vector<std::string>& names)
+{
+    refuse_output_folder<output_error>(output_dir, {}, names, output_folder_words{});
+}
+}  // namespace attention_plasticity::run
+
+#endif
