@@ -23,7 +23,7 @@ namespace ref = comparison_reference;
 
 namespace
 {
-constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+constexpr double no_value = std::numeric_limits<double>::quiet_NaN();
 
 /// x == expected to 1e-12 relative (a few ulps of float64 arithmetic in another order), or both NaN.
 bool same(double x, double expected)
@@ -118,7 +118,7 @@ TEST_CASE("compare_quantity: the bias-corrected difference, its error by design,
         CHECK(c.influence_a == &a);
         CHECK(c.influence_b == &b);
         const ap::quantity_change no_error =
-            ap::compare_quantity(x, ap::estimate{0.6, 0.02, nan}, &a, &b, ap::change_design::paired);
+            ap::compare_quantity(x, ap::estimate{0.6, 0.02, no_value}, &a, &b, ap::change_design::paired);
         CHECK(std::isnan(no_error.se));
         CHECK(std::isnan(no_error.p));
         const ap::quantity_change no_list = ap::compare_quantity(x, y, &a, nullptr, ap::change_design::paired);
@@ -133,7 +133,7 @@ TEST_CASE("compare_quantity: the bias-corrected difference, its error by design,
         CHECK(std::isnan(zero.z));
         CHECK(std::isnan(zero.p));
         const ap::quantity_change missing =
-            ap::compare_quantity({nan, 0.0, 0.01}, y, nullptr, nullptr, ap::change_design::unpaired);
+            ap::compare_quantity({no_value, 0.0, 0.01}, y, nullptr, nullptr, ap::change_design::unpaired);
         CHECK(std::isnan(missing.difference));
         CHECK(std::isnan(missing.p));
     }
@@ -144,7 +144,7 @@ TEST_CASE("adjust_family: BH and Holm over the tested p-values of the family", "
     // Tested: 0.01, 0.04, 0.03 (m = 3; the NaN is no test). Sorted 0.01, 0.03, 0.04.
     // BH: 0.04 * 3/3 = 0.04; 0.03 * 3/2 = 0.045 -> min 0.04; 0.01 * 3/1 = 0.03.
     // Holm: 0.01 * 3 = 0.03; 0.03 * 2 = 0.06; 0.04 * 1 = 0.04 -> max 0.06.
-    const ap::family_adjustment f = ap::adjust_family(std::vector<double>{0.01, nan, 0.04, 0.03});
+    const ap::family_adjustment f = ap::adjust_family(std::vector<double>{0.01, no_value, 0.04, 0.03});
     AP_CHECK_SAME(f.q_bh[0], 0.03);
     CHECK(std::isnan(f.q_bh[1]));
     AP_CHECK_SAME(f.q_bh[2], 0.04);
@@ -214,7 +214,7 @@ TEST_CASE("mean_over_heads: one set's mean and its error", "[comparison]")
     // Sequence-level: mean_se_of_set of the lists; a member without an error has none.
     AP_CHECK_SAME(ap::mean_over_heads({{{0.2, 0.0, 0.3}, &h1}, {{0.4, 0.0, 0.4}, &h2}}, 0.05, true).se,
                   std::sqrt(7.0) / 2.0);
-    CHECK(std::isnan(ap::mean_over_heads({{{0.2, 0.0, 0.3}, &h1}, {{0.4, 0.0, nan}, &h2}}, 0.05, true).se));
+    CHECK(std::isnan(ap::mean_over_heads({{{0.2, 0.0, 0.3}, &h1}, {{0.4, 0.0, no_value}, &h2}}, 0.05, true).se));
 }
 
 TEST_CASE("the comparison agrees with the NumPy reference, both designs", "[comparison]")

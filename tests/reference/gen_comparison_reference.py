@@ -112,7 +112,9 @@ def main():
             n = members.size
             mean_d = float(np.mean(diff[members]))
             if design == "unpaired":
-                seq = float(np.hypot(seq_se(A[members].mean(axis=0)), seq_se(B[members].mean(axis=0))))
+                # Independent samples: each set's error over its own sequences (its own ids).
+                seq = float(np.hypot(seq_se(c["phi_a"][members].mean(axis=0)),
+                                     seq_se(c["phi_b"][members].mean(axis=0))))
             else:
                 seq = seq_se((B[members] - A[members]).mean(axis=0))
             independent = float(np.sqrt(np.sum(se[members] ** 2)) / n)
@@ -127,7 +129,7 @@ def main():
         values = c["value_b"][members]
         n = members.size
         mean = float(np.mean(values))
-        seq = seq_se(B[members].mean(axis=0)) if np.all(np.isfinite(c["se_b"][members])) else NAN
+        seq = seq_se(c["phi_b"][members].mean(axis=0)) if np.all(np.isfinite(c["se_b"][members])) else NAN
         independent = float(np.sqrt(np.sum(c["se_b"][members] ** 2)) / n)
         for s in (seq, independent):
             traj.append([n, mean, s, mean - zq * s, mean + zq * s])

@@ -23,10 +23,10 @@ class compare_run
 public:
     /// Checks the output folder (when given), compares the sets and opens the writer. Throws
     /// compare_error / usage_error (nothing written) or the writer's errors. `given`: the sets
-    /// the caller loaded (compare_result_sets; their options.folders entries only label them, so
+    /// the caller loads (compare_result_sets; their options.folders entries only label them, so
     /// the output folder is checked against the other sets' folders).
     compare_run(const compare_options& options, std::optional<std::string> output_dir,
-                std::vector<std::optional<compare_detail::loaded_set>> given = {})
+                std::vector<set_loader> given = {})
         : m_options(options), m_output_dir(std::move(output_dir))
     {
         if (m_output_dir)
@@ -42,7 +42,7 @@ public:
             }
             check_output_folder(on_disk, *m_output_dir);
         }
-        m_result = compare_result_sets(m_options, std::move(given));
+        m_result = compare_result_sets(m_options, given);
         if (m_output_dir)
         {
             m_writer.emplace(*m_output_dir, m_result.names);

@@ -15,9 +15,9 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
-#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -85,6 +85,11 @@ struct compare_result
     compare_design design = compare_design::unpaired;  // the design used (the options')
 };
 
+/// A set the caller loads itself (the Python package's result objects, held in memory): called
+/// with the set's name when its turn comes, as a folder would be read then; an empty function:
+/// read the folder.
+using set_loader = std::function<compare_detail::loaded_set(const std::string& name)>;
+
 namespace compare_detail
 {
     /// One compared quantity of one head: which, and its change (comparison.hpp).
@@ -125,10 +130,9 @@ namespace compare_detail
     }
 
     /// The sets named (the names given, or the folders' last components) and loaded, in order:
-    /// set i from its folder, or `given[i]` when the caller loaded it (the Python package's result
-    /// objects; options.folders[i] then only labels it). Each refused as it comes (compare_error).
-    inline std::vector<loaded_set> load_sets(const compare_options& options,
-                                             std::vector<std::optional<loaded_set>> given)
+    /// set i from its folder, or by `given[i]` when given (the Python package's result objects;
+    /// options.folders[i] then only labels it). Each refused as it comes (compare_error).
+    inline std::vector<loaded_set> load_sets(const compare_options& options, const std::vector<set_loader>& given)
     {
         std::vector<loaded_set> sets;
         std::set<std::string> seen;
@@ -153,7 +157,7 @@ namespace compare_detail
             }
             if (i < given.size() && given[i])
             {
-                sets.push_back(std::move(*given[i]));
+                sets.push_back(given[i](name));
                 sets.back().name = name;
             }
             else
@@ -485,15 +489,14 @@ namespace compare_detail
 }  // namespace compare_detail
 
 /// The comparison of the result sets of `options` (docs/method.md §8.6): set i read from
-/// options.folders[i], or `given[i]` when given (a set loaded by the caller: the Python package's
-/// result objects, compared as they are held). Throws compare_error naming the set and the
-/// problem when the sets cannot be compared.
-inline compare_result compare_result_sets(const compare_options& options,
-                                          std::vector<std::optional<compare_detail::loaded_set>> given = {})
+/// options.folders[i], or loaded by `given[i]` when given (the Python package's result objects,
+/// compared as they are held). Throws compare_error naming the set and the problem when the sets
+/// cannot be compared.
+inline compare_result compare_result_sets(const compare_options& options, const std::vector<set_loader>& given = {})
 {
     using namespace compare_detail;
     check_options(options);
-    const std::vector<loaded_set> sets = load_sets(options, std::move(given));
+    const std::vector<loaded_set> sets = load_sets(options, given);
     compare_result result;
     result.design = options.design;
     const std::vector<head_key> keys = match_heads(sets, options, result.notes);
