@@ -33,6 +33,7 @@
 
 #include "aggregates.hpp"
 #include "cells.hpp"
+#include "comparison.hpp"
 #include "distance_maps.hpp"
 #include "empirical.hpp"
 #include "head_steps.hpp"

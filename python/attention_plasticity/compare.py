@@ -38,13 +38,36 @@ def _is_result(obj):
     return hasattr(obj, "tables") and callable(getattr(obj, "write", None))
 
 
+# The tables of a result object the comparison reads (head_sequence_influence when it has it).
+_COMPARED_TABLES = ("head_metrics", "head_profile", "head_sequence_influence")
+
+
+def _columns(frame):
+    """A DataFrame's columns as the C++ comparison takes them: float64 and int64 arrays, names as
+    lists of str."""
+    import numpy as np
+
+    out = {}
+    for name in frame.columns:
+        column = frame[name]
+        kind = column.dtype.kind if isinstance(column.dtype, np.dtype) else "O"
+        if kind == "f":
+            out[str(name)] = np.ascontiguousarray(column.to_numpy(), dtype=np.float64)
+        elif kind in "iub":
+            out[str(name)] = np.ascontiguousarray(column.to_numpy(), dtype=np.int64)
+        else:
+            out[str(name)] = [str(v) for v in column.tolist()]
+    return out
+
+
 def compare_runs(sets, output_dir=None, names=None, alpha=0.05, common_heads=False, same_dump=False,
                  design="unpaired"):
     """Compares result sets, given in order (checkpoints, variants), each with the next, head by
     head. A set is a folder (the output of ap_analyze, ap_merge, ``analyze_dump`` or a result's
     ``write``) or a result object (``analyze_dump``'s DumpResult, ``profile_model``'s
-    ModelProfile, ``read_results``'): objects are written to a temporary result set and read back
-    as a folder is, so that both give the same numbers. Compared: for ap_overall, ap_first20,
+    ModelProfile, ``read_results``'): an object is compared in memory, its tables as it holds
+    them (rows a user filtered out are not compared), read and checked as a folder's files are, so
+    that both give the same numbers. Compared: for ap_overall, ap_first20,
     ap_last20, ap_drop and each query bucket's AP_j, the bias-corrected difference, its standard
     error, z, the two-sided p-value, the Benjamini-Hochberg q-value and Holm's adjusted p-value
     across heads, and the model-level mean with its interval. Every estimate, bias and standard
@@ -78,31 +101,30 @@ def compare_runs(sets, output_dir=None, names=None, alpha=0.05, common_heads=Fal
     are refused (UsageError) unless ``common_heads``; ``same_dump``: the sets analyzed the same
     dump under different options (unpaired tests are then conservative). With ``output_dir``, the
     CSVs are written there as one result set, as ap_compare writes them."""
-    import tempfile
-
     # One string is one name or one folder, never a list of its characters ('xy' -> 'x', 'y').
     for label, value in (("sets", sets), ("names", names)):
         if isinstance(value, (str, bytes, os.PathLike)) or (label == "sets" and _is_result(value)):
             one = "name" if label == "names" else "result" if _is_result(value) else "folder"
             raise UsageError("compare_runs: %s: %r is one %s; give a list, one per set" % (label, value, one))
     sets = list(sets)
-    with tempfile.TemporaryDirectory(prefix="ap_compare_") as scratch:
-        folders = []
-        for i, s in enumerate(sets):
-            if _is_result(s):
-                # The folder's name is the set's default name.
-                folder = os.path.join(scratch, f"set{i + 1}")
-                if not s.write(folder):
-                    raise ValueError(f"compare_runs: sets[{i}] has no analyzed head to compare")
-                folders.append(folder)
-            else:
-                folders.append(os.fspath(s))
-        # The options are checked by ap_compare's option table (_compare_options()), with its messages.
-        options = {"alpha": float(alpha), "common_heads": bool(common_heads), "same_dump": bool(same_dump),
-                   "design": str(design)}
-        tables, notes, compared, changed = _compare_result_sets(
-            folders, list(names) if names is not None else [], options,
-            os.fspath(output_dir) if output_dir is not None else None)
+    folders, held = [], []
+    for i, s in enumerate(sets):
+        if _is_result(s):
+            # A result object: its tables as columns; "set<i+1>" labels it and is its default name.
+            tables = s.tables
+            if len(tables["head_metrics"]) == 0:
+                raise ValueError(f"compare_runs: sets[{i}] has no analyzed head to compare")
+            folders.append(f"set{i + 1}")
+            held.append({name: _columns(tables[name]) for name in _COMPARED_TABLES if name in tables})
+        else:
+            folders.append(os.fspath(s))
+            held.append(None)
+    # The options are checked by ap_compare's option table (_compare_options()), with its messages.
+    options = {"alpha": float(alpha), "common_heads": bool(common_heads), "same_dump": bool(same_dump),
+               "design": str(design)}
+    tables, notes, compared, changed = _compare_result_sets(
+        folders, list(names) if names is not None else [], options,
+        os.fspath(output_dir) if output_dir is not None else None, held)
     # The tables come as columns (the C++ values the CSVs are written from): int64 and float64
     # arrays, names as str (q_bucket, empty on head-level rows, and layer, "all" or a number, too).
     frame = frames(tables)

@@ -1,6 +1,8 @@
 // The companion measures of docs/method.md §8.5 (planar_rotation, pca_roles) and the comparison
-// of result sets of §8.6 (compare_runs: the C++ of include/attention_plasticity/run/compare_run.hpp, as ap_compare).
+// of result sets of §8.6 (compare_runs: the C++ of include/attention_plasticity/run/compare_run.hpp, as ap_compare;
+// a result object's tables compared in memory, as columns).
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -108,6 +110,51 @@ namespace
                 .c_str());
     }
 
+    namespace compare_detail = attention_plasticity::run::compare_detail;
+
+    /// A table of a result object ({column: float64 or int64 array, or list of str}) as the
+    /// comparison reads it (run/compare_sets.hpp's column_table), the arrays copied.
+    compare_detail::column_table compare_table(const std::string& label, const nb::dict& columns)
+    {
+        compare_detail::column_table table(label);
+        for (const auto& [key, value] : columns)
+        {
+            const std::string name = nb::cast<std::string>(key);
+            if (nb::isinstance<nb::list>(value))
+            {
+                table.add(name, nb::cast<std::vector<std::string>>(value));
+                continue;
+            }
+            const array_arg a = real_array(value, "compare_runs", name.c_str());
+            const std::size_t n = a.size();
+            if (is_int64(a))
+            {
+                const auto* data = static_cast<const std::int64_t*>(a.data);
+                table.add(name, std::vector<std::int64_t>(data, data + n));
+            }
+            else
+            {
+                const auto* data = static_cast<const double*>(a.data);
+                table.add(name, std::vector<double>(data, data + n));
+            }
+        }
+        return table;
+    }
+
+    /// The tables of a result object (head_metrics, head_profile and, when it has it,
+    /// head_sequence_influence), held for the comparison to load (labelled `label`).
+    struct held_set
+    {
+        std::string label;
+        compare_detail::column_table metrics, profile;
+        std::optional<compare_detail::column_table> influences;
+
+        compare_detail::loaded_set load(const std::string& name) const
+        {
+            return compare_detail::load_set(metrics, profile, influences ? &*influences : nullptr, label, name);
+        }
+    };
+
     void bind_compare(nb::module_& m)
     {
         namespace run = attention_plasticity::run;
@@ -126,7 +173,7 @@ namespace
         m.def(
             "_compare_result_sets",
             [](const std::vector<std::string>& folders, const std::vector<std::string>& names, const nb::dict& options,
-               const std::optional<std::string>& output_dir) {
+               const std::optional<std::string>& output_dir, const std::optional<nb::list>& held_tables) {
                 // The options through ap_compare's table (compare_config.hpp): its checks and messages.
                 run::compare_config config;
                 const auto& table = run::compare_option_table();
@@ -144,10 +191,42 @@ namespace
                 }
                 config.options.folders = folders;
                 config.options.names = names;  // a list: a name is never split at a comma
+                // The result objects' tables, compared as they are held (folders[i] labels set i):
+                // converted here (the GIL held), loaded and checked when the comparison reaches them.
+                std::vector<std::optional<held_set>> held(folders.size());
+                if (held_tables)
+                {
+                    for (std::size_t i = 0; i < folders.size() && i < held_tables->size(); ++i)
+                    {
+                        const nb::handle entry = (*held_tables)[i];
+                        if (entry.is_none())
+                        {
+                            continue;
+                        }
+                        const nb::dict t = nb::cast<nb::dict>(entry);
+                        const std::string& label = folders[i];
+                        held[i] = held_set{label, compare_table(label + ": head_metrics", nb::cast<nb::dict>(t["head_metrics"])),
+                                           compare_table(label + ": head_profile", nb::cast<nb::dict>(t["head_profile"])),
+                                           std::nullopt};
+                        if (t.contains("head_sequence_influence"))
+                        {
+                            held[i]->influences = compare_table(label + ": head_sequence_influence",
+                                                                nb::cast<nb::dict>(t["head_sequence_influence"]));
+                        }
+                    }
+                }
+                std::vector<run::set_loader> given(folders.size());
+                for (std::size_t i = 0; i < folders.size(); ++i)
+                {
+                    if (held[i])
+                    {
+                        given[i] = [set = &*held[i]](const std::string& name) { return set->load(name); };
+                    }
+                }
                 std::vector<std::string> notes;
                 std::optional<run::compare_run> compared;
                 without_gil([&] {
-                    compared.emplace(config.options, output_dir);
+                    compared.emplace(config.options, output_dir, given);
                     notes = compared->notes();
                     compared->commit();
                 });
@@ -165,9 +244,11 @@ namespace
                 }
                 return nb::make_tuple(tables, notes, result.compared_heads, result.changed_heads);
             },
-            "folders"_a, "names"_a, "options"_a, "output_dir"_a = nb::none(),
+            "folders"_a, "names"_a, "options"_a, "output_dir"_a = nb::none(), "tables"_a = nb::none(),
             "The comparison of result sets of docs/method.md §8.6 (include/attention_plasticity/run/compare_run.hpp, as\n"
-            "ap_compare; `options`: {key: value} of _compare_options()):\n"
+            "ap_compare; `options`: {key: value} of _compare_options(); `tables`: per set, None (read folders[i]) or\n"
+            "the tables of a result object held in memory, {table name: {column: float64/int64 array or list of\n"
+            "str}} with head_metrics, head_profile and optionally head_sequence_influence, folders[i] labelling it):\n"
             "({table name: {column: array or list of str}}, notes, compared heads, head changes), the tables written\n"
             "into output_dir as one result set when given. Use attention_plasticity.compare_runs.");
     }

@@ -33,9 +33,10 @@ list(APPEND _ap_binding_tests train_decoder)
 set(_ap_binding_env "")
 if(AP_BUILD_EXAMPLES)
   # The comparisons with the C++ programs (same rows, same CSV bytes, same shards).
-  list(APPEND _ap_binding_tests bindings_head bindings_dump bindings_shards results_api)
+  # compare_objects: compare_runs on result objects, in memory, against ap_compare on their folders.
+  list(APPEND _ap_binding_tests bindings_head bindings_dump bindings_shards results_api compare_objects)
   set(_ap_binding_env AP_ANALYZE=$<TARGET_FILE:ap_analyze> AP_SYNTH=$<TARGET_FILE:ap_synth>
-                      AP_MERGE=$<TARGET_FILE:ap_merge>)
+                      AP_MERGE=$<TARGET_FILE:ap_merge> AP_COMPARE=$<TARGET_FILE:ap_compare>)
 endif()
 # The comparisons with the C++ programs run again as on a CPU where OpenBLAS falls back
 # (ap_add_frontend_test, tests/CMakeLists.txt).

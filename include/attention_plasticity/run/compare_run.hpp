@@ -6,6 +6,7 @@
 // writer opened (nothing written yet: every refusal comes before any file), then the files
 // committed as one set; the lines a front end prints.
 
+#include <cstddef>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -21,15 +22,27 @@ class compare_run
 {
 public:
     /// Checks the output folder (when given), compares the sets and opens the writer. Throws
-    /// compare_error / usage_error (nothing written) or the writer's errors.
-    compare_run(const compare_options& options, std::optional<std::string> output_dir)
+    /// compare_error / usage_error (nothing written) or the writer's errors. `given`: the sets
+    /// the caller loads (compare_result_sets; their options.folders entries only label them, so
+    /// the output folder is checked against the other sets' folders).
+    compare_run(const compare_options& options, std::optional<std::string> output_dir,
+                std::vector<set_loader> given = {})
         : m_options(options), m_output_dir(std::move(output_dir))
     {
         if (m_output_dir)
         {
-            check_output_folder(m_options, *m_output_dir);
+            compare_options on_disk = m_options;
+            on_disk.folders.clear();
+            for (std::size_t i = 0; i < m_options.folders.size(); ++i)
+            {
+                if (!(i < given.size() && given[i]))
+                {
+                    on_disk.folders.push_back(m_options.folders[i]);
+                }
+            }
+            check_output_folder(on_disk, *m_output_dir);
         }
-        m_result = compare_result_sets(m_options);
+        m_result = compare_result_sets(m_options, given);
         if (m_output_dir)
         {
             m_writer.emplace(*m_output_dir, m_result.names);

@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include <attention_plasticity/comparison.hpp>
+
 #include "../io/bounded_read.hpp"
 #include "../io/csv_rows.hpp"
 #include "../io/csv_reader.hpp"
@@ -26,13 +28,9 @@
 
 namespace attention_plasticity::run::compare_detail
 {
-/// One estimate: the reported value, its estimated bias and standard error (§8.3).
-struct estimate
-{
-    double value = std::numeric_limits<double>::quiet_NaN();
-    double bias = std::numeric_limits<double>::quiet_NaN();
-    double se = std::numeric_limits<double>::quiet_NaN();
-};
+// The estimates and the per-sequence influences are the core's (comparison.hpp, §8.6).
+using attention_plasticity::estimate;
+using attention_plasticity::influence_list;
 
 /// Where an estimate is read: its value, bias and standard error columns, and the range of a
 /// possible value (a plasticity is in [0, 1], a difference of two in [-1, 1]: §3.2, §3.4).
@@ -53,10 +51,6 @@ struct bucket_row
 /// A head-level quantity (ap_overall, ap_first20, ap_last20, ap_drop: -1) or a query
 /// bucket's AP_j (ap_bucket, q_bucket) of one head.
 using quantity_key = std::pair<std::string, std::int64_t>;
-
-/// The per-sequence influences Phi_e of one quantity of one head: (example_id, Phi_e), in
-/// increasing example_id.
-using influence_list = std::vector<std::pair<std::int64_t, double>>;
 
 /// One head of one set: its four head-level estimates and its buckets.
 struct head
@@ -115,7 +109,8 @@ inline std::string head_text(std::int64_t layer, std::int64_t q_head)
 /// margin allowed), the bias NaN or finite, the standard error NaN or finite and >= 0. An
 /// impossible value is refused (input_error naming the file, the line and the column): an
 /// infinite error would make any change "no change", a plasticity of 7.5 is not one.
-inline estimate read_estimate(const io::csv_row& row, const estimate_columns& c)
+template <class Row>
+estimate read_estimate(const Row& row, const estimate_columns& c)
 {
     const estimate e{row.real(c.value), row.real(c.bias), row.real(c.se)};
     constexpr double margin = 1e-9;
@@ -140,60 +135,66 @@ inline estimate read_estimate(const io::csv_row& row, const estimate_columns& c)
 /// file of one endless line is refused, not read into memory.
 inline constexpr std::size_t max_influence_line_bytes = 1 << 16;
 
-/// The per-sequence influences of the set's head_sequence_influence.csv into the heads of `s`,
-/// read line by line (a large table is not held as text); the number of rows. Throws
-/// compare_error or io::input_error naming the file, the line and the problem.
-inline std::size_t read_influences(loaded_set& s, const result_set_reader& reader)
+/// The influence table's columns (io::influence_header), each required; compare_error naming
+/// `file` for the first absent.
+template <class Header>
+void check_influence_columns(const Header& header, const std::string& file)
 {
-    io::table_lines table(reader.lines(io::influence_csv, max_influence_line_bytes));
-    const std::string& file = table.header().file();
     std::vector<std::string> schema;
     io::split_fields(io::influence_header, schema);
     for (const std::string& name : schema)
     {
-        if (!table.header().has(name))
+        if (!header.has(name))
         {
             throw compare_error(file + ": has no column '" + name + "' (its header should be " + io::influence_header
                                 + ")");
         }
     }
-    while (table.next())
+}
+
+/// One row of the influence table into the heads of `s`, checked (io::input_error naming the row).
+template <class Row>
+void add_influence(loaded_set& s, const Row& row)
+{
+    const std::int64_t layer = row.integer("layer"), q_head = row.integer("q_head");
+    const auto it = s.heads.find(head_key{layer, q_head});
+    if (it == s.heads.end())
     {
-        const io::csv_row row = table.row();
-        const std::int64_t layer = row.integer("layer"), q_head = row.integer("q_head");
-        const auto it = s.heads.find(head_key{layer, q_head});
-        if (it == s.heads.end())
-        {
-            throw row.error(head_text(layer, q_head) + " has no row in " + io::metrics_csv);
-        }
-        if (row.integer("k_head") != it->second.k_head)
-        {
-            throw row.error(head_text(layer, q_head) + " has k_head " + row.text("k_head") + ", "
-                            + std::to_string(it->second.k_head) + " in " + io::metrics_csv);
-        }
-        const std::string& quantity = row.text("quantity");
-        std::int64_t bucket = -1;
-        if (quantity == "ap_bucket")
-        {
-            bucket = row.integer("q_bucket");
-        }
-        else if (std::none_of(std::begin(head_quantities), std::end(head_quantities),
-                              [&](const head_quantity& q) { return quantity == q.name(); }))
-        {
-            throw row.error("quantity '" + quantity + "' is not ap_overall, ap_first20, ap_last20, ap_drop or ap_bucket");
-        }
-        else if (row.text("q_bucket") != "0")
-        {
-            throw row.error(quantity + " has q_bucket '" + row.text("q_bucket")
-                            + "' (0 on the head-level rows; only ap_bucket rows name a bucket, docs/method.md §3.7)");
-        }
-        const double influence = row.real("influence");
-        if (std::isinf(influence))
-        {
-            throw row.error("influence", row.text("influence") + " is not an influence (finite or nan)");
-        }
-        it->second.influences[{quantity, bucket}].emplace_back(row.integer("example_id"), influence);
+        throw row.error(head_text(layer, q_head) + " has no row in " + io::metrics_csv);
     }
+    if (row.integer("k_head") != it->second.k_head)
+    {
+        throw row.error(head_text(layer, q_head) + " has k_head " + row.text("k_head") + ", "
+                        + std::to_string(it->second.k_head) + " in " + io::metrics_csv);
+    }
+    const std::string quantity = row.text("quantity");
+    std::int64_t bucket = -1;
+    if (quantity == "ap_bucket")
+    {
+        bucket = row.integer("q_bucket");
+    }
+    else if (std::none_of(std::begin(head_quantities), std::end(head_quantities),
+                          [&](const head_quantity& q) { return quantity == q.name(); }))
+    {
+        throw row.error("quantity '" + quantity + "' is not ap_overall, ap_first20, ap_last20, ap_drop or ap_bucket");
+    }
+    else if (row.text("q_bucket") != "0")
+    {
+        throw row.error(quantity + " has q_bucket '" + row.text("q_bucket")
+                        + "' (0 on the head-level rows; only ap_bucket rows name a bucket, docs/method.md §3.7)");
+    }
+    const double influence = row.real("influence");
+    if (std::isinf(influence))
+    {
+        throw row.error("influence", row.text("influence") + " is not an influence (finite or nan)");
+    }
+    it->second.influences[{quantity, bucket}].emplace_back(row.integer("example_id"), influence);
+}
+
+/// The influence lists of `s` in increasing example_id; compare_error naming `file` for an id
+/// with two rows.
+inline void sort_influences(loaded_set& s, const std::string& file)
+{
     for (auto& [key, h] : s.heads)
     {
         for (auto& [quantity, list] : h.influences)
@@ -210,6 +211,21 @@ inline std::size_t read_influences(loaded_set& s, const result_set_reader& reade
             }
         }
     }
+}
+
+/// The per-sequence influences of the set's head_sequence_influence.csv into the heads of `s`,
+/// read line by line (a large table is not held as text); the number of rows. Throws
+/// compare_error or io::input_error naming the file, the line and the problem.
+inline std::size_t read_influences(loaded_set& s, const result_set_reader& reader)
+{
+    io::table_lines table(reader.lines(io::influence_csv, max_influence_line_bytes));
+    const std::string& file = table.header().file();
+    check_influence_columns(table.header(), file);
+    while (table.next())
+    {
+        add_influence(s, table.row());
+    }
+    sort_influences(s, file);
     return table.rows();
 }
 
@@ -284,15 +300,16 @@ inline std::vector<const char*> sequence_error_columns()
     return columns;
 }
 
-inline loaded_set load_set(const result_set_reader& reader, const std::string& name)
+/// The heads of a set from its head_metrics and head_profile tables (io::parsed_table read from
+/// the folder, or column_table held in memory), checked; `label` names the set in the messages.
+/// Throws compare_error or io::input_error naming the table, the row and the column.
+template <class Table>
+loaded_set load_heads(const Table& metrics, const Table& profile, const std::string& name, const std::string& folder,
+                      const std::string& label)
 {
-    const std::string& folder = reader.folder();
-    const std::string label = "result set '" + folder + "'";
     loaded_set s;
     s.name = name;
     s.folder = folder;
-    const io::parsed_table metrics = read_table(reader, io::metrics_csv);
-    const io::parsed_table profile = read_table(reader, io::profile_csv);
     for (const char* column : sequence_error_columns())
     {
         if (!metrics.header().has(column))
@@ -307,7 +324,7 @@ inline loaded_set load_set(const result_set_reader& reader, const std::string& n
     const bool with_bias_strength = metrics.header().has("bias_strength");
     for (std::size_t r = 0; r < metrics.size(); ++r)
     {
-        const io::csv_row row = metrics.row(r);
+        const auto row = metrics.row(r);
         head h;
         h.layer = row.integer("layer");
         h.q_head = row.integer("q_head");
@@ -342,7 +359,7 @@ inline loaded_set load_set(const result_set_reader& reader, const std::string& n
     std::set<std::pair<head_key, std::int64_t>> buckets_seen;
     for (std::size_t r = 0; r < profile.size(); ++r)
     {
-        const io::csv_row row = profile.row(r);
+        const auto row = profile.row(r);
         const head_key key{row.integer("layer"), row.integer("q_head")};
         const auto it = s.heads.find(key);
         if (it == s.heads.end())
@@ -364,6 +381,15 @@ inline loaded_set load_set(const result_set_reader& reader, const std::string& n
         b.ap = read_estimate(row, bucket_columns);
         it->second.buckets.push_back(b);
     }
+    return s;
+}
+
+inline loaded_set load_set(const result_set_reader& reader, const std::string& name)
+{
+    const std::string& folder = reader.folder();
+    const io::parsed_table metrics = read_table(reader, io::metrics_csv);
+    const io::parsed_table profile = read_table(reader, io::profile_csv);
+    loaded_set s = load_heads(metrics, profile, name, folder, "result set '" + folder + "'");
     if (reader.holds(io::influence_csv))
     {
         // A table of its header only: the set was analyzed without the influences.
@@ -393,6 +419,160 @@ inline loaded_set load_set(const std::string& folder, const std::string& name)
     try
     {
         return load_set(*reader, name);
+    }
+    catch (const io::input_error& e)
+    {
+        throw compare_error(e.what());
+    }
+}
+
+/// A table held as columns (a result object of the Python package: its DataFrame's columns),
+/// read by load_heads and add_influence as io::parsed_table is: the same header() / size() /
+/// row(i) and row.text / real / integer / error. Its messages name `label` (e.g. "set2:
+/// head_metrics") and the row (0-based, as the DataFrame's).
+class column_table
+{
+public:
+    explicit column_table(std::string label) : m_label(std::move(label)) {}
+
+    /// Adds column `name`; every column has the rows of the first (compare_error otherwise).
+    void add(const std::string& name, std::vector<double> values)
+    {
+        fit(name, values.size());
+        m_real[name] = std::move(values);
+    }
+    void add(const std::string& name, std::vector<std::int64_t> values)
+    {
+        fit(name, values.size());
+        m_integer[name] = std::move(values);
+    }
+    void add(const std::string& name, std::vector<std::string> values)
+    {
+        fit(name, values.size());
+        m_text[name] = std::move(values);
+    }
+
+    const column_table& header() const { return *this; }
+    const std::string& file() const { return m_label; }
+    bool has(const std::string& name) const
+    {
+        return m_real.count(name) != 0 || m_integer.count(name) != 0 || m_text.count(name) != 0;
+    }
+    std::size_t size() const { return m_rows; }
+
+    class row_view
+    {
+    public:
+        row_view(const column_table& table, std::size_t i) : m_table(&table), m_i(i) {}
+
+        /// The value of `column` as text (a number as the CSV writes it).
+        std::string text(const std::string& column) const
+        {
+            if (const auto it = m_table->m_text.find(column); it != m_table->m_text.end())
+            {
+                return it->second[m_i];
+            }
+            if (const auto it = m_table->m_integer.find(column); it != m_table->m_integer.end())
+            {
+                return std::to_string(it->second[m_i]);
+            }
+            return io::format_number(real(column));
+        }
+
+        double real(const std::string& column) const
+        {
+            if (const auto it = m_table->m_real.find(column); it != m_table->m_real.end())
+            {
+                return it->second[m_i];
+            }
+            if (const auto it = m_table->m_integer.find(column); it != m_table->m_integer.end())
+            {
+                return static_cast<double>(it->second[m_i]);
+            }
+            if (m_table->m_text.count(column) != 0)
+            {
+                throw error(column, "'" + text(column) + "' is not a number");
+            }
+            throw io::input_error(m_table->m_label, "has no column '" + column + "'" + missing_column_note);
+        }
+
+        std::int64_t integer(const std::string& column) const
+        {
+            if (const auto it = m_table->m_integer.find(column); it != m_table->m_integer.end())
+            {
+                return it->second[m_i];
+            }
+            const double x = real(column);
+            if (!(std::floor(x) == x) || std::abs(x) > 9e15)
+            {
+                throw error(column, "'" + text(column) + "' is not an integer");
+            }
+            return static_cast<std::int64_t>(x);
+        }
+
+        io::input_error error(const std::string& what) const
+        {
+            return io::input_error(m_table->m_label, "row " + std::to_string(m_i) + ": " + what);
+        }
+
+        io::input_error error(const std::string& column, const std::string& what) const
+        {
+            return error("column " + column + ": " + what);
+        }
+
+    private:
+        const column_table* m_table;
+        std::size_t m_i;
+    };
+
+    row_view row(std::size_t i) const { return row_view(*this, i); }
+
+private:
+    void fit(const std::string& name, std::size_t rows)
+    {
+        if (m_columns++ == 0)
+        {
+            m_rows = rows;
+        }
+        else if (rows != m_rows)
+        {
+            throw compare_error(m_label + ": column '" + name + "' has " + std::to_string(rows) + " rows, the others "
+                                + std::to_string(m_rows));
+        }
+    }
+
+    std::string m_label;
+    std::map<std::string, std::vector<double>> m_real;
+    std::map<std::string, std::vector<std::int64_t>> m_integer;
+    std::map<std::string, std::vector<std::string>> m_text;
+    std::size_t m_columns = 0, m_rows = 0;
+};
+
+/// A set held in memory (`label` naming it in the messages, as a folder would be): its
+/// head_metrics and head_profile tables and, when it has one, its head_sequence_influence table
+/// (nullptr: none), loaded and checked as load_set checks a folder's files (compare_error).
+inline loaded_set load_set(const column_table& metrics, const column_table& profile, const column_table* influences,
+                           const std::string& label, const std::string& name)
+{
+    try
+    {
+        loaded_set s = load_heads(metrics, profile, name, label, "result set '" + label + "'");
+        if (influences != nullptr)
+        {
+            check_influence_columns(influences->header(), influences->file());
+            for (std::size_t r = 0; r < influences->size(); ++r)
+            {
+                add_influence(s, influences->row(r));
+            }
+            sort_influences(s, influences->file());
+            // A table without rows: the set was analyzed without the influences.
+            s.has_influences = influences->size() > 0;
+            if (s.has_influences)
+            {
+                check_influences(s, influences->file());
+            }
+        }
+        return s;
     }
     catch (const io::input_error& e)
     {

@@ -1,0 +1,148 @@
+"""compare_runs on result objects (docs/method.md §8.6): compared in memory, through the C++ of
+ap_compare (run/compare_runs.hpp, the statistics of comparison.hpp), with no temporary folder; the
+same tables (values and dtypes) and the same bytes as ap_compare on the objects' saved folders, in
+both designs; a result object whose tables a user filtered compares what it holds.
+
+Needs AP_SYNTH and AP_COMPARE (tests/python/bindings.cmake sets them)."""
+
+import copy
+import io
+import os
+import subprocess
+import tempfile
+
+import pandas as pd
+import pytest
+
+import attention_plasticity as ap
+
+SYNTH = os.environ.get("AP_SYNTH")
+COMPARE = os.environ.get("AP_COMPARE")
+FILES = ("compare_heads.csv", "compare_changed.csv", "compare_summary.csv", "compare_trajectory.csv")
+TABLES = ("heads", "changed", "summary", "trajectory")
+COMPARED = ("head_metrics.csv", "head_profile.csv", "head_sequence_influence.csv")
+SHAPE = ["--num-layers", "2", "--num-q-heads", "4", "--num-k-heads", "2", "--dim", "16", "--tokens", "2048",
+         "--examples", "16", "--buckets", "8", "--seed", "3", "--threads", "1"]
+
+pytestmark = pytest.mark.skipif(not (SYNTH and COMPARE), reason="needs AP_SYNTH and AP_COMPARE")
+
+
+@pytest.fixture(scope="module")
+def analyzed(tmp_path_factory):
+    """Two analyses (in memory, with their per-sequence influences) of dumps sharing their keys,
+    B's layer 1 changed, and their saved folders."""
+    work = tmp_path_factory.mktemp("compare_objects")
+    results, folders = [], []
+    for name, extra in (("A", []), ("B", ["--query-seed", "11", "--changed-layers", "1", "--change-factor", "2"])):
+        dump = work / ("dump_" + name)
+        subprocess.run([SYNTH, "--out", str(dump)] + SHAPE + extra, check=True, capture_output=True)
+        result = ap.analyze_dump(dump, sequence_influences="on", threads=1, progress=False, warn=False)
+        assert result.write(work / name)
+        results.append(result)
+        folders.append(str(work / name))
+    return work, results, folders
+
+
+def ap_compare(folders, out, *args):
+    """ap_compare's files (bytes) and its stderr."""
+    done = subprocess.run([COMPARE, "--output-dir", str(out), "--names", "set1,set2", *args, *folders],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    files = {}
+    for name in FILES:
+        with open(os.path.join(out, name), "rb") as f:
+            files[name] = f.read()
+    return files, done.stderr
+
+
+@pytest.fixture
+def no_temporary_folder(monkeypatch):
+    """Any temporary file or folder of the tempfile module fails the test."""
+    def refused(*args, **kwargs):
+        raise AssertionError("compare_runs made a temporary file or folder")
+
+    for name in ("TemporaryDirectory", "mkdtemp", "mkstemp", "NamedTemporaryFile", "TemporaryFile"):
+        monkeypatch.setattr(tempfile, name, refused)
+
+
+@pytest.mark.parametrize("design", ["unpaired", "paired"])
+def test_objects_compare_in_memory_as_ap_compare_compares_their_folders(analyzed, design, tmp_path,
+                                                                        no_temporary_folder):
+    work, results, folders = analyzed
+    expected, err = ap_compare(folders, tmp_path / "cli", "--design", design)
+    objects = ap.compare_runs(results, design=design)
+    on_disk = ap.compare_runs(folders, names=["set1", "set2"], design=design)
+    for table, name in zip(TABLES, FILES):
+        got, want = getattr(objects, table), getattr(on_disk, table)
+        assert len(got) > 0, table
+        pd.testing.assert_frame_equal(got, want, check_exact=True)
+        assert got.dtypes.to_dict() == want.dtypes.to_dict(), table
+        # And the values of ap_compare's file, as pandas reads them.
+        read = pd.read_csv(io.BytesIO(expected[name]), keep_default_na=False, na_values=["nan"])
+        assert list(got.columns) == list(read.columns)
+        for column in got.columns:
+            if got[column].dtype.kind in "fi":
+                pd.testing.assert_series_equal(got[column], read[column], check_exact=True, check_dtype=False)
+    assert objects.notes == on_disk.notes
+    assert all(note in err for note in objects.notes)
+    assert (objects.compared_heads, objects.changed_heads) == (on_disk.compared_heads, on_disk.changed_heads)
+    assert objects.changed_heads > 0
+    # Written: the same bytes as ap_compare's.
+    ap.compare_runs(results, output_dir=tmp_path / "py", design=design)
+    for name in FILES:
+        with open(tmp_path / "py" / name, "rb") as f:
+            assert f.read() == expected[name], name
+    # One object and one folder: the same.
+    mixed = ap.compare_runs([results[0], folders[1]], names=["set1", "set2"], design=design)
+    assert mixed.heads.equals(objects.heads)
+
+
+def _keep_layer(text, layer):
+    """A CSV's header and the rows of one layer (the first column)."""
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[:1] + [line for line in lines[1:] if line.split(",", 1)[0] == str(layer)])
+
+
+def test_filtered_objects_compare_what_they_hold(analyzed, tmp_path, no_temporary_folder):
+    work, results, folders = analyzed
+    filtered = []
+    for result in results:
+        held = copy.copy(result)
+        held.tables = {name: frame[frame["layer"] == 1] for name, frame in result.tables.items()}
+        filtered.append(held)
+    compared = ap.compare_runs(filtered, design="paired")
+    assert set(compared.heads["layer"]) == {1}
+    assert compared.compared_heads == 4
+    # As ap_compare compares the same rows written by hand.
+    cut = []
+    for folder in folders:
+        target = tmp_path / ("layer1_" + os.path.basename(folder))
+        target.mkdir()
+        for name in COMPARED:
+            with open(os.path.join(folder, name)) as f:
+                (target / name).write_text(_keep_layer(f.read(), 1))
+        cut.append(str(target))
+    expected, _ = ap_compare(cut, tmp_path / "cli", "--design", "paired")
+    ap.compare_runs(filtered, output_dir=tmp_path / "py", design="paired")
+    for name in FILES:
+        with open(tmp_path / "py" / name, "rb") as f:
+            assert f.read() == expected[name], name
+
+
+def test_objects_are_refused_as_folders_are(analyzed):
+    work, results, folders = analyzed
+    without = copy.copy(results[1])
+    without.tables = {k: v for k, v in results[1].tables.items() if k != "head_sequence_influence"}
+    with pytest.raises(ap.UsageError, match="result set 'set2' has no per-sequence influences .*"
+                                            "--sequence-influences on"):
+        ap.compare_runs([results[0], without], design="paired")
+    broken = copy.copy(results[1])
+    metrics = results[1].tables["head_metrics"].copy()
+    metrics.loc[metrics.index[0], "ap_overall"] = 7.5
+    broken.tables = dict(results[1].tables, head_metrics=metrics)
+    with pytest.raises(ap.UsageError, match=r"set2: head_metrics: row 0: column ap_overall: 7.5 is not a plasticity"):
+        ap.compare_runs([results[0], broken])
+    empty = copy.copy(results[1])
+    empty.tables = {k: v.iloc[:0] for k, v in results[1].tables.items()}
+    with pytest.raises(ValueError, match=r"compare_runs: sets\[1\] has no analyzed head to compare"):
+        ap.compare_runs([results[0], empty])
