@@ -113,7 +113,7 @@ namespace
     namespace compare_detail = attention_plasticity::run::compare_detail;
 
     /// A table of a result object ({column: float64 or int64 array, or list of str}) as the
-    /// comparison reads it (run/compare_sets.hpp's column_table), the arrays copied.
+    /// comparison reads it (run/compare_input.hpp's column_table), the arrays copied.
     compare_detail::column_table compare_table(const std::string& label, const nb::dict& columns)
     {
         compare_detail::column_table table(label);

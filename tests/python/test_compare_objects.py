@@ -1,5 +1,5 @@
 """compare_runs on result objects (docs/method.md §8.6): compared in memory, through the C++ of
-ap_compare (run/compare_runs.hpp, the statistics of comparison.hpp), with no temporary folder; the
+ap_compare (run/compare_result_sets.hpp, the statistics of comparison.hpp), with no temporary folder; the
 same tables (values and dtypes) and the same bytes as ap_compare on the objects' saved folders, in
 both designs; a result object whose tables a user filtered compares what it holds.
 

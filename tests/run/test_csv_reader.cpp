@@ -1,5 +1,5 @@
 // Unit tests of the io layer's table reader (include/attention_plasticity/io/csv_reader.hpp):
-// the inverse of the §3 tables' writing (docs/method.md §3.1), behind compare_runs.hpp's reading
+// the inverse of the §3 tables' writing (docs/method.md §3.1), behind compare_input.hpp's reading
 // of result sets (§8.6). Every expected message is written out by hand.
 
 #include <cmath>

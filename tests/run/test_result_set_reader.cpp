@@ -1,7 +1,7 @@
 // Unit tests of the reading side of result folders (issue 25): the bounded file reader
 // (include/attention_plasticity/io/bounded_read.hpp), the result-set reader
 // (run/result_set_reader.hpp) behind ap_merge and ap_compare, the output-folder overlap check
-// (io/folder_overlap.hpp), and the checks compare_runs.hpp makes of what it reads (docs/method.md
+// (io/folder_overlap.hpp), and the checks compare_result_sets.hpp makes of what it reads (docs/method.md
 // §8.6). Hostile files are planted with POSIX calls; every expected message is written out by
 // hand. A check that would wait (a FIFO opened for reading) runs in a child process under an
 // alarm, so that a regression fails instead of hanging.
@@ -22,7 +22,7 @@
 
 #include <attention_plasticity/io/bounded_read.hpp>
 #include <attention_plasticity/io/folder_overlap.hpp>
-#include <attention_plasticity/run/compare_runs.hpp>
+#include <attention_plasticity/run/compare_result_sets.hpp>
 #include <attention_plasticity/run/result_set.hpp>
 #include <attention_plasticity/run/result_set_reader.hpp>
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "cli_util.hpp"
-#include "compare_runs.hpp"
+#include "compare_result_sets.hpp"
 #include "config.hpp"
 #include "errors.hpp"
 

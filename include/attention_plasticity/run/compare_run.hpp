@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "compare_config.hpp"
-#include "compare_runs.hpp"
+#include "compare_result_sets.hpp"
 #include "result_set.hpp"
 
 namespace attention_plasticity::run

@@ -3,7 +3,7 @@
 
 // Reading a result folder (the output folder of ap_analyze, ap_merge, ap_compare or the Python
 // package; layout in result_set.hpp): the one reader behind ap_merge (shard_merge.hpp),
-// ap_compare and compare_runs (compare_runs.hpp).
+// ap_compare and compare_runs (compare_result_sets.hpp).
 //
 // The reader (1) takes the folder's lock shared (result_set_lock.hpp: never through a symbolic
 // link, never waiting on a FIFO), so that no run starts replacing the set while it is read, and

@@ -1,12 +1,12 @@
-#ifndef ATTENTION_PLASTICITY_RUN_COMPARE_RUNS_HPP
-#define ATTENTION_PLASTICITY_RUN_COMPARE_RUNS_HPP
+#ifndef ATTENTION_PLASTICITY_RUN_COMPARE_RESULT_SETS_HPP
+#define ATTENTION_PLASTICITY_RUN_COMPARE_RESULT_SETS_HPP
 
 // Comparing result sets head by head (docs/method.md §8.6): two or more result folders of
 // ap_analyze (or ap_merge, or the Python package), named and ordered (checkpoints, variants),
 // each compared with the next. The statistics are the core's (comparison.hpp: a head's change in
 // each design, the families' Benjamini-Hochberg and Holm adjustments, the model-level mean over
 // heads and the trajectory); here: the options checked, the sets named and loaded
-// (compare_sets.hpp; or given loaded, by the Python package's result objects), their heads
+// (compare_input.hpp; or given loaded, by the Python package's result objects), their heads
 // matched, the notes, and the rows of the tables (compare_tables.hpp's column lists) built from
 // the core's results. ap_compare and attention_plasticity.compare_runs both run compare_run.hpp
 // (which calls compare_result_sets() below and writes its files), so their CSVs are the same bytes.
@@ -26,9 +26,8 @@
 #include <attention_plasticity/comparison.hpp>
 
 #include "../io/csv_rows.hpp"
-#include "../io/folder_overlap.hpp"
 #include "cli_util.hpp"
-#include "compare_sets.hpp"
+#include "compare_input.hpp"
 #include "compare_tables.hpp"
 #include "errors.hpp"
 #include "output_folder.hpp"
@@ -559,4 +558,4 @@ inline std::vector<io::result_file> compare_files(const compare_result& r)
 }
 }  // namespace attention_plasticity::run
 
-#endif  // ATTENTION_PLASTICITY_RUN_COMPARE_RUNS_HPP
+#endif  // ATTENTION_PLASTICITY_RUN_COMPARE_RESULT_SETS_HPP

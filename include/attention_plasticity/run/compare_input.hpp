@@ -1,11 +1,11 @@
-#ifndef ATTENTION_PLASTICITY_RUN_COMPARE_SETS_HPP
-#define ATTENTION_PLASTICITY_RUN_COMPARE_SETS_HPP
+#ifndef ATTENTION_PLASTICITY_RUN_COMPARE_INPUT_HPP
+#define ATTENTION_PLASTICITY_RUN_COMPARE_INPUT_HPP
 
 // The result sets a comparison reads (docs/method.md §8.6): each head's estimates (value, bias,
 // standard error) of head_metrics.csv and head_profile.csv and, when the set has them, the
 // per-sequence influences of head_sequence_influence.csv (§8.3), read through io/csv_reader.hpp
 // by the schema's column names and checked (an impossible value is refused naming the file, the
-// line and the column). compare_runs.hpp compares what is loaded here.
+// line and the column). compare_result_sets.hpp compares what is loaded here.
 
 #include <algorithm>
 #include <cmath>
@@ -581,4 +581,4 @@ inline loaded_set load_set(const column_table& metrics, const column_table& prof
 }
 }  // namespace attention_plasticity::run::compare_detail
 
-#endif  // ATTENTION_PLASTICITY_RUN_COMPARE_SETS_HPP
+#endif  // ATTENTION_PLASTICITY_RUN_COMPARE_INPUT_HPP
