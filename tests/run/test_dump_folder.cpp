@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <optional>
 #include <string>
 #include <utility>
@@ -156,6 +158,42 @@ TEST_CASE("dump scan: the head folders present, and names that cannot be used ar
     const std::string missing = (root.path / "missing").string();
     CHECK_THROWS_WITH(run::scan_dump(missing), Equals("data_root: '" + missing + "': folder not found"));
     CHECK_THROWS_WITH(io::scan_dump_folder(missing, "dump"), Equals("dump: '" + missing + "': folder not found"));
+}
+
+TEST_CASE("dump folder names: the shared list, tests/data/dump_folder_names.txt, as Python reads it too",
+          "[dump_folder]")
+{
+    // The same list is read by tests/python/test_layout_names.py (attention_plasticity.layout).
+    std::ifstream in(std::string(AP_RUN_TEST_DATA_DIR) + "/dump_folder_names.txt");
+    REQUIRE(in);
+    std::string line;
+    std::size_t names = 0;
+    while (std::getline(in, line))
+    {
+        if (line.empty() || line[0] == '#')
+        {
+            continue;
+        }
+        const auto tab = line.find('\t');
+        REQUIRE(tab != std::string::npos);
+        const std::string name = line.substr(0, tab);
+        const std::string expected = line.substr(tab + 1);
+        const io::parsed_folder_name p = io::parse_head_folder_name(name);
+        std::string got = "none";
+        if (p.is_head_folder && !p.problem.empty())
+        {
+            got = "problem: " + p.problem;
+        }
+        else if (p.is_head_folder)
+        {
+            got = "head " + std::to_string(p.layer) + " " + std::to_string(p.head) + " " + p.kind;
+            CHECK(io::head_folder_name(p.layer, p.head, p.kind) == name);  // the writer writes it back
+        }
+        INFO("name '" << name << "'");
+        CHECK(got == expected);
+        ++names;
+    }
+    CHECK(names >= 30);
 }
 
 TEST_CASE("durable files: a new file is written whole, never over a name already there", "[dump_folder]")
