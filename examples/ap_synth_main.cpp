@@ -399,9 +399,7 @@ int main(int argc, char** argv)
         write_text(fs::path(cli.out) / "true_profile.csv", profile);
         // The dump's layout, which ap_analyze never guesses from the folder names.
         write_text(fs::path(cli.out) / dump_metadata_file,
-                   "{\"num_layers\": " + std::to_string(o.num_layers) + ", \"num_q_heads\": "
-                       + std::to_string(o.num_q_heads) + ", \"num_k_heads\": " + std::to_string(o.num_k_heads)
-                       + "}\n");
+                   io::dump_metadata_text(o.num_layers, o.num_q_heads, o.num_k_heads));
         const double seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         std::fprintf(stderr,

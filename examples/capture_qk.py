@@ -85,6 +85,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # the model checks, text and examples of attention_plasticity.capture it uses), installed.
 from attention_plasticity import capture as capture_module  # noqa: E402
 from attention_plasticity import capture_sniffer as sniffer_module  # noqa: E402  (qk_sniffer and profile)
+from attention_plasticity.layout import HEAD_FOLDER_RE  # noqa: E402  (the head folders' names, one home)
 
 head_counts = capture_module.head_counts
 default_model_dir = capture_module.default_model_dir
@@ -95,7 +96,6 @@ token_masks = sniffer_module.token_masks
 
 EXIT_OK = 0
 EXIT_USAGE = 2
-HEAD_FOLDER_RE = re.compile(r"^l(\d{2,})h(\d{2,})([qk])$")
 # The files a transformers tokenizer is read from (at least one must be in the model folder).
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json",
                    "tokenizer.model", "spiece.model", "sentencepiece.bpe.model")

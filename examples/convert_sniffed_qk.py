@@ -33,7 +33,6 @@ head folder found; 3 pyarrow (needed to read Parquet) or the package is not inst
 
 import argparse
 import os
-import re
 import sys
 
 import numpy as np
@@ -43,7 +42,6 @@ EXIT_SOME_FAILED = 1
 EXIT_USAGE = 2
 EXIT_NO_PYARROW = 3
 
-HEAD_FOLDER_RE = re.compile(r"^l(\d{2,})h(\d{2,})([qk])$")
 PARQUET_NAME = "data.parquet"
 NPY_FILES = ("vector", "position", "bucket", "example_id", "sliding_window")
 
@@ -107,19 +105,30 @@ def write_npy_head(folder, arrays):
     return [os.path.join(folder, stem + ".npy") for stem in stems]
 
 
+def layout_module():
+    """attention_plasticity.layout, the package's one home of the head-folder names (it imports
+    nothing but re). Raises ImportError when the package is missing."""
+    import importlib
+    return importlib.import_module("attention_plasticity.layout")
+
+
+def head_folder_key(name):
+    """(layer, head, kind) of a head folder's name in the dump's format, None for any other name
+    (a name like l0h0q or l000h00q is not in the format: ap_analyze would refuse it)."""
+    try:
+        return layout_module().parse_head_folder(name)
+    except ValueError:
+        return None
+
+
 def find_head_folders(src):
     """Sorted names of the lLLhHH{q|k} folders of ``src`` that hold data.parquet."""
     found = []
     for name in os.listdir(src):
-        if HEAD_FOLDER_RE.match(name) and os.path.isfile(os.path.join(src, name,
-                                                                      PARQUET_NAME)):
-            found.append(name)
-
-    def key(name):
-        m = HEAD_FOLDER_RE.match(name)
-        return int(m.group(1)), int(m.group(2)), m.group(3)
-
-    return sorted(found, key=key)
+        key = head_folder_key(name)
+        if key is not None and os.path.isfile(os.path.join(src, name, PARQUET_NAME)):
+            found.append((key, name))
+    return [name for _key, name in sorted(found)]
 
 
 def find_dump_roots(src, max_depth=3, limit=5):
@@ -138,7 +147,7 @@ def find_dump_roots(src, max_depth=3, limit=5):
             if len(roots) >= limit:
                 break
         else:
-            dirnames[:] = [d for d in dirnames if not HEAD_FOLDER_RE.match(d)]
+            dirnames[:] = [d for d in dirnames if not layout_module().HEAD_FOLDER_RE.match(d)]
     return roots
 
 
@@ -168,7 +177,14 @@ def main(argv=None):
     if not os.path.isdir(args.src):
         print(f"{prog}: error: {args.src}: not a directory", file=sys.stderr)
         return EXIT_USAGE
-    folders = find_head_folders(args.src)
+    try:
+        folders = find_head_folders(args.src)
+        sniffed = load_sniffed_module()
+    except ImportError as exc:
+        package_missing = (exc.name or "").split(".")[0] == "attention_plasticity"
+        message = PACKAGE_MISSING_MESSAGE if package_missing else PYARROW_MISSING_MESSAGE
+        print(f"{prog}: error: {message}\n({exc})", file=sys.stderr)
+        return EXIT_NO_PYARROW
     if args.only:
         unknown = sorted(set(args.only) - set(folders))
         if unknown:
@@ -182,13 +198,6 @@ def main(argv=None):
         print(f"{prog}: error: {args.src}: no l{{LL}}h{{HH}}q or l{{LL}}h{{HH}}k folder "
               f"with {PARQUET_NAME}{hint}", file=sys.stderr)
         return EXIT_USAGE
-    try:
-        sniffed = load_sniffed_module()
-    except ImportError as exc:
-        package_missing = (exc.name or "").split(".")[0] == "attention_plasticity"
-        message = PACKAGE_MISSING_MESSAGE if package_missing else PYARROW_MISSING_MESSAGE
-        print(f"{prog}: error: {message}\n({exc})", file=sys.stderr)
-        return EXIT_NO_PYARROW
     failed = 0
     for name in folders:
         src_folder = os.path.join(args.src, name)

@@ -5,8 +5,8 @@ usage: /usr/bin/python3 fuzz/make_corpus.py   (needs NumPy; rewrites the committ
 
 fuzz_npy: valid NPY files of every dtype, rank and format version the reader accepts, and a
 few it refuses (Fortran order, big-endian, structured, float16). fuzz_config: a byte 0x00
-(the configuration), 0x01 (metadata.json) or 0x02 (a shard's shard.json) followed by the
-text. fuzz_cmdline: arguments separated by NUL bytes.
+(the configuration), 0x01 (metadata.json), 0x02 (a shard's shard.json) or 0x03 (any JSON
+text, io/json.hpp) followed by the text. fuzz_cmdline: arguments separated by NUL bytes.
 """
 
 import io
@@ -81,6 +81,7 @@ def main():
 
     write("fuzz_config", "manifest", b"\2" + MANIFEST.encode())
     write("fuzz_config", "shard", b"\0" + b"data_root: /d\nshard: 3/8\n")
+    write("fuzz_config", "json", b"\3" + '{"a": [1, -2.5e-3, 18446744073709551615, true, null], "b": {"c": "\\u00e9\\ud83d\\ude00"}}'.encode())
 
     def args(*items):
         return b"\0".join(s.encode() for s in items)

@@ -10,7 +10,7 @@ set -euo pipefail
 packages=(
   cmake g++ make
   libxtensor-dev libxtensor-blas-dev libopenblas-dev catch2
-  libyaml-cpp-dev libbenchmark-dev
+  libyaml-cpp-dev nlohmann-json3-dev libbenchmark-dev
   python3 python3-numpy python3-scipy python3-matplotlib python3-pandas
 )
 if [[ "${1:-}" == "--tests" ]]; then

@@ -1,11 +1,13 @@
 // Unit tests of the dump folder format in the io layer (io/dump_folder.hpp): metadata.json read
-// by its own small JSON reader, the scan of a data root, errors as io::input_error; and the run
+// by the project's JSON reader (io/json.hpp), the scan of a data root, errors as io::input_error; and the run
 // layer's view of them (run/dump_layout.hpp), the same messages as usage errors (exit status 2).
 // The expected counts of each metadata text are what Python's json.loads gives for it.
 
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <optional>
 #include <string>
 #include <utility>
@@ -87,21 +89,27 @@ TEST_CASE("dump metadata: io errors name the file, and the run layer's say 'meta
     CHECK_THAT(run_message("{\"num_q_heads\": \"\"}"),
                Equals("metadata m.json: num_q_heads: missing value (expected an integer)"));
     CHECK_THAT(run_message(std::string("{\"a\": 1}\0", 9)), Equals("metadata m.json: not valid JSON: it holds a NUL byte"));
-    // Not JSON: the reader says where (the words after "not valid JSON: " are the reader's own).
+    // Not JSON: the reader says where (the words after "line L, column C: " are nlohmann/json's).
     CHECK_THAT(run_message("{\"num_layers\": 2"),
-               Equals("metadata m.json: not valid JSON: line 1, column 17: expected '}' (the text ends)"));
+               Equals("metadata m.json: not valid JSON: line 1, column 17: syntax error while parsing object - "
+                      "unexpected end of input; expected '}'"));
     CHECK_THAT(run_message("{\"a\": 1,\n \"b\": x}"),
-               Equals("metadata m.json: not valid JSON: line 2, column 7: expected a value (a number, a string, "
-                      "true, false, null, an array or an object)"));
+               Equals("metadata m.json: not valid JSON: line 2, column 7: syntax error while parsing value - "
+                      "invalid literal; last read: '\"b\": x'"));
     CHECK_THAT(run_message("{\"a\": 1} {}"),
-               Equals("metadata m.json: not valid JSON: line 1, column 10: unexpected text after the JSON value"));
+               Equals("metadata m.json: not valid JSON: line 1, column 10: syntax error while parsing value - "
+                      "unexpected '{'; expected end of input"));
     // Documents after the first, as YAML separates them: said as the YAML-based reader said it.
     CHECK_THAT(run_message("{\"num_q_heads\": 4}\n---\n{\"num_q_heads\": 8}\n"),
                Equals("metadata m.json: holds 2 YAML documents (separated by '---'); give one"));
     CHECK_THAT(run_message("{\"a\": 1}\n---\n{}\n---\n{}"),
                Equals("metadata m.json: holds 3 YAML documents (separated by '---'); give one"));
-    CHECK_THAT(run_message("{\"a\": 01}"), StartsWith("metadata m.json: not valid JSON: line 1, column 7"));
+    CHECK_THAT(run_message("{\"a\": 01}"), StartsWith("metadata m.json: not valid JSON: line 1, column 8"));  // after the 0
     CHECK_THAT(run_message("{\"a\": \"\\q\"}"), StartsWith("metadata m.json: not valid JSON: "));
+    // A key given twice is refused at any depth (json.hpp), NaN is not JSON.
+    CHECK_THAT(run_message("{\"capture\": {\"x\": 1, \"x\": 2}}"),
+               Equals("metadata m.json: key 'capture.x' is given twice; keep one value"));
+    CHECK_THAT(run_message("{\"num_layers\": NaN}"), StartsWith("metadata m.json: not valid JSON: line 1, column 16: "));
     // Nesting is bounded: a deep array is refused, never a stack overflow.
     CHECK_THAT(run_message("{\"a\": " + std::string(100000, '[') + "}"),
                Equals("metadata m.json: not valid JSON: line 1, column 71: values nested deeper than 64 levels"));
@@ -150,6 +158,42 @@ TEST_CASE("dump scan: the head folders present, and names that cannot be used ar
     const std::string missing = (root.path / "missing").string();
     CHECK_THROWS_WITH(run::scan_dump(missing), Equals("data_root: '" + missing + "': folder not found"));
     CHECK_THROWS_WITH(io::scan_dump_folder(missing, "dump"), Equals("dump: '" + missing + "': folder not found"));
+}
+
+TEST_CASE("dump folder names: the shared list, tests/data/dump_folder_names.txt, as Python reads it too",
+          "[dump_folder]")
+{
+    // The same list is read by tests/python/test_layout_names.py (attention_plasticity.layout).
+    std::ifstream in(std::string(AP_RUN_TEST_DATA_DIR) + "/dump_folder_names.txt");
+    REQUIRE(in);
+    std::string line;
+    std::size_t names = 0;
+    while (std::getline(in, line))
+    {
+        if (line.empty() || line[0] == '#')
+        {
+            continue;
+        }
+        const auto tab = line.find('\t');
+        REQUIRE(tab != std::string::npos);
+        const std::string name = line.substr(0, tab);
+        const std::string expected = line.substr(tab + 1);
+        const io::parsed_folder_name p = io::parse_head_folder_name(name);
+        std::string got = "none";
+        if (p.is_head_folder && !p.problem.empty())
+        {
+            got = "problem: " + p.problem;
+        }
+        else if (p.is_head_folder)
+        {
+            got = "head " + std::to_string(p.layer) + " " + std::to_string(p.head) + " " + p.kind;
+            CHECK(io::head_folder_name(p.layer, p.head, p.kind) == name);  // the writer writes it back
+        }
+        INFO("name '" << name << "'");
+        CHECK(got == expected);
+        ++names;
+    }
+    CHECK(names >= 30);
 }
 
 TEST_CASE("durable files: a new file is written whole, never over a name already there", "[dump_folder]")

@@ -188,12 +188,12 @@ namespace detail
     };
 }  // namespace detail
 
-inline YAML::Node load_one_yaml_document(const std::string& text, const std::string& source, const char* format = "YAML")
+inline YAML::Node load_one_yaml_document(const std::string& text, const std::string& source)
 {
     // A NUL is no text (and yaml-cpp 0.7's document loop can run forever on one).
     if (text.find('\0') != std::string::npos)
     {
-        throw usage_error(source + ": not valid " + format + ": it holds a NUL byte");
+        throw usage_error(source + ": not valid YAML: it holds a NUL byte");
     }
     YAML::Node first;
     std::size_t documents = 0;
@@ -211,7 +211,7 @@ inline YAML::Node load_one_yaml_document(const std::string& text, const std::str
     }
     catch (const YAML::Exception& e)
     {
-        throw usage_error(source + ": not valid " + format + ": " + e.what());
+        throw usage_error(source + ": not valid YAML: " + e.what());
     }
     if (documents > 1)
     {

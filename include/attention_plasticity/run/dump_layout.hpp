@@ -26,15 +26,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <yaml-cpp/yaml.h>
-
 #include "../io/dump_folder.hpp"
 #include "../io/errors.hpp"
+#include "../io/json.hpp"
 #include "cli_util.hpp"
 #include "config.hpp"
 
@@ -110,24 +108,24 @@ namespace detail
     struct model_config_view
     {
         std::string source;  // "model_config PATH", the prefix of every message
-        YAML::Node root;
-        std::optional<YAML::Node> text;  // text_config, when given
+        io::json root;
+        const io::json* text = nullptr;  // text_config (in root), when given
 
         /// The places `key` is given: {"text_config.key", value} and {"key", value}.
-        std::vector<std::pair<std::string, YAML::Node>> find(const std::string& key) const
+        std::vector<std::pair<std::string, const io::json*>> find(const std::string& key) const
         {
-            std::vector<std::pair<std::string, YAML::Node>> found;
-            for (const auto& [prefix, map] : {std::pair<std::string, const YAML::Node*>{"text_config.", text ? &*text : nullptr},
-                                              std::pair<std::string, const YAML::Node*>{"", &root}})
+            std::vector<std::pair<std::string, const io::json*>> found;
+            for (const auto& [prefix, map] : {std::pair<std::string, const io::json*>{"text_config.", text},
+                                              std::pair<std::string, const io::json*>{"", &root}})
             {
                 if (map == nullptr)
                 {
                     continue;
                 }
-                const YAML::Node value = static_cast<const YAML::Node&>(*map)[key];  // const: never inserts
-                if (value.IsDefined() && !value.IsNull())
+                const auto value = map->find(key);
+                if (value != map->end() && !value->is_null())
                 {
-                    found.emplace_back(prefix + key, value);
+                    found.emplace_back(prefix + key, &*value);
                 }
             }
             return found;
@@ -144,12 +142,12 @@ namespace detail
             {
                 for (const auto& [name, value] : find(key))
                 {
-                    if (!value.IsScalar())
+                    if (value->is_structured())
                     {
                         throw usage_error(source + ": " + name + ": expected a number");
                     }
-                    const auto v =
-                        static_cast<std::size_t>(parse_unsigned(source + ": " + name, value.Scalar(), 1, max_layout_count));
+                    const auto v = static_cast<std::size_t>(
+                        parse_unsigned(source + ": " + name, io::json_scalar_text(*value), 1, max_layout_count));
                     if (result && *result != v)
                     {
                         throw usage_error(source + ": " + result_key + " says " + std::to_string(*result) + " but "
@@ -171,11 +169,11 @@ namespace detail
             std::optional<bool> result;
             for (const auto& [name, value] : find(key))
             {
-                bool v = false;
-                if (!value.IsScalar() || !YAML::convert<bool>::decode(value, v))
+                if (!value->is_boolean())
                 {
                     throw usage_error(source + ": " + name + ": expected true or false");
                 }
+                const bool v = value->get<bool>();
                 if (result && *result != v)
                 {
                     throw usage_error(source + ": " + key + " is both true and false (at the top and in text_config)");
@@ -190,27 +188,15 @@ namespace detail
         {
             for (const auto& [name, value] : find("model_type"))
             {
-                if (value.IsScalar())
+                if (value->is_primitive())
                 {
-                    return value.Scalar();
+                    return io::json_scalar_text(*value);
                 }
             }
             return "";
         }
     };
 
-    /// A usage error when a key of `map` is given twice (yaml-cpp would keep one silently).
-    inline void refuse_repeated_keys(const YAML::Node& map, const std::string& source, const std::string& prefix)
-    {
-        std::set<std::string> keys;
-        for (const auto& entry : map)
-        {
-            if (entry.first.IsScalar() && !keys.insert(entry.first.Scalar()).second)
-            {
-                throw usage_error(source + ": key '" + prefix + entry.first.Scalar() + "' is given twice; keep one value");
-            }
-        }
-    }
 }  // namespace detail
 
 /// The layout counts of a model's own config.json (Hugging Face transformers; `path` names it
@@ -235,21 +221,27 @@ inline layout_counts read_model_config(const std::string& path)
     }
     detail::model_config_view config;
     config.source = "model_config " + path;
-    config.root = load_one_yaml_document(read_config_file(path, "model_config"), config.source, "JSON");
-    if (!config.root.IsMap())
+    try
+    {
+        // Strict JSON (io/json.hpp): a key given twice, at the top or in text_config, is refused.
+        config.root = io::parse_json(read_config_file(path, "model_config"), config.source).value;
+    }
+    catch (const io::input_error& e)
+    {
+        throw usage_error(e.what());  // "model_config PATH: not valid JSON: ..."
+    }
+    if (!config.root.is_object())
     {
         throw usage_error(config.source + ": expected a JSON object (a model's config.json)");
     }
-    detail::refuse_repeated_keys(config.root, config.source, "");
-    const YAML::Node text = static_cast<const YAML::Node&>(config.root)["text_config"];  // const: never inserts
-    if (text.IsDefined() && !text.IsNull())
+    const auto text = config.root.find("text_config");
+    if (text != config.root.end() && !text->is_null())
     {
-        if (!text.IsMap())
+        if (!text->is_object())
         {
             throw usage_error(config.source + ": text_config: expected a JSON object (the language model's config)");
         }
-        detail::refuse_repeated_keys(text, config.source, "text_config.");
-        config.text.emplace(text);
+        config.text = &*text;
     }
     counts.num_q_heads = config.count(detail::model_q_head_keys);
     if (!counts.num_q_heads)

@@ -54,6 +54,7 @@
 #include "../io/durable_files.hpp"
 #include "../io/errors.hpp"
 #include "../io/fs_util.hpp"
+#include "../io/json.hpp"
 #include "../io/result_file.hpp"
 #include "../version.hpp"
 #include "errors.hpp"
@@ -91,15 +92,15 @@ public:
     /// can tell which version made the results.
     static constexpr const char* run_json_file = result_run_json_file;
 
-    /// run.json's text: {"attention_plasticity_version": "0.1.0", "files": ["a.csv", ...]}.
-    /// The names are the program's own file names (plain, nothing to escape).
+    /// run.json's text: {"attention_plasticity_version": "0.1.0", "files": ["a.csv", ...]}
+    /// (strings quoted by io::json_string, the writers' one quoting).
     static std::string run_json(const std::vector<io::result_file>& files)
     {
-        std::string text = std::string("{\"attention_plasticity_version\": \"") + attention_plasticity::version
-                           + "\", \"files\": [";
+        std::string text = "{\"attention_plasticity_version\": " + io::json_string(attention_plasticity::version)
+                           + ", \"files\": [";
         for (std::size_t i = 0; i < files.size(); ++i)
         {
-            text += (i == 0 ? "\"" : ", \"") + files[i].name + "\"";
+            text += (i == 0 ? "" : ", ") + io::json_string(files[i].name);
         }
         return text + "]}\n";
     }

@@ -14,7 +14,8 @@
 //     analyzed (else the error), and how many rows it has in each file (in the files' order).
 // make_shard_manifest() assembles it from a run (analysis_run.hpp: ap_analyze's and the
 // Python module's).
-// JSON, one head per line. Parsed with yaml-cpp (JSON is YAML); everything read is bounded.
+// JSON, one head per line: read and quoted by io/json.hpp (the project's one JSON home);
+// everything read is bounded.
 
 #include <algorithm>
 #include <cstdint>
@@ -25,9 +26,8 @@
 #include <utility>
 #include <vector>
 
-#include <yaml-cpp/yaml.h>
-
 #include "../io/csv_rows.hpp"
+#include "../io/json.hpp"
 #include "analyze_config.hpp"
 #include "cli_util.hpp"
 #include "dump_layout.hpp"
@@ -87,95 +87,10 @@ struct shard_manifest
     }
 };
 
-namespace detail
-{
-    /// Length of the valid UTF-8 sequence starting at s[i], 0 if there is none.
-    inline std::size_t utf8_sequence(const std::string& s, std::size_t i)
-    {
-        const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-        const unsigned char c = byte(i);
-        std::size_t n = 0;
-        std::uint32_t code = 0;
-        if (c >= 0xC2 && c <= 0xDF)
-        {
-            n = 2, code = c & 0x1Fu;
-        }
-        else if (c >= 0xE0 && c <= 0xEF)
-        {
-            n = 3, code = c & 0x0Fu;
-        }
-        else if (c >= 0xF0 && c <= 0xF4)
-        {
-            n = 4, code = c & 0x07u;
-        }
-        else
-        {
-            return 0;
-        }
-        if (i + n > s.size())
-        {
-            return 0;
-        }
-        for (std::size_t k = 1; k < n; ++k)
-        {
-            if ((byte(i + k) & 0xC0u) != 0x80u)
-            {
-                return 0;
-            }
-            code = (code << 6) | (byte(i + k) & 0x3Fu);
-        }
-        const bool overlong = (n == 3 && code < 0x800) || (n == 4 && code < 0x10000);
-        if (overlong || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF) || (code >= 0x80 && code <= 0x9F))
-        {
-            return 0;  // C1 controls are not printable in YAML: escaped as invalid
-        }
-        return n;
-    }
-}  // namespace detail
-
-/// A JSON string literal of `s`: control characters escaped, valid UTF-8 kept, any other
-/// byte replaced by U+FFFD (messages may quote file names that are not UTF-8).
-inline std::string json_string(const std::string& s)
-{
-    std::string out = "\"";
-    for (std::size_t i = 0; i < s.size();)
-    {
-        const unsigned char c = static_cast<unsigned char>(s[i]);
-        if (c == '"' || c == '\\')
-        {
-            out += '\\';
-            out += static_cast<char>(c);
-            ++i;
-        }
-        else if (c < 0x20 || c == 0x7F)
-        {
-            char escape[8];
-            std::snprintf(escape, sizeof(escape), "\\u%04x", c);
-            out += escape;
-            ++i;
-        }
-        else if (c < 0x80)
-        {
-            out += static_cast<char>(c);
-            ++i;
-        }
-        else if (const std::size_t n = detail::utf8_sequence(s, i); n > 0)
-        {
-            out.append(s, i, n);
-            i += n;
-        }
-        else
-        {
-            out += "\xef\xbf\xbd";  // U+FFFD as UTF-8: what reads back is written back the same
-            ++i;
-        }
-    }
-    return out + "\"";
-}
-
-/// The text of shard.json.
+/// The text of shard.json (strings quoted by io::json_string, the writers' one quoting).
 inline std::string manifest_json(const shard_manifest& m)
 {
+    using io::json_string;
     std::string out = "{\n";
     auto field = [&](const char* key, const std::string& value) {
         out += "  " + json_string(key) + ": " + value + ",\n";
@@ -231,6 +146,8 @@ inline std::string manifest_json(const shard_manifest& m)
 
 namespace detail
 {
+    /// Reads the members of a parsed manifest (io/json.hpp); every problem is a merge_error
+    /// "PATH: not a valid shard manifest: ...".
     class manifest_reader
     {
     public:
@@ -241,35 +158,36 @@ namespace detail
             throw merge_error(m_path + ": not a valid shard manifest: " + what);
         }
 
-        YAML::Node member(const YAML::Node& object, const char* key, const std::string& where) const
+        const io::json& member(const io::json& object, const char* key, const std::string& where) const
         {
-            const YAML::Node value = object[key];  // const: looks up, never inserts
-            if (!value.IsDefined() || value.IsNull())
+            const auto value = object.find(key);
+            if (value == object.end() || value->is_null())
             {
                 fail("'" + where + key + "' is missing");
             }
-            return value;
+            return *value;
         }
 
-        std::string text(const YAML::Node& object, const char* key, const std::string& where = "") const
+        /// A scalar's text (a string's, a number's, true or false), as the YAML reader saw it.
+        std::string text(const io::json& object, const char* key, const std::string& where = "") const
         {
-            const YAML::Node value = member(object, key, where);
-            if (!value.IsScalar())
+            const io::json& value = member(object, key, where);
+            if (value.is_structured())
             {
                 fail("'" + where + key + "' is not a string");
             }
-            return value.Scalar();
+            return io::json_scalar_text(value);
         }
 
-        std::uint64_t number(const YAML::Node& object, const char* key, std::uint64_t max_value,
+        std::uint64_t number(const io::json& object, const char* key, std::uint64_t max_value,
                              const std::string& where = "") const
         {
-            const YAML::Node value = member(object, key, where);
-            if (!value.IsScalar())
+            const io::json& value = member(object, key, where);
+            if (value.is_structured())
             {
                 fail("'" + where + key + "' is not a number");
             }
-            return number_of(value.Scalar(), where + key, max_value);
+            return number_of(io::json_scalar_text(value), where + key, max_value);
         }
 
         std::uint64_t number_of(const std::string& scalar, const std::string& what, std::uint64_t max_value) const
@@ -284,7 +202,7 @@ namespace detail
             }
         }
 
-        bool flag(const YAML::Node& object, const char* key, const std::string& where) const
+        bool flag(const io::json& object, const char* key, const std::string& where) const
         {
             const std::string value = text(object, key, where);
             if (value != "true" && value != "false")
@@ -294,10 +212,10 @@ namespace detail
             return value == "true";
         }
 
-        YAML::Node sequence(const YAML::Node& object, const char* key, const std::string& where = "") const
+        const io::json& sequence(const io::json& object, const char* key, const std::string& where = "") const
         {
-            const YAML::Node value = member(object, key, where);
-            if (!value.IsSequence())
+            const io::json& value = member(object, key, where);
+            if (!value.is_array())
             {
                 fail("'" + where + key + "' is not a list");
             }
@@ -354,23 +272,23 @@ inline shard_manifest make_shard_manifest(const std::string& program, const anal
 inline shard_manifest parse_manifest(const std::string& text, const std::string& path)
 {
     const detail::manifest_reader read(path);
-    YAML::Node root;
+    io::json_document doc;
     try
     {
-        root = YAML::Load(text);
+        doc = io::parse_json(text, path, io::json_limits{static_cast<std::size_t>(max_manifest_bytes), 64});
     }
-    catch (const YAML::Exception& e)
+    catch (const io::input_error& e)
     {
-        read.fail(std::string("not valid JSON: ") + e.what());
+        read.fail(e.reason());  // "not valid JSON: ...", "key 'options.seed' is given twice; ..."
     }
-    if (!root.IsMap())
+    if (!doc.value.is_object())
     {
         read.fail("expected a JSON object");
     }
-    const YAML::Node& r = root;
+    const io::json& r = doc.value;
     if (read.number(r, "ap_shard_manifest", 1000) != shard_manifest_format)
     {
-        read.fail("format " + r["ap_shard_manifest"].Scalar() + " (this program reads format "
+        read.fail("format " + io::json_scalar_text(r["ap_shard_manifest"]) + " (this program reads format "
                   + std::to_string(shard_manifest_format) + ")");
     }
     shard_manifest m;
@@ -381,23 +299,18 @@ inline shard_manifest parse_manifest(const std::string& text, const std::string&
     {
         read.fail("shard " + std::to_string(m.shard.index) + " of " + std::to_string(m.shard.count));
     }
-    const YAML::Node options = read.member(r, "options", "");
-    if (!options.IsMap())
+    const io::json& options = read.member(r, "options", "");
+    if (!options.is_object())
     {
         read.fail("'options' is not an object");
     }
-    std::set<std::string> keys;
-    for (const auto& entry : options)
+    for (const auto& entry : options.items())  // in the file's order; a key twice was refused by parse_json
     {
-        if (!entry.first.IsScalar() || !entry.second.IsScalar())
+        if (entry.value().is_structured() || entry.value().is_null())
         {
             read.fail("'options' holds something else than names and values");
         }
-        if (!keys.insert(entry.first.Scalar()).second)
-        {
-            read.fail("option '" + entry.first.Scalar() + "' given twice");
-        }
-        m.options.emplace_back(entry.first.Scalar(), entry.second.Scalar());
+        m.options.emplace_back(entry.key(), io::json_scalar_text(entry.value()));
     }
     if (read.text(r, "options_fingerprint") != m.options_fingerprint())
     {
@@ -410,15 +323,15 @@ inline shard_manifest parse_manifest(const std::string& text, const std::string&
     m.present_heads = read.number(r, "present_heads", max_heads);
     m.layout_heads = read.number(r, "layout_heads", max_heads);
     m.host = read.text(r, "host");
-    const YAML::Node files = read.sequence(r, "files");
+    const io::json& files = read.sequence(r, "files");
     std::set<std::string> names;
-    for (const auto& file : files)
+    for (const io::json& file : files)
     {
-        if (!file.IsScalar())
+        if (file.is_structured() || file.is_null())
         {
             read.fail("'files' holds something else than names");
         }
-        const std::string name = file.Scalar();
+        const std::string name = io::json_scalar_text(file);
         if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos
             || name.find('\0') != std::string::npos || name == shard_manifest_file || name.size() > 255)
         {
@@ -430,16 +343,16 @@ inline shard_manifest parse_manifest(const std::string& text, const std::string&
         }
         m.files.push_back(name);
     }
-    const YAML::Node heads = read.sequence(r, "heads");
+    const io::json& heads = read.sequence(r, "heads");
     if (heads.size() > m.run_heads)
     {
         read.fail(std::to_string(heads.size()) + " heads in a run of " + std::to_string(m.run_heads));
     }
     for (std::size_t i = 0; i < heads.size(); ++i)
     {
-        const YAML::Node h = heads[i];
+        const io::json& h = heads[i];
         const std::string where = "heads[" + std::to_string(i) + "].";
-        if (!h.IsMap())
+        if (!h.is_object())
         {
             read.fail("heads[" + std::to_string(i) + "] is not an object");
         }
@@ -453,14 +366,14 @@ inline shard_manifest parse_manifest(const std::string& text, const std::string&
         {
             head.error = read.text(h, "error", where);
         }
-        const YAML::Node rows = read.sequence(h, "rows", where);
-        for (const auto& count : rows)
+        const io::json& rows = read.sequence(h, "rows", where);
+        for (const io::json& count : rows)
         {
-            if (!count.IsScalar())
+            if (count.is_structured() || count.is_null())
             {
                 read.fail(where + "rows holds something else than numbers");
             }
-            head.rows.push_back(read.number_of(count.Scalar(), where + "rows", ~std::uint64_t{0}));
+            head.rows.push_back(read.number_of(io::json_scalar_text(count), where + "rows", ~std::uint64_t{0}));
         }
         if (head.rows.size() != (head.analyzed ? m.files.size() : 0))
         {
