@@ -451,14 +451,14 @@ class PlasticityMonitor:
         _write_atomic(os.path.join(self.output_dir, TRAJECTORY_FILE), self._trajectory.to_csv(index=False))
         if self._changes:
             _write_atomic(os.path.join(self.output_dir, CHANGES_FILE), pd.DataFrame(self._changes).to_csv(index=False))
-        analysis_seconds = time.perf_counter() - start
+        if self.plot:
+            self._plot()
+        analysis_seconds = time.perf_counter() - start  # the analysis, comparisons, tables and plot
         scalars["analysis_seconds"] = float(analysis_seconds)
         observation = Observation(step, folder, capture_seconds, analysis_seconds, scalars, changes, errors)
         self.observations.append(observation)
-        self._unlogged.append(observation)
         self._write_run_file()
-        if self.plot:
-            self._plot()
+        self._unlogged.append(observation)
         if self._writer is not None:
             self._log_scalars(self._writer, observation)
         return observation

@@ -25,6 +25,7 @@ transformers = pytest.importorskip("transformers")
 import attention_plasticity as ap  # noqa: E402
 
 VOCAB = 64
+torch.set_num_threads(1)  # tiny matrices: one thread is fastest, and the CI machine is shared
 STEPS = 30
 EVERY = 10
 
@@ -253,6 +254,35 @@ def test_background_matches_foreground(tmp_path):
     ta = pd.read_csv(tmp_path / "fg" / "trajectory.csv")
     tb = pd.read_csv(tmp_path / "bg" / "trajectory.csv")
     pd.testing.assert_frame_equal(ta, tb)
+
+
+def test_bf16_weights_and_autocast(tmp_path):
+    """bf16 weights, and float32 weights under bf16 autocast: observed (the kept vectors are
+    copied to float32), the autocast state and the weights' dtype left as they were."""
+    model = make_model().to(torch.bfloat16)
+    mon = monitor(tmp_path / "bf16", plot=False)
+    obs = mon.observe(model, 0)
+    assert obs.scalars["heads_analyzed"] == 4 and np.isfinite(obs.scalars["ap_overall_mean"])
+    assert next(model.parameters()).dtype == torch.bfloat16
+    model = make_model()
+    mon = monitor(tmp_path / "autocast", plot=False)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        obs = mon.observe(model, 0)
+        assert torch.is_autocast_enabled("cpu")
+    assert obs.scalars["heads_analyzed"] == 4
+
+
+def test_only_rank_zero_observes(tmp_path, monkeypatch):
+    """torch.distributed initialized, rank 1: observe returns at once (no collective call, no
+    barrier: a barrier would need a process group and raise here), nothing is written."""
+    import torch.distributed as dist
+    monkeypatch.setattr(dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(dist, "get_rank", lambda group=None: 1)
+    mon = monitor(tmp_path / "rank1")
+    assert not mon.active and not mon.due(0)
+    assert mon.observe(make_model(), 0) is None
+    mon.close()
+    assert not (tmp_path / "rank1").exists()
 
 
 # ----------------------------------------------------------------------------- Trainer

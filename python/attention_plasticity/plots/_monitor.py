@@ -103,6 +103,8 @@ def monitor_trajectory(data, *, layer="all", title=None, figsize=None):
         twin.bar(steps, counts, width=width, color="grey", alpha=0.35, label="heads changed vs previous")
         twin.set_ylabel("heads changed\n(vs previous, BH q <= alpha)", fontsize=8)
         twin.set_ylim(0, max(1.0, float(counts.max()) * 1.15) if len(counts) else 1.0)
+        from matplotlib.ticker import MaxNLocator
+        twin.yaxis.set_major_locator(MaxNLocator(integer=True))
         for s in steps[counts > 0]:
             top.axvline(s, color="grey", linestyle=":", linewidth=0.9)
         twin.legend(fontsize=8, loc="upper right")
