@@ -42,35 +42,50 @@ def probe(td):
 
 
 def train(td, args, monitor=None):
+    """train_decoder.py's pre-training (and with --extend its context extension: the model rebuilt
+    at the longer context and larger RoPE base, a new optimizer), its draws from one generator;
+    monitor.observe after every optimizer step, and forced at the extension's 3 checkpoint steps
+    (train_decoder.py --extend-checkpoints 3). Returns (losses, wall seconds, seconds in the
+    monitor)."""
     torch.manual_seed(args.seed)
-    targs = td.parse_args(["unused", "--steps", str(args.steps)])
-    model = td.make_model(td.make_config(targs, targs.seq_len, targs.rope_theta))
-    opt = torch.optim.AdamW(model.parameters(), lr=targs.lr, betas=(0.9, 0.95), weight_decay=0.05)
+    targs = td.parse_args(["unused", "--steps", str(args.steps), "--extend-steps", str(args.extend_steps)])
     stream, _val = td.byte_streams()
     gen = torch.Generator().manual_seed(args.seed)
     losses = []
     inside = 0.0  # seconds the loop spent inside the monitor (observe, close)
     t0 = time.perf_counter()
-    if monitor is not None:
-        w = time.perf_counter()
-        monitor.observe(model, 0)
-        inside += time.perf_counter() - w
-    for step in range(1, args.steps + 1):
-        for group in opt.param_groups:
-            group["lr"] = td.lr_at(step, args.steps, targs.lr, targs.warmup)
-        starts = torch.randint(0, len(stream) - targs.seq_len, (targs.batch,), generator=gen)
-        inputs, labels = td.windows(stream, starts, targs.seq_len)
-        logits = model(input_ids=inputs, use_cache=False).logits
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, td.VOCAB), labels.reshape(-1))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        losses.append(float(loss.detach()))
+
+    def observe(model, step, force=False):
+        nonlocal inside
         if monitor is not None:
             w = time.perf_counter()
-            monitor.observe(model, step)
+            monitor.observe(model, step, force=force)
             inside += time.perf_counter() - w
+
+    def phase(model, steps, batch, seq_len, peak, warmup, first, forced=()):
+        opt = torch.optim.AdamW(model.parameters(), lr=peak, betas=(0.9, 0.95), weight_decay=0.05)
+        for s in range(1, steps + 1):
+            for group in opt.param_groups:
+                group["lr"] = td.lr_at(s, steps, peak, warmup)
+            starts = torch.randint(0, len(stream) - seq_len, (batch,), generator=gen)
+            inputs, labels = td.windows(stream, starts, seq_len)
+            logits = model(input_ids=inputs, use_cache=False).logits
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, td.VOCAB), labels.reshape(-1))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            losses.append(float(loss.detach()))
+            observe(model, first + s, force=s in forced)
+
+    model = td.make_model(td.make_config(targs, targs.seq_len, targs.rope_theta))
+    observe(model, 0)
+    phase(model, args.steps, targs.batch, targs.seq_len, targs.lr, targs.warmup, 0)
+    if args.extend:
+        model = td.make_model(td.make_config(targs, targs.extend_seq_len, targs.extend_rope_theta),
+                              model.state_dict())
+        phase(model, targs.extend_steps, targs.extend_batch, targs.extend_seq_len, targs.extend_lr,
+              targs.extend_warmup, args.steps, forced=set(td.evenly_spaced(3, targs.extend_steps)))
     if monitor is not None:
         w = time.perf_counter()
         monitor.close()  # the last observation's analysis, when in the background
@@ -91,6 +106,9 @@ def main(argv=None):
     p.add_argument("--bucket-size", type=int, default=32)
     p.add_argument("--threads", type=int, default=1, help="torch threads and analysis threads (default 1)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--extend", action="store_true",
+                   help="then train_decoder.py's context extension (100 steps), observed at its 3 checkpoint steps")
+    p.add_argument("--extend-steps", type=int, default=100)
     p.add_argument("--runs", default="plain,foreground,background",
                    help="which runs, comma-separated (default: %(default)s); e.g. --runs foreground "
                         "--steps 1000 --every 100: the study's pre-training observed live")
