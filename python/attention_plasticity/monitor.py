@@ -192,6 +192,8 @@ class PlasticityMonitor:
     def __init__(self, texts, tokenizer, output_dir, *, every=100, background=False, plot=True, alpha=0.05,
                  max_seq_len=512, max_examples=None, batch_size=1, seed=0, capture_preset="notebook",
                  head_options=None, warn=False, **options):
+        """See the class's help. Raises ValueError naming the argument when an option is refused,
+        or, on an output_dir with a run file, what differs from the stored run."""
         from . import capture as _capture
         from . import profile as _profile
         from .qk_sniffer import CaptureError
@@ -256,6 +258,7 @@ class PlasticityMonitor:
 
     @property
     def run_file(self):
+        """The path of the run file (plasticity_run.json in output_dir)."""
         return os.path.join(self.output_dir, RUN_FILE)
 
     def _resume(self):

@@ -285,6 +285,24 @@ def test_only_rank_zero_observes(tmp_path, monkeypatch):
     assert not (tmp_path / "rank1").exists()
 
 
+def test_the_readme_section_runs(tmp_path):
+    """README.md's "Watch plasticity during training" block, with its names given."""
+    import re
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "README.md")) as f:
+        section = f.read().split("\n## Watch plasticity during training\n", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    block = block.replace("...", "optimizer.zero_grad(); model(input_ids=batch, labels=batch).loss.backward(); "
+                          "optimizer.step()").replace('"run/plasticity"', "folder").replace("every=100", "every=2")
+    model = make_model()
+    names = {"ap": ap, "probe_texts": probe_texts(), "tokenizer": None, "model": model, "folder": str(tmp_path / "r"),
+             "optimizer": torch.optim.SGD(model.parameters(), lr=0.1),
+             "loader": [torch.randint(1, VOCAB, (2, 16)) for _ in range(4)]}
+    block = block.replace("max_seq_len=256", "max_seq_len=40, threads=1")
+    exec(block, names)
+    assert names["monitor"].steps == [2, 4]
+
+
 # ----------------------------------------------------------------------------- Trainer
 
 class TokenDataset(torch.utils.data.Dataset):
