@@ -355,3 +355,20 @@ def test_trainer_callback(tmp_path):
     assert [entry["plasticity/step"] for entry in logged] == [0, 10, 20, 30]
     assert all("plasticity/heads_changed" in entry for entry in logged[1:])
     assert any("plasticity/ap_drop_mean" in entry for entry in trainer.state.log_history)
+
+
+def test_trainer_callback_on_save(tmp_path):
+    """on="save": each checkpoint save is observed (every is not used), and step 0 before it."""
+    from transformers import Trainer, TrainingArguments
+    mon = monitor(tmp_path / "monitor", every=1000, plot=False)
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), max_steps=20, per_device_train_batch_size=4,
+                             learning_rate=1e-2, report_to="none", save_strategy="steps", save_steps=10,
+                             seed=0, use_cpu=True, dataloader_num_workers=0, disable_tqdm=True)
+    trainer = Trainer(model=make_model(), args=args, train_dataset=TokenDataset())
+    ap.integrations.PlasticityCallback(mon, on="save", attach_to=trainer)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer.train()
+    assert mon.steps == [0, 10, 20]
+    with pytest.raises(ValueError, match="on 'epoch'"):
+        ap.integrations.PlasticityCallback(mon, on="epoch")
