@@ -18,6 +18,9 @@ they take and return (``ap.__all__``):
   compared head by head with significance (§8.6) by ``compare_runs`` (as ``ap_compare``,
   a ``CompareResult``); ``analysis_options()`` is the options preset of analyze_dump and
   profile_model;
+- during training: ``PlasticityMonitor(texts, tokenizer, output_dir, every=N)`` and
+  ``monitor.observe(model, step)`` (paired observations, the trajectory, the changes;
+  ``ap.integrations.PlasticityCallback`` for transformers' Trainer);
 - the companion measures (docs/method.md §8.5) ``planar_rotation``, ``pca_roles``;
 - the BLAS threads (§7.7): ``set_blas_threads``, ``get_blas_threads``, ``blas_report``;
 - the errors: ``InvalidArgumentError``, ``DomainError``, ``UsageError``, ``OutputError``,
@@ -68,12 +71,13 @@ from .dump import DumpResult, HeadError, HeadFailedWarning, analyze_dump
 from .results import NaNColumnWarning, nan_reasons, tables
 from .result_set import ResultSet, analysis_options, read_results, result_set
 from .compare import CompareResult, compare_runs
+from .monitor import PlasticityMonitor
 
 __all__ = [
     "__version__",
     # entry points
     "analyze_dump", "analyze_head", "profile_model", "profile_vectors", "notebook_capture",
-    "from_activation_cache", "from_nnsight_inputs", "compare_runs", "read_results", "result_set", "tables",
+    "from_activation_cache", "from_nnsight_inputs", "compare_runs", "read_results", "result_set", "tables", "PlasticityMonitor",
     "result_schema", "nan_reasons", "analysis_options", "planar_rotation", "pca_roles",
     "set_blas_threads", "get_blas_threads", "blas_report",
     # what they take and return
@@ -87,7 +91,7 @@ __all__ = [
 
 # The package's public submodules (in dir(ap), not in __all__: `from attention_plasticity import *`
 # must not import matplotlib).
-_SUBMODULES = ("steps", "kernel", "extensions", "plots", "capture", "qk_sniffer", "sniffed")
+_SUBMODULES = ("steps", "kernel", "extensions", "plots", "capture", "qk_sniffer", "sniffed", "integrations")
 
 # Where the names the top level had before it was curated live now: every public name of these
 # parts of the compiled module (the top level star-imported them all), and the path each is to be

@@ -1,5 +1,5 @@
 # The tests of the Python package (tests/python/test_bindings_*.py, test_inmemory_profile.py,
-# test_capture_*.py, test_train_decoder.py, test_results_api.py),
+# test_capture_*.py, test_train_decoder.py, test_monitor.py, test_results_api.py),
 # with pytest, in the project's venv (tests/ap_python.cmake: AP_TEST_PYTHON_FULL).
 #
 # python_package_install (a fixture every one of them requires) installs the package built from
@@ -29,7 +29,7 @@ set(_ap_binding_tests bindings_kernel bindings_steps bindings_extensions binding
     inmemory_profile capture_families capture_sniffer capture_toolkits afternoon package_layers
     capture_dispatch)
 # scripts/train_decoder.py at a tiny scale (the decoder of tests/data/real_decoder).
-list(APPEND _ap_binding_tests train_decoder)
+list(APPEND _ap_binding_tests train_decoder monitor)
 set(_ap_binding_env "")
 if(AP_BUILD_EXAMPLES)
   # The comparisons with the C++ programs (same rows, same CSV bytes, same shards).

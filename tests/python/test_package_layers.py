@@ -309,7 +309,7 @@ def fixture_names(file):
 
 
 CURATED = fixture_names("curated_top_level_names.txt")
-SUBMODULES = ["steps", "kernel", "extensions", "plots", "capture", "qk_sniffer", "sniffed"]
+SUBMODULES = ["steps", "kernel", "extensions", "plots", "capture", "qk_sniffer", "sniffed", "integrations"]
 
 
 def test_the_top_level_is_the_curated_list():

@@ -21,7 +21,9 @@ figure is displayed). Figures are made with pyplot, so ``plt.show()`` shows them
 - ``distance_map``: inter-key distance x key-to-query distance (head_distance_plasticity, §8.1);
 - ``component_weights``: the positional share per query component (head_component_weights);
 - ``trajectory`` and ``changes``: result sets compared in order (compare_trajectory,
-  compare_heads of ``ap.compare_runs`` / ap_compare, §8.6).
+  compare_heads of ``ap.compare_runs`` / ap_compare, §8.6); ``trajectory(folder)`` of an
+  ``ap.PlasticityMonitor``'s folder is ``monitor_trajectory``: the run's means against the step,
+  with their intervals as bands and the steps where heads changed marked.
 
 A table that lacks a column the plot reads, or holds a value that is not a number, raises
 ``PlotInputError`` (a ``ValueError``) naming the function, the table and the column.
@@ -36,9 +38,10 @@ from ._buckets import bucket_heatmap
 from ._components import component_weights
 from ._distance import distance_map
 from ._head_map import head_map
+from ._monitor import monitor_trajectory
 from ._profile import profile
 from ._tables import PlotInputError
 from ._trajectory import changes, trajectory
 
 __all__ = ["head_map", "profile", "bucket_heatmap", "distance_map", "component_weights",
-           "trajectory", "changes", "PlotInputError"]
+           "trajectory", "changes", "monitor_trajectory", "PlotInputError"]

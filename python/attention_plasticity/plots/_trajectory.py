@@ -50,9 +50,17 @@ def trajectory(data, *, layers=None, title=None, figsize=None, source=None) -> F
     matplotlib.figure.Figure
         Two axes (top: the plasticity means, bottom: bias_strength); x = the sets in order.
 
+    A folder (str or os.PathLike) or a PlasticityMonitor is an ``ap.PlasticityMonitor``'s
+    output_dir: drawn by ``monitor_trajectory`` (the means against the training step, error
+    bands, the steps where heads changed marked; ``layers``: one layer or None).
+
     Raises PlotInputError (a ValueError) when the table lacks a column, a value is not a number, or
     a layer asked for has no rows.
     """
+    import os
+    if isinstance(data, (str, os.PathLike)) or hasattr(data, "output_dir"):
+        from ._monitor import monitor_trajectory
+        return monitor_trajectory(data, layer="all" if layers is None else layers, title=title, figsize=figsize)
     chosen = T.layer_set(layers, "trajectory")  # rows "all" or one layer's: chosen below
     df, _, source = T.checked_table(data, TRAJECTORY_TABLE, "trajectory", TRAJECTORY_COLUMNS,
                                     int_columns=TRAJECTORY_INT_COLUMNS, source=source,
