@@ -21,6 +21,7 @@ first. The folder it keeps::
 import concurrent.futures
 import hashlib
 import json
+import math
 import os
 import random
 import tempfile
@@ -85,6 +86,17 @@ def _plain(value):
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
     return repr(value)
+
+
+def _strict_json(value):
+    """``value`` with every non-finite float replaced by None (JSON has no NaN or Infinity)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict_json(v) for v in value]
+    return value
 
 
 def save_training_state(model):
@@ -286,7 +298,9 @@ class PlasticityMonitor:
         for entry in stored.get("observations", []):
             self.observations.append(Observation(entry["step"], os.path.join(self.output_dir, entry["folder"]),
                                                  entry["capture_seconds"], entry["analysis_seconds"],
-                                                 entry["scalars"], entry["changes"], entry.get("errors", ())))
+                                                 {k: float("nan") if v is None else v
+                                                  for k, v in entry["scalars"].items()},
+                                                 entry["changes"], entry.get("errors", ())))
         path = os.path.join(self.output_dir, TRAJECTORY_FILE)
         if self.observations and os.path.exists(path):
             frame = pd.read_csv(path, keep_default_na=True, dtype={"layer": str})
@@ -300,7 +314,9 @@ class PlasticityMonitor:
         body = {"format": FORMAT, "every": self.every, "fingerprint": self.fingerprint,
                 "steps": [o.step for o in self.observations],
                 "observations": [o.to_dict() for o in self.observations]}
-        _write_atomic(self.run_file, json.dumps(body, indent=1, sort_keys=False, allow_nan=True) + "\n")
+        # Strict JSON (no NaN token, which JSON readers such as io/json.hpp refuse): a scalar
+        # without a value (no head with an estimate) is written null and read back as NaN.
+        _write_atomic(self.run_file, json.dumps(_strict_json(body), indent=1, sort_keys=False, allow_nan=False) + "\n")
 
     # ------------------------------------------------------------------ observing
 

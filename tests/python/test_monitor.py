@@ -83,7 +83,10 @@ def same_weights(a, b):
 
 
 def check_folder(folder, steps):
-    run = json.loads((folder / "plasticity_run.json").read_text())
+    def not_json(token):  # NaN, Infinity: Python's json writes them unless told not to
+        raise AssertionError(f"plasticity_run.json holds {token}, which is not JSON")
+
+    run = json.loads((folder / "plasticity_run.json").read_text(), parse_constant=not_json)
     assert run["steps"] == steps
     assert run["fingerprint"]["probe_examples"] == 12
     for step in steps:
@@ -237,6 +240,23 @@ def test_resume_continues_and_refuses_other_probes(tmp_path):
         monitor(folder, max_tokens_per_head=500)
     with pytest.raises(ValueError, match="every 0"):
         monitor(tmp_path / "x", every=0)
+
+
+def test_run_file_is_strict_json_and_keeps_a_missing_scalar(tmp_path):
+    # A scalar without a value (NaN: e.g. ap_drop_mean when no head has ap_drop) is written null,
+    # not as Python's NaN token, which JSON readers (io/json.hpp among them) refuse; resume
+    # reads it back as NaN.
+    folder = tmp_path / "m"
+    with monitor(folder, plot=False) as mon:
+        mon.observe(make_model(), 0)
+    mon.observations[0].scalars["ap_drop_mean"] = float("nan")
+    mon._write_run_file()
+    text = (folder / "plasticity_run.json").read_text()
+    assert "NaN" not in text
+    stored = json.loads(text)
+    assert stored["observations"][0]["scalars"]["ap_drop_mean"] is None
+    again = monitor(folder, plot=False)
+    assert np.isnan(again.observations[0].scalars["ap_drop_mean"])
 
 
 def test_background_matches_foreground(tmp_path):
