@@ -506,7 +506,7 @@ function chartBox(title, svg, extra) { const box = el("div", {class: "chart"}); 
 function heatmap(id, title, xs, ys, val, xl, yl) {
   // xs, ys: sorted distinct labels; val(x, y) -> number | undefined
   const cs = Math.max(4, Math.min(18, Math.floor(300 / Math.max(xs.length, ys.length, 1))));
-  const x0 = 44, y0 = 16, W = x0 + xs.length * cs + 70, H = y0 + ys.length * cs + 34;
+  const x0 = 44, y0 = 16, W = Math.max(230, x0 + xs.length * cs + 80), H = Math.max(70, y0 + ys.length * cs + 34);
   const svg = sv("svg", {width: W, height: H, id: id, role: "img", "aria-label": title});
   let lo = Infinity, hi = -Infinity; for (const y of ys) for (const x of xs) { const v = val(x, y); if (v !== undefined && isFinite(v)) { lo = Math.min(lo, v); hi = Math.max(hi, v); } }
   if (!(lo < hi)) { lo = isFinite(lo) ? lo - 0.5 : 0; hi = isFinite(hi) ? hi + 0.5 : 1; }
@@ -693,6 +693,7 @@ async function main() {
   drawControls(); drawOverview(); drawMap(); drawTable(); drawProvenance(); drawDefinitions();
   $("map").addEventListener("keydown", mapKeys);
   document.body.dataset.ready = "1"; document.body.dataset.readyMs = String(performance.now() - t0);
+  document.body.dataset.readyAt = String(performance.now());  // ms since the navigation's start
 }
 main().catch((e) => { document.body.dataset.error = String(e); console.error(e); });
 """

@@ -229,13 +229,16 @@ def test_result_set_page(browser, demo, work):
                                     ".map(td => td.dataset.value)")
     assert layers == ["3"] * 8
     assert "attention_plasticity_version" in browser.find_element("id", "provenance-json").text
+    choose_quantity(browser, "ap_overall")
     click_head(browser, 2, 5)
     shot = work / "demo.png"
     screenshot(browser, shot, ["map-svg", "legend-svg", "profile-chart", "bucket-heatmap", "distance-map",
                                "component-weights", "head-table", "provenance-json", "quantity"])
     if os.environ.get("AP_REPORT_SCREENSHOT"):
-        browser.set_window_size(1400, 1100)
+        browser.set_window_size(1300, 1000)
+        browser.execute_script("window.scrollTo(0, 0)")
         browser.save_screenshot(os.environ["AP_REPORT_SCREENSHOT"])
+        browser.set_window_size(1400, 1800)
 
 
 def test_real_decoder_page(browser, work):
