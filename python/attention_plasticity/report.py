@@ -259,7 +259,8 @@ def report(obj, path, *, title=None, quantity="ap_overall", alpha=None, design=N
     """
     from ._core import __version__
 
-    inputs = list(obj) if isinstance(obj, (list, tuple)) else [obj]
+    # (a CompareResult is a NamedTuple: one input, not a list of them)
+    inputs = list(obj) if isinstance(obj, (list, tuple)) and not _is_compare(obj) else [obj]
     if not inputs:
         raise ValueError("report: obj is an empty list")
     if quantity not in [q for q, _d, _s in QUANTITIES]:

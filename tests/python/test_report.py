@@ -333,3 +333,20 @@ def test_bad_arguments(demo, work):
         ap.report(demo[0], work / "x.html", quantity="nope")
     with pytest.raises(TypeError, match="obj must be"):
         ap.report(42, work / "x.html")
+
+
+def test_the_readme_section_runs(browser, demo, work, monkeypatch):
+    """README.md's "Explore a result in the browser" example, as written, on two result sets (the
+    names the README's earlier sections define: before, after, changes)."""
+    import re
+
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        section = f.read().split("\n## Explore a result in the browser\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(blocks) == 1
+    before, after = ap.read_results(demo[0]), ap.read_results(demo[1])
+    changes = ap.compare_runs([before, after], names=["before", "after"])
+    monkeypatch.chdir(work)
+    exec(blocks[0], {"ap": ap, "before": before, "after": after, "changes": changes})
+    for name in ("after.html", "changes.html", "compare.html"):
+        open_report(browser, work / name)
