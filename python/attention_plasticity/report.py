@@ -75,7 +75,11 @@ STEP_TABLES = ("head_metrics", "head_profile")
 
 
 def _colormap(name):
-    from matplotlib import colormaps
+    try:
+        from matplotlib import colormaps
+    except ImportError as exc:  # the colour scales are matplotlib's (the package's `plots` extra)
+        raise ImportError("report: the colour scales need matplotlib (pip install "
+                          "'attention_plasticity[plots]')") from exc
 
     cmap = colormaps[name]
     return ["#%02x%02x%02x" % tuple(int(round(255 * c)) for c in cmap(i / 255.0)[:3]) for i in range(256)]
@@ -670,6 +674,9 @@ function drawOverview() {
       charts.appendChild(lineChart("trajectory-" + q, q + ": mean over heads, 95% band (\u00b11.96 se)", series, "step", q));
     }
     o.appendChild(el("h2", {}, "Trajectories (trajectory.csv)")); o.appendChild(charts);
+    const c = S.changes; if (c) { const tab = el("table", {id: "changes-table"}); const hr = el("tr"); c.columns.forEach((k) => hr.appendChild(el("th", {}, k))); tab.appendChild(hr);
+      for (let i = 0; i < c.n; i++) { const tr = el("tr"); c.columns.forEach((k) => { const v = c.cols[k][i]; tr.appendChild(el("td", {"data-col": k, "data-value": String(v), class: typeof v === "string" ? "name" : ""}, fmt(v))); }); tab.appendChild(tr); }
+      o.appendChild(el("h2", {}, "Heads changed at each observation (changes.csv; paired design, BH q \u2264 alpha, \u00a78.6)")); o.appendChild(tab); }
   }
 }
 function drawProvenance() {
@@ -690,6 +697,7 @@ async function main() {
   for (const s of D.sets) S.sets.push(await decodeSet(s));
   if (D.compare) { S.cmp = {}; for (const k of ["heads", "changed", "summary", "trajectory"]) S.cmp[k] = await decode(D.compare[k]); }
   if (D.trajectory) S.traj = await decode(D.trajectory);
+  if (D.changes) S.changes = await decode(D.changes);
   if (D.kind === "training") S.set = D.sets.length - 1;
   drawControls(); drawOverview(); drawMap(); drawTable(); drawProvenance(); drawDefinitions();
   $("map").addEventListener("keydown", mapKeys);

@@ -305,6 +305,9 @@ def test_monitor_page(browser, work):
     assert chart_points(browser, "trajectory-ap_overall", "all layers") == [
         (number(r["step"]), number(r["mean"])) for r in rows]
     assert browser.find_elements("css selector", "#trajectory-ap_overall polygon.band")
+    shown = browser.execute_script("return [...document.querySelectorAll(\"#changes-table td[data-col='heads_changed']\")]"
+                                   ".map(td => td.dataset.value)")
+    assert [int(float(v)) for v in shown] == [int(r["heads_changed"]) for r in read_csv(folder / "changes.csv")]
     # the slider drives the map: the last step first, then the first step (keyboard: Home)
     check_metric_map(browser, folder / "step_000020", "ap_overall")
     from selenium.webdriver.common.keys import Keys
