@@ -4,7 +4,8 @@
 #   scripts/install_deps.sh --tests   also what the tests need: clang and its runtime (the
 #                                     fuzzers and the sanitizer build), strace (the crash
 #                                     tests), slurm-wlm and munge (the Slurm test's one-node
-#                                     cluster)
+#                                     cluster), chromium and chromium-driver (the report's
+#                                     browser tests, tests/python/test_report.py)
 # The Python side (bindings, converter, real-model capture, tests): scripts/setup_python.sh.
 set -euo pipefail
 packages=(
@@ -14,7 +15,7 @@ packages=(
   python3 python3-numpy python3-scipy python3-matplotlib python3-pandas
 )
 if [[ "${1:-}" == "--tests" ]]; then
-  packages+=(clang libclang-rt-14-dev strace slurm-wlm munge)
+  packages+=(clang libclang-rt-14-dev strace slurm-wlm munge chromium chromium-driver)
 elif [[ $# -gt 0 ]]; then
   echo "usage: scripts/install_deps.sh [--tests]" >&2
   exit 2

@@ -21,6 +21,8 @@ they take and return (``ap.__all__``):
 - during training: ``PlasticityMonitor(texts, tokenizer, output_dir, every=N)`` and
   ``monitor.observe(model, step)`` (paired observations, the trajectory, the changes;
   ``ap.integrations.PlasticityCallback`` for transformers' Trainer);
+- an explorable page: ``report(obj, path)`` writes one self-contained HTML file of a result set,
+  a comparison or a monitor's folder (``python -m attention_plasticity report INPUT... -o F``);
 - the companion measures (docs/method.md §8.5) ``planar_rotation``, ``pca_roles``;
 - the BLAS threads (§7.7): ``set_blas_threads``, ``get_blas_threads``, ``blas_report``;
 - the errors: ``InvalidArgumentError``, ``DomainError``, ``UsageError``, ``OutputError``,
@@ -72,12 +74,14 @@ from .results import NaNColumnWarning, nan_reasons, tables
 from .result_set import ResultSet, analysis_options, read_results, result_set
 from .compare import CompareResult, compare_runs
 from .monitor import PlasticityMonitor
+from .report import report
 
 __all__ = [
     "__version__",
     # entry points
     "analyze_dump", "analyze_head", "profile_model", "profile_vectors", "notebook_capture",
     "from_activation_cache", "from_nnsight_inputs", "compare_runs", "read_results", "result_set", "tables", "PlasticityMonitor",
+    "report",
     "result_schema", "nan_reasons", "analysis_options", "planar_rotation", "pca_roles",
     "set_blas_threads", "get_blas_threads", "blas_report",
     # what they take and return

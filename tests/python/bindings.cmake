@@ -1,5 +1,5 @@
 # The tests of the Python package (tests/python/test_bindings_*.py, test_inmemory_profile.py,
-# test_capture_*.py, test_train_decoder.py, test_monitor.py, test_results_api.py),
+# test_capture_*.py, test_train_decoder.py, test_monitor.py, test_results_api.py, test_report.py),
 # with pytest, in the project's venv (tests/ap_python.cmake: AP_TEST_PYTHON_FULL).
 #
 # python_package_install (a fixture every one of them requires) installs the package built from
@@ -34,7 +34,8 @@ set(_ap_binding_env "")
 if(AP_BUILD_EXAMPLES)
   # The comparisons with the C++ programs (same rows, same CSV bytes, same shards).
   # compare_objects: compare_runs on result objects, in memory, against ap_compare on their folders.
-  list(APPEND _ap_binding_tests bindings_head bindings_dump bindings_shards results_api compare_objects)
+  # report: ap.report's pages opened in headless chromium (test_report.py; about 25 s).
+  list(APPEND _ap_binding_tests bindings_head bindings_dump bindings_shards results_api compare_objects report)
   set(_ap_binding_env AP_ANALYZE=$<TARGET_FILE:ap_analyze> AP_SYNTH=$<TARGET_FILE:ap_synth>
                       AP_MERGE=$<TARGET_FILE:ap_merge> AP_COMPARE=$<TARGET_FILE:ap_compare>)
 endif()

@@ -140,7 +140,8 @@ def test_the_readme_example_runs_as_written(tmp_path):
     run_elsewhere = {"Profile a model in 10 lines": "test_afternoon.py", "Compare two checkpoints": "test_afternoon.py",
                      "What the numbers mean": "test_afternoon.py",
                      "Interop: TransformerLens and nnsight": "test_capture_toolkits.py",
-                     "Watch plasticity during training": "test_monitor.py"}
+                     "Watch plasticity during training": "test_monitor.py",
+                     "Explore a result in the browser": "test_report.py"}
     for part in readme.split("\n## ")[1:]:
         title = part.split("\n", 1)[0]
         if title != "Python" and "```python\n" in part:
