@@ -45,10 +45,13 @@ def report_main(argv):
     parser.add_argument("--alpha", type=float, default=None, help="several inputs: the BH level [0.05]")
     parser.add_argument("--design", choices=["unpaired", "paired"], default=None,
                         help="several inputs: the comparison's design [unpaired]")
+    parser.add_argument("--method-url", default=None, metavar="URL",
+                        help="where docs/method.md can be read: definitions link to its sections [none: named]")
     args = parser.parse_args(argv)
     try:
         path = report(args.inputs if len(args.inputs) > 1 else args.inputs[0], args.output, title=args.title,
-                      quantity=args.quantity, alpha=args.alpha, design=args.design)
+                      quantity=args.quantity, alpha=args.alpha, design=args.design,
+                      method_url=args.method_url)
     except (ValueError, TypeError, OSError, RuntimeError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr, flush=True)
         return 2

@@ -66,7 +66,6 @@ SE_COLUMN = {"ap_overall": "ap_overall_se", "ap_first20": "ap_first20_se", "ap_l
 SECTIONS = {"head_metrics": "3.2", "head_bucket_plasticity": "3.3", "head_profile": "3.4",
             "head_component_weights": "3.5", "head_distance_plasticity": "3.6", "compare": "8.6",
             "intervals": "8.3", "q": "2.3"}
-METHOD_URL = "https://github.com/attention-plasticity/attention_plasticity/blob/main/docs/method.md"
 # The tables a set's page uses (head_sequence_influence is not shown).
 SET_TABLES = ("head_metrics", "head_profile", "head_bucket_plasticity", "head_component_weights",
               "head_distance_plasticity")
@@ -251,7 +250,7 @@ def _data(inputs, alpha, design):
             "provenance": {"notes": list(result.notes), "sets": [e["provenance"] for e in sets]}}
 
 
-def report(obj, path, *, title=None, quantity="ap_overall", alpha=None, design=None):
+def report(obj, path, *, title=None, quantity="ap_overall", alpha=None, design=None, method_url=None):
     """Writes one self-contained HTML page of ``obj`` to ``path`` and returns ``path``.
 
     ``obj``: a result object (``read_results``, ``analyze_dump``, ``profile_model``, a
@@ -259,7 +258,10 @@ def report(obj, path, *, title=None, quantity="ap_overall", alpha=None, design=N
     folder), a ``PlasticityMonitor`` output folder, or a list of result objects or folders (compared
     with ``compare_runs``, ``alpha`` its level). ``quantity``: the map's first quantity (a column of
     head_metrics, docs/method.md §3.2). The page holds its data, script and styles; it opens from
-    disk with no network. See the module's help for what each page shows.
+    disk with no network. See the module's help for what each page shows. ``method_url``: where
+    the reader can open docs/method.md (a URL or a path of the project's copy); each definition then
+    links to its section there. None (the default): the sections are named, not linked (the page
+    makes no request, and the project has no address of its own to assume).
     """
     from ._core import __version__
 
@@ -279,7 +281,7 @@ def report(obj, path, *, title=None, quantity="ap_overall", alpha=None, design=N
                                          if isinstance(i, (str, os.PathLike)))
     data.update({"title": str(title), "version": __version__, "quantity": quantity,
                  "quantities": [{"name": q, "definition": d, "section": s} for q, d, s in QUANTITIES],
-                 "se_column": SE_COLUMN, "sections": SECTIONS, "method_url": METHOD_URL,
+                 "se_column": SE_COLUMN, "sections": SECTIONS, "method_url": None if method_url is None else str(method_url),
                  "colormaps": {"cividis": _colormap("cividis"), "berlin": _colormap("berlin")}})
     page = _page(data)
     path = os.fspath(path)
@@ -353,7 +355,8 @@ const $ = (id) => document.getElementById(id);
 function el(tag, attrs, text) { const e = document.createElement(tag); for (const k in (attrs || {})) e.setAttribute(k, attrs[k]); if (text !== undefined) e.textContent = text; return e; }
 function sv(tag, attrs, text) { const e = document.createElementNS(NS, tag); for (const k in (attrs || {})) e.setAttribute(k, attrs[k]); if (text !== undefined) e.textContent = text; return e; }
 function fmt(v, digits) { if (v === null || v === undefined || (typeof v === "number" && !isFinite(v))) return (typeof v === "number" && v !== v) || v === null ? "nan" : String(v); if (typeof v !== "number") return String(v); if (Number.isInteger(v) && Math.abs(v) < 1e9) return String(v); return v.toPrecision(digits || 4); }
-function sectionLink(s) { const a = el("a", {href: D.method_url + "#" + s, target: "_blank", rel: "noopener"}, "docs/method.md \u00a7" + s); return a; }
+function sectionLink(s) { const text = "docs/method.md \u00a7" + s;
+  return D.method_url ? el("a", {href: D.method_url, target: "_blank", rel: "noopener"}, text) : el("span", {class: "section"}, text); }
 
 async function inflate(b64) {
   const bin = atob(b64); const bytes = new Uint8Array(bin.length);

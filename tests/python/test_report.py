@@ -229,6 +229,9 @@ def test_result_set_page(browser, demo, work):
                                     ".map(td => td.dataset.value)")
     assert layers == ["3"] * 8
     assert "attention_plasticity_version" in browser.find_element("id", "provenance-json").text
+    # Without method_url the sections are named, not linked: no link points anywhere.
+    assert browser.execute_script("return document.querySelectorAll('a[href]').length") == 0
+    assert browser.execute_script("return document.querySelectorAll('span.section').length") > 0
     choose_quantity(browser, "ap_overall")
     click_head(browser, 2, 5)
     shot = work / "demo.png"
@@ -320,12 +323,16 @@ def test_monitor_page(browser, work):
     screenshot(browser, work / "monitor.png", ["map-svg", "trajectory-ap_overall", "step-slider", "profile-chart"])
 
 
-def test_command_line(demo, work):
+def test_command_line(browser, demo, work):
     out = work / "cli.html"
-    done = subprocess.run([sys.executable, "-m", "attention_plasticity", "report", demo[0], "-o", str(out)],
-                          capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "attention_plasticity", "report", demo[0], "-o", str(out),
+                           "--method-url", "../docs/method.md"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert out.is_file() and "ap-data" in out.read_text(encoding="utf-8")
+    # --method-url: every definition links to the reader's copy of the method (never opened by the test)
+    open_report(browser, out)
+    hrefs = browser.execute_script("return [...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href'))")
+    assert hrefs and set(hrefs) == {"../docs/method.md"}
     done = subprocess.run([sys.executable, "-m", "attention_plasticity", "report", str(work / "missing"), "-o",
                            str(work / "x.html")], capture_output=True, text=True)
     assert done.returncode == 2 and "missing" in done.stderr and not (work / "x.html").exists()
