@@ -4,7 +4,7 @@ it is interactive in headless chromium (bound: 3 s): from the navigation's start
 `data-ready` (the data decoded, the map, the table and the controls drawn), and a head's click
 to its drawn profile. Also the demo-sized model's file (4 layers x 8 heads; bound: 2 MB).
 
-usage: .venv/bin/python benchmarks/bench_report.py --build build --work /tmp/ap_report_bench [--rounds 5]
+usage: .venv/bin/python benchmarks/bench_report.py --build build --work build/report_bench [--rounds 5]
 
 Needs chromium and chromium-driver (scripts/install_deps.sh --tests) and selenium
 (requirements.txt). Not a timed unit test: numbers in benchmarks/README.md, section 9.
