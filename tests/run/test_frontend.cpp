@@ -438,13 +438,14 @@ std::string other_value_text(const head_option_value& value)
     return std::visit(other{}, value);
 }
 
-/// The backquoted names of the first cells of the markdown table that starts after the line
-/// starting with `intro`, in docs/method.md.
-std::vector<std::string> documented_table_names(const std::string& intro)
+/// The rows of the markdown table that starts after the line starting with `intro`, in
+/// docs/method.md, whose first cell is a backquoted name (the table ends at its first line that is
+/// not a row).
+std::vector<std::string> documented_table_lines(const std::string& intro)
 {
     std::ifstream in(std::string(AP_DOCS_DIR) + "/method.md");
     REQUIRE(in);
-    std::vector<std::string> names;
+    std::vector<std::string> lines;
     std::string line;
     bool found = false;
     while (std::getline(in, line))
@@ -456,15 +457,32 @@ std::vector<std::string> documented_table_names(const std::string& intro)
         }
         if (line.rfind("| `", 0) == 0)
         {
-            const std::size_t start = 3;
-            names.push_back(line.substr(start, line.find('`', start) - start));
+            lines.push_back(line);
         }
-        else if (!names.empty() && line.rfind("|", 0) != 0)
+        else if (!lines.empty() && line.rfind("|", 0) != 0)
         {
             break;
         }
     }
     REQUIRE(found);
+    return lines;
+}
+
+/// The backquoted name of a documented_table_lines row's first cell.
+std::string documented_name(const std::string& line)
+{
+    const std::size_t start = 3;  // after "| `"
+    return line.substr(start, line.find('`', start) - start);
+}
+
+/// The backquoted names of the first cells of that table, in its order.
+std::vector<std::string> documented_table_names(const std::string& intro)
+{
+    std::vector<std::string> names;
+    for (const std::string& line : documented_table_lines(intro))
+    {
+        names.push_back(documented_name(line));
+    }
     return names;
 }
 }  // namespace
@@ -657,33 +675,16 @@ namespace
 /// docs/method.md whose first cell is a backquoted name: name -> cells (the first one included).
 std::map<std::string, std::vector<std::string>> documented_table_rows(const std::string& intro)
 {
-    std::ifstream in(std::string(AP_DOCS_DIR) + "/method.md");
     std::map<std::string, std::vector<std::string>> rows;
-    std::string line;
-    bool found = false;
-    while (std::getline(in, line))
+    for (const std::string& line : documented_table_lines(intro))
     {
-        if (!found)
-        {
-            found = line.rfind(intro, 0) == 0;
-            continue;
-        }
-        if (line.rfind("| `", 0) != 0)
-        {
-            if (!rows.empty() && line.rfind("|", 0) != 0)
-            {
-                break;
-            }
-            continue;
-        }
         std::vector<std::string> cells;
         for (std::size_t at = 1, bar; (bar = line.find(" |", at)) != std::string::npos; at = bar + 2)
         {
             cells.push_back(trim(line.substr(at, bar - at)));
         }
-        rows[cells.front().substr(1, cells.front().find('`', 1) - 1)] = cells;
+        rows[documented_name(line)] = cells;
     }
-    REQUIRE(found);
     return rows;
 }
 
