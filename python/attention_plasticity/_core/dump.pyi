@@ -113,7 +113,9 @@ class DumpRun:
 
     @property
     def units_note(self) -> str | None:
-        """The note of a run without examples.csv (docs/method.md §8.3), None with one."""
+        """
+        The note of a run without examples.csv (docs/method.md §8.3), None with one.
+        """
 
     def run(self, parquet_reader: object, on_progress: object | None = None) -> None:
         """
