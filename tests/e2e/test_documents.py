@@ -19,8 +19,9 @@ Checked:
   - fewer than 10 documents of 40 examples: the sequence-level errors (and bias_strength_se)
     are NaN and the run's warning counts documents;
   - an example id of a head folder without a row: its heads fail naming examples.csv and the id;
+  - run.json: "units" ("documents" / "examples") and metadata.json's "capture" object;
   - ap_merge of the two shards of the run with examples.csv: the unsharded run's bytes, and
-    examples.csv; run.json "units": "documents"; shards whose examples.csv differ, or of which
+    examples.csv; run.json "units": "documents" and the "capture"; shards whose examples.csv differ, or of which
     one has none, are refused (exit 2).
 """
 
@@ -35,6 +36,7 @@ import e2e_util as u  # noqa: E402
 
 TABLES = ["head_metrics.csv", "head_bucket_plasticity.csv", "head_profile.csv", "head_component_weights.csv",
           "head_distance_plasticity.csv", "head_sequence_influence.csv"]
+CAPTURE = {"rule": "spread", "example_seed": 7, "max_examples": 48, "documents": 12, "effective_documents": 11.5}
 NOTE = "no examples.csv: each example is taken as its own document (docs/method.md §8.3)"
 
 
@@ -102,10 +104,21 @@ def check_documents(ap_synth, ap_analyze, work):
 
     data = os.path.join(work, "docs")
     synth(ap_synth, data, 48, 4)
+    # How the examples were chosen (metadata.json "capture"), recorded in run.json.
+    with open(os.path.join(data, "metadata.json")) as f:
+        meta = json.load(f)
+    meta["capture"] = CAPTURE
+    with open(os.path.join(data, "metadata.json"), "w") as f:
+        json.dump(meta, f)
     plain = without_examples(data, os.path.join(work, "docs_plain"))
     out_docs, out_plain = os.path.join(work, "docs_out"), os.path.join(work, "docs_out_plain")
     analyze(ap_analyze, data, out_docs)
     analyze(ap_analyze, plain, out_plain)
+    for out, units in ((out_docs, "documents"), (out_plain, "examples")):
+        with open(os.path.join(out, ".ap_results", "current", "run.json")) as f:
+            run_json = json.load(f)
+        assert run_json["units"] == units and run_json["capture"] == CAPTURE, run_json
+        assert ("examples.csv" in run_json["files"]) == (units == "documents")
     document_of = read_examples(os.path.join(data, "examples.csv"))
     assert len(set(document_of.values())) == 12
     per_example = influences(out_plain, "document_id")  # each example its own document
@@ -203,6 +216,7 @@ def check_merge(ap_analyze, ap_merge, work, data, out_docs):
     with open(os.path.join(merged, ".ap_results", "current", "run.json")) as f:
         meta = json.load(f)
     assert meta["units"] == "documents" and "examples.csv" in meta["files"], meta
+    assert meta["capture"] == CAPTURE, meta
     # Plain copies of the shards (the files themselves), one with another examples.csv.
     copies = []
     for s in shards:
