@@ -130,19 +130,25 @@ def effective_documents(tokens_by_document):
     return float(1.0 / np.sum(share * share))
 
 
-def warn_effective_documents(value, documents, function, stacklevel=2, threshold=FEW_DOCUMENTS):
-    """A DocumentsWarning when ``value`` (effective_documents of the kept tokens) is below
-    ``threshold``, naming it and the number of ``documents``, and saying what to do."""
-    if np.isfinite(value) and value < threshold:
-        warnings.warn(
-            f"{function}: the kept tokens come from {documents} document(s), {value:.1f} effective "
+def few_documents_message(value, documents, function, threshold=FEW_DOCUMENTS):
+    """What warn_effective_documents says when ``value`` is below ``threshold``, else None."""
+    if not (np.isfinite(value) and value < threshold):
+        return None
+    return (f"{function}: the kept tokens come from {documents} document(s), {value:.1f} effective "
             f"(1 / sum of the squared shares of the kept tokens by document; docs/method.md §8.3): "
             f"the sequence-level errors rest on that few independent units and are coarse. Give "
             f"more texts, a larger max_examples (or None: all chunks), or shorter documents (split "
-            f"long texts into independent documents, e.g. by section)", DocumentsWarning,
-            stacklevel=stacklevel + 1)
-        return True
-    return False
+            f"long texts into independent documents, e.g. by section)")
+
+
+def warn_effective_documents(value, documents, function, stacklevel=2, threshold=FEW_DOCUMENTS):
+    """A DocumentsWarning when ``value`` (effective_documents of the kept tokens) is below
+    ``threshold``, naming it and the number of ``documents``, and saying what to do. Returns
+    whether it warned."""
+    message = few_documents_message(value, documents, function, threshold)
+    if message is not None:
+        warnings.warn(message, DocumentsWarning, stacklevel=stacklevel + 1)
+    return message is not None
 
 
 @dataclass

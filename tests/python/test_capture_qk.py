@@ -140,7 +140,7 @@ class TestCaptureMatchesAttention(CaptureCase):
     def test_scores_reproduce_the_models_attention(self):
         out = self.capture("full", "--layers", "0,5", "--heads", "0,7,11")
         self.assertEqual(sorted(os.listdir(out)),
-                         sorted(["metadata.json"] + ["l%02dh%02d%s" % (l, h, k) for l in (0, 5)
+                         sorted(["metadata.json", "examples.csv"] + ["l%02dh%02d%s" % (l, h, k) for l in (0, 5)
                                                      for h in (0, 7, 11) for k in "qk"]))
         tokenizer = AutoTokenizer.from_pretrained(MODEL_DIR, local_files_only=True)
         model = AutoModel.from_pretrained(MODEL_DIR, local_files_only=True,
