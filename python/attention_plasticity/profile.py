@@ -526,12 +526,16 @@ def profile_model(model, tokenizer, texts, *, max_seq_len=512, max_examples=None
       ``sampling_rate``, ``layers``, ``heads``, ``head_sample``, ``head_sample_seed``,
       ``per_layer``, ``full_attention_only``, ``capture_queries``, ``capture_keys``,
       ``capture_pre_rope``, ``capture_token_strings``, ``bf16``;
-    - the analysis options of analyze_dump by key (``threads``, ``max_tokens_per_head``,
-      ``num_pairs_per_bucket``, ``confidence_intervals``, ``sampling_unit``,
-      ``sequence_influences``, ``distance_maps``, ...; every one: ``analysis_options()`` and
-      ``help(attention_plasticity.analyze_dump)``), set on ``head_options`` when given (a
-      HeadOptions, whose fields are also accepted by name), else on analyze_dump's defaults
-      (intervals on);
+    - the analysis options of analyze_dump by key (each in
+      ``help(attention_plasticity.analyze_dump)``): ``threads``, ``max_tokens_per_head``,
+      ``num_pairs_per_bucket``, ``min_bucket_queries``, ``max_rel_dist``, ``normality_max_dims``,
+      ``p_alpha``, ``confidence_intervals``, ``confidence_level``, ``sampling_unit`` (the unit of
+      the sequence-level errors: the document, docs/method.md §8.3), ``sequence_influences``
+      (the per-document influences a paired comparison needs), ``distance_map``,
+      ``distance_map_extra_pairs``, ``distance_bins_per_octave``, ``empirical_ap``,
+      ``empirical_max_queries``, ``planar_rotation``, ``pca_roles``; and HeadOptions'
+      ``covariance_epsilon``. They are set on ``head_options`` when given (a HeadOptions), else
+      on analyze_dump's defaults (intervals on);
     - ``progress`` (None), ``warn`` (True): the progress bar and the warnings.
 
     Inputs are checked before the model runs; a CaptureError names the item and the value: a
