@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -20,6 +21,7 @@
 
 #include <attention_plasticity/blas_policy.hpp>
 #include <attention_plasticity/io/csv_rows.hpp>
+#include <attention_plasticity/io/examples_table.hpp>
 #include <attention_plasticity/run/cli_util.hpp>
 #include <attention_plasticity/run/config.hpp>
 #include <attention_plasticity/run/dump_layout.hpp>
@@ -51,6 +53,7 @@ are overwritten, anything else in --out is left alone):
   true_ap.csv       layer,q_head,k_head,ap_true,ap_true_first20,ap_true_last20,drift
   true_profile.csv  layer,q_head,k_head,q_bucket,tau,n_queries,ap_true,n_pairs
   metadata.json     the layout: num_layers, num_q_heads, num_k_heads (docs/method.md §1.3)
+  examples.csv      with --examples-per-document: each example's document (docs/method.md §1.1)
 
 options (defaults in brackets):
 )";
@@ -136,6 +139,16 @@ const option_table<synth_cli>& synth_options_table()
         {"changed_layers", "LIST", "layers whose query heads have their drift multiplied by --change-factor [none]",
          layer_list(&synth_options::changed_layers), true},
         {"change_factor", "X", "the factor of --changed-layers [1]", model_real(&synth_options::change_factor, 1e-9, 1e9)},
+        {"examples_per_document", "K",
+         "examples per document: example e is chunk e % K of document e / K, written to examples.csv "
+         "(docs/method.md §1.1); with K > 1 the queries of a document share a random effect, so its examples are "
+         "dependent [none: no examples.csv]",
+         [](c& cli, const std::string& label, const std::string& text) {
+             cli.model.examples_per_document = static_cast<std::size_t>(parse_unsigned(label, text, 1, 1000000));
+         }},
+        {"document_effect", "X",
+         "SD of a document's shared effect, in units of the query noise's SD (--examples-per-document K > 1) [1]",
+         model_real(&synth_options::document_effect, 0.0, 1e3)},
         {"vector_dtype", "float32|float64", "dtype of vector.npy [float32]", choice(&c::float64, "float32", "float64")},
         {"int_dtype", "int32|int64", "dtype of the integer columns [int64]", choice(&c::int32, "int64", "int32")},
         {"threads", "N", "worker threads, 0 = hardware concurrency [0]", set_option::unsigned_in(&c::threads, 0, 4096)},
@@ -161,6 +174,11 @@ synth_cli parse_args(int argc, char** argv, bool& help)
     {
         throw usage_error("--tokens (" + std::to_string(m.tokens) + ") must be a multiple of --examples ("
                           + std::to_string(m.examples) + ") with at least 2 tokens per example");
+    }
+    if (m.examples % m.per_document() != 0)
+    {
+        throw usage_error("--examples (" + std::to_string(m.examples) + ") must be a multiple of --examples-per-document ("
+                          + std::to_string(m.per_document()) + ")");
     }
     if (m.buckets > m.sequence_length())
     {
@@ -305,6 +323,33 @@ group_output run_group(const synth_cli& cli, std::size_t layer, std::size_t k_he
     return out;
 }
 
+/// examples.csv of the dump (docs/method.md §1.1): example 17 e + 5 is chunk e % K of document
+/// e / K. Synthetic text identities (there are no token ids): the document's fingerprint is the
+/// 16 hex digits of splitmix64 of (seed, document index), mix_seed(seed, document); an example's
+/// mix_seed(seed, document, chunk + 1). Another --query-seed (other token draws) keeps them.
+std::string examples_csv_of(const synth_options& o)
+{
+    auto hex = [](std::uint64_t x) {
+        char text[17];
+        std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(x));
+        return std::string(text);
+    };
+    const std::size_t k = o.per_document();
+    std::vector<io::example_row> rows;
+    for (std::size_t e = 0; e < o.examples; ++e)
+    {
+        io::example_row row;
+        const std::uint64_t document = e / k;
+        row.example_id = static_cast<std::int64_t>(17 * e + 5);
+        row.document_id = static_cast<std::int64_t>(document);
+        row.chunk = static_cast<std::int64_t>(e % k);
+        row.fingerprint = hex(ap::detail::mix_seed(o.seed, document, row.chunk + 1));
+        row.document_fingerprint = hex(ap::detail::mix_seed(o.seed, document));
+        rows.push_back(std::move(row));
+    }
+    return io::examples_csv_text(std::move(rows));
+}
+
 void write_text(const fs::path& file, const std::string& text)
 {
     const fs::path tmp = file.string() + ".tmp";
@@ -400,6 +445,16 @@ int main(int argc, char** argv)
         // The dump's layout, which ap_analyze never guesses from the folder names.
         write_text(fs::path(cli.out) / dump_metadata_file,
                    io::dump_metadata_text(o.num_layers, o.num_q_heads, o.num_k_heads));
+        const fs::path examples = fs::path(cli.out) / io::examples_csv;
+        if (o.examples_per_document)
+        {
+            write_text(examples, examples_csv_of(o));
+        }
+        else
+        {
+            std::error_code ec;
+            fs::remove(examples, ec);  // a stale file from an earlier run would change the analysis
+        }
         const double seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         std::fprintf(stderr,

@@ -85,8 +85,15 @@ struct synth_options
     std::optional<std::uint64_t> query_seed;
     std::vector<std::size_t> changed_layers;
     double change_factor = 1.0;
+    // Documents of several examples (docs/method.md §1.1, §8.3): examples e of document e / K
+    // (chunk e % K), written to examples.csv; with K > 1 the queries of a document share an
+    // effect (a latent mean shift of SD document_effect times the noise's, from `seed`), so that
+    // the examples of one document are dependent. Unset: no examples.csv, no effect.
+    std::optional<std::size_t> examples_per_document;
+    double document_effect = 1.0;
 
     std::size_t sequence_length() const { return tokens / examples; }
+    std::size_t per_document() const { return examples_per_document.value_or(1); }
     std::size_t group_size() const { return num_q_heads / num_k_heads; }
     std::int64_t window_for(std::size_t layer) const
     {
@@ -347,6 +354,33 @@ inline xt::xtensor<double, 2> make_latent_queries(const synth_options& o, const 
         for (std::size_t k = 1; k < o.dim; ++k)
         {
             z(i, k) = p.mean[k - 1] + p.scale[k - 1] * std::sqrt(p.gain[j][k - 1]) * normal();
+        }
+    }
+    const std::size_t per_document = o.per_document();
+    if (per_document > 1 && o.document_effect > 0.0)
+    {
+        // The document's shared effect (of the texts: --seed's, not --query-seed's): a mean
+        // shift of every latent coordinate, the same for all the queries of its examples.
+        const std::size_t len = o.sequence_length();
+        std::vector<double> shift(o.dim);
+        std::size_t current = static_cast<std::size_t>(-1);
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            const std::size_t document = i / len / per_document;
+            if (document != current)
+            {
+                normal_source effect(stream_seed(o.seed, 11, layer, q_head, document));
+                shift[0] = o.document_effect * p.s0 * effect();
+                for (std::size_t k = 1; k < o.dim; ++k)
+                {
+                    shift[k] = o.document_effect * p.scale[k - 1] * effect();
+                }
+                current = document;
+            }
+            for (std::size_t k = 0; k < o.dim; ++k)
+            {
+                z(i, k) += shift[k];
+            }
         }
     }
     return z;

@@ -845,7 +845,7 @@ void check_identical_extensions(const ap::head_result& a, const ap::head_result&
     for (std::size_t i = 0; i < a.sequence_influences.size(); ++i)
     {
         CAPTURE(i);
-        CHECK(a.sequence_influences[i].example_id == b.sequence_influences[i].example_id);
+        CHECK(a.sequence_influences[i].document_id == b.sequence_influences[i].document_id);
         CHECK(a.sequence_influences[i].quantity == b.sequence_influences[i].quantity);
         CHECK(a.sequence_influences[i].q_bucket == b.sequence_influences[i].q_bucket);
         CHECK(same(a.sequence_influences[i].influence, b.sequence_influences[i].influence));
@@ -1302,7 +1302,7 @@ TEST_CASE("pipeline: positions offset by 2^48 or 2^52 give the same results, bit
         for (std::size_t i = 0; i < want.size(); ++i)
         {
             CAPTURE(i);
-            CHECK(mine[i].example_id == want[i].example_id);
+            CHECK(mine[i].document_id == want[i].document_id);
             CHECK(mine[i].q_bucket == want[i].q_bucket);
             CHECK(same(mine[i].influence, want[i].influence));
         }

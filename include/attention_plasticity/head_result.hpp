@@ -7,12 +7,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include <xtensor/xtensor.hpp>
 
 #include "cells.hpp"
 #include "distance_maps.hpp"
+#include "example_documents.hpp"
 #include "intervals.hpp"
 #include "pca_roles.hpp"
 #include "query_model.hpp"
@@ -51,6 +53,9 @@ struct head_options
     bool sequence_influences = false;         // §8.3, keep each sequence's influence (paired comparisons, §8.6)
     bool planar_rotation = true;              // §8.5, two O(n d) passes over the rows: on by default
     bool pca_roles = false;                   // §8.5, a SYRK of the rows (n d^2 / 2): off by default
+    // §1.1, §8.3: the document of each example id (the sequence unit is the document; the key
+    // pairs of §2.12 stay within one example). Null: each example is its own document.
+    std::shared_ptr<const example_documents> documents;
 };
 
 /// head_metrics.csv, one row.
@@ -100,6 +105,9 @@ struct head_metrics
     double pc0_r_q = std::numeric_limits<double>::quiet_NaN();           // r_q of PC0
     double pc0_r_k = std::numeric_limits<double>::quiet_NaN();           // r_k of PC0
     attention_plasticity::pca_class pca_class = attention_plasticity::pca_class::undefined;
+    // The documents of those examples (§8.3, the sequence unit); = n_sequences without an
+    // examples table (each example its own document).
+    std::size_t n_documents = 0;
 };
 
 /// head_profile.csv, one row: a query bucket with a query model.

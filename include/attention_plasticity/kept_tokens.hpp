@@ -14,6 +14,7 @@
 #include "detail/finite.hpp"
 #include "detail/matrix.hpp"
 #include "detail/row_source.hpp"
+#include "example_documents.hpp"
 #include "preparation.hpp"
 #include "tokens.hpp"
 
@@ -60,24 +61,44 @@ namespace detail
         const std::int64_t* position = nullptr;
         const std::int64_t* bucket = nullptr;
         const std::int64_t* example_id = nullptr;
+        // The sampling unit of each kept row (docs/method.md §8.3): its document (head_options::
+        // documents), else its example id (then the same pointer as example_id).
+        const std::int64_t* unit_id = nullptr;
         std::vector<std::int64_t> storage;  // the kept columns, when rows were left out
+        std::vector<std::int64_t> unit_storage;  // the documents, with an examples table
 
         const std::size_t* index() const noexcept { return rows.empty() ? nullptr : rows.data(); }
     };
 
-    /// The head's sequences (docs/method.md §8.3): the distinct example ids of the kept queries
-    /// and keys, sorted (the queries' only when they have example ids).
-    inline std::vector<std::int64_t> head_sequences(const kept_tokens& q, const kept_tokens& k)
+    /// The head's sampling units (docs/method.md §8.3): the distinct unit ids (documents) of the
+    /// kept queries and keys, sorted (the queries' only when they have example ids); with
+    /// `examples`, the distinct example ids instead.
+    inline std::vector<std::int64_t> head_sequences(const kept_tokens& q, const kept_tokens& k, bool examples = false)
     {
+        const std::int64_t* q_ids = examples ? q.example_id : q.unit_id;
+        const std::int64_t* k_ids = examples ? k.example_id : k.unit_id;
         std::vector<std::int64_t> ids;
-        if (q.example_id != nullptr)
+        if (q_ids != nullptr)
         {
-            ids.assign(q.example_id, q.example_id + q.n);
+            ids.assign(q_ids, q_ids + q.n);
         }
-        ids.insert(ids.end(), k.example_id, k.example_id + k.n);
+        ids.insert(ids.end(), k_ids, k_ids + k.n);
         std::sort(ids.begin(), ids.end());
         ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
         return ids;
+    }
+
+    /// Sets k.unit_id: the documents of its example ids by `documents` (std::invalid_argument
+    /// for an example id without a row), or the example ids themselves without a table.
+    inline void assign_units(kept_tokens& k, const example_documents* documents)
+    {
+        if (documents == nullptr || k.example_id == nullptr)
+        {
+            k.unit_id = k.example_id;
+            return;
+        }
+        documents_of(*documents, k.example_id, k.n, k.unit_storage, "analyze_head");
+        k.unit_id = k.unit_storage.data();
     }
 
     /// The rows kept by §2.2 (with rng(seed)) and their columns. With a check_name, when rows
@@ -118,6 +139,7 @@ namespace detail
             k.bucket = k.storage.data() + k.n;
             k.example_id = with_example_id ? k.storage.data() + 2 * k.n : nullptr;
         }
+        k.unit_id = k.example_id;
         if (positions_as_double)
         {
             k.t.resize(k.n);

@@ -357,8 +357,11 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     const bool companion = options.planar_rotation || options.pca_roles;
     // The queries' example ids when they have them: the sequences of the errors of §8.3.
     const bool query_ids = queries.example_id.size() != 0;
-    const auto q = detail::kept_tokens_of(queries, max_rows, seeds.query_subsample, "queries.vectors", true, query_ids);
-    const auto k = detail::kept_tokens_of(keys, max_rows, seeds.key_subsample, nullptr, companion, true);
+    auto q = detail::kept_tokens_of(queries, max_rows, seeds.query_subsample, "queries.vectors", true, query_ids);
+    auto k = detail::kept_tokens_of(keys, max_rows, seeds.key_subsample, nullptr, companion, true);
+    // §8.3: the sampling unit of each kept row, its document (the example without a table).
+    detail::assign_units(q, options.documents.get());
+    detail::assign_units(k, options.documents.get());
     detail::row_source<TQ> q_rows = detail::oriented_rows(queries, q, signs);
     detail::row_source<TK> k_rows = detail::oriented_rows(keys, k, signs);
     clock.lap(&stage_timings::preparation);
@@ -371,12 +374,12 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     const detail::qk_moments moments =
         companion ? detail::qk_moments_of(q_rows, q.t.data(), k_rows, k.t.data(), threads, options.pca_roles)
                   : detail::qk_moments{};
-    // §8.3 of bias_strength: the delete-one-sequence jackknife (sequence-level errors only).
+    // §8.3 of bias_strength: the delete-one-document jackknife (sequence-level errors only).
     const bool sequence_errors = options.confidence_intervals && options.sampling_unit == sampling_unit::sequence
                                  && q.example_id != nullptr;
     const double bias_strength_se =
         sequence_errors && options.planar_rotation
-            ? detail::bias_strength_jackknife_raw(q_rows, q.t.data(), q.example_id, k_rows, k.t.data(), k.example_id,
+            ? detail::bias_strength_jackknife_raw(q_rows, q.t.data(), q.unit_id, k_rows, k.t.data(), k.unit_id,
                                                   detail::head_sequences(q, k), uncertainty_design{}.min_sequences)
             : std::numeric_limits<double>::quiet_NaN();
     clock.lap(&stage_timings::extensions);

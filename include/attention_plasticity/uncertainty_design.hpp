@@ -53,12 +53,13 @@ inline const char* influence_quantity_name(influence_quantity quantity) noexcept
     return "ap_bucket";
 }
 
-/// One sequence's centred first-order influence on one quantity (docs/method.md §8.3): the
-/// estimate minus its value over the population of sequences is, to first order, the sum of the
-/// influences of the head's sequences, which sum to 0.
+/// One sampling unit's centred first-order influence on one quantity (docs/method.md §8.3): the
+/// estimate minus its value over the population of units is, to first order, the sum of the
+/// influences of the head's units, which sum to 0. The unit is the document (the sum of the
+/// influences of its examples); without an examples table, the example (document = example).
 struct sequence_influence
 {
-    std::int64_t example_id = 0;
+    std::int64_t document_id = 0;
     influence_quantity quantity = influence_quantity::ap_overall;
     std::int64_t q_bucket = 0;  // the query bucket j of an ap_bucket influence; 0 otherwise
     double influence = 0.0;

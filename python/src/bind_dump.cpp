@@ -266,8 +266,10 @@ namespace
         }
 
         /// A run over folders held in memory (no output folder: write_to writes a copy).
-        dump_run(run::analyze_config config, run::dump_scan folders, std::string function)
-            : m_run(std::move(config), std::move(folders)), m_memory_function(std::move(function))
+        dump_run(run::analyze_config config, run::dump_scan folders, std::string function,
+                 const std::optional<std::string>& examples_csv, const std::string& capture_json)
+            : m_run(std::move(config), std::move(folders), examples_csv, capture_json),
+              m_memory_function(std::move(function))
         {
         }
 
@@ -587,7 +589,8 @@ void bind_dump(nb::module_& m)
             [](const std::string& name, const std::vector<std::pair<std::size_t, std::size_t>>& query_folders,
                const std::vector<std::pair<std::size_t, std::size_t>>& key_folders,
                std::tuple<std::size_t, std::size_t, std::size_t> layout, const nb::dict& options,
-               std::optional<ap::head_options> head_options, const std::string& function) {
+               std::optional<ap::head_options> head_options, const std::string& function,
+               std::optional<std::string> examples_csv, std::optional<std::string> capture_json) {
                 const std::string fn = function.empty() ? std::string("profile_model") : function;
                 try
                 {
@@ -600,7 +603,13 @@ void bind_dump(nb::module_& m)
                     run::dump_scan folders;
                     folders.query = query_folders;
                     folders.key = key_folders;
-                    return new dump_run(std::move(cfg), std::move(folders), fn);
+                    return new dump_run(std::move(cfg), std::move(folders), fn, examples_csv,
+                                        capture_json.value_or(""));
+                }
+                catch (const io::input_error& e)
+                {
+                    // examples_csv or capture_json refused (the file it names is the argument).
+                    throw std::invalid_argument(fn + ": " + e.what());
                 }
                 catch (const run::usage_error& e)
                 {
@@ -609,13 +618,18 @@ void bind_dump(nb::module_& m)
                 }
             },
             "name"_a, "query_folders"_a, "key_folders"_a, "layout"_a, "options"_a = nb::dict(),
-            "head_options"_a = nb::none(), "function"_a = "profile_model", nb::rv_policy::take_ownership,
+            "head_options"_a = nb::none(), "function"_a = "profile_model", "examples_csv"_a = nb::none(),
+            "capture_json"_a = nb::none(), nb::rv_policy::take_ownership,
             "A run over head folders held in memory (profile_model, profile_vectors): query_folders and\n"
             "key_folders list the (layer, head) folders present, layout is (num_layers, num_q_heads,\n"
             "num_k_heads); options are analyze_dump's keywords (set on head_options when given, else on\n"
             "ap_analyze's defaults); `name` stands for the dump in messages (the folders are\n"
             "NAME/l{LL}h{HH}q|k). run(reader, on_progress) reads every folder with reader(folder) -> dict of\n"
-            "arrays, as a Parquet folder's; write_to(dir) writes the result set.")
+            "arrays, as a Parquet folder's; write_to(dir) writes the result set. examples_csv: the text of the\n"
+            "dump's examples.csv (docs/method.md §1.1: the document of each example, the sampling unit of\n"
+            "§8.3; None: each example is its own document); capture_json: the text of a JSON object recorded\n"
+            "in run.json's \"capture\" (how the examples were chosen). A bad examples_csv or capture_json:\n"
+            "InvalidArgumentError naming it, the line and the value.")
         .def_static(
             "from_command_line",
             [](const std::vector<std::string>& argv, nb::object parquet_rows) -> dump_run* {
@@ -674,6 +688,15 @@ void bind_dump(nb::module_& m)
                      "The line ap_analyze prints about the run's shard (None without one).")
         .def("notes", [](const dump_run& r) { return r.engine().notes(); },
              "Notes of the output folder's writer (leftovers of other runs, ...).")
+        .def_prop_ro("units", [](const dump_run& r) { return std::string(r.engine().units()); },
+                     "The sampling unit's source (run.json \"units\"): 'documents' when the dump has examples.csv\n"
+                     "(or examples_csv was given), else 'examples' (each example its own document, §8.3).")
+        .def_prop_ro("units_note",
+                     [](const dump_run& r) {
+                         return r.engine().examples() ? std::optional<std::string>()
+                                                      : std::optional<std::string>(run::no_examples_note);
+                     },
+                     "The note of a run without examples.csv (docs/method.md §8.3), None with one.")
         .def("run", &dump_run::run, "parquet_reader"_a, "on_progress"_a = nb::none(),
              "Analyzes the heads on the run's threads with the GIL released. parquet_reader(folder) -> dict of\n"
              "arrays (attention_plasticity.sniffed.read_sniffed_folder) reads Parquet folders;\n"

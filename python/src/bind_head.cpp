@@ -344,6 +344,9 @@ namespace
             .def_ro("n_sequences", &hm::n_sequences,
                     "The head's sequences (distinct example ids of its kept queries and keys) when the intervals are\n"
                     "on (§8.3); 0 otherwise.")
+            .def_ro("n_documents", &hm::n_documents,
+                    "The documents of those examples (the sequence unit of §8.3; = n_sequences when each example is\n"
+                    "its own document) when the intervals are on; 0 otherwise.")
             .def_ro("bias_strength", &hm::bias_strength, "mu_Q^a alpha_K of the planar rotation model (§8.5).")
             .def_ro("bias_strength_se", &hm::bias_strength_se,
                     "Sequence-level standard error of bias_strength: the delete-one-sequence jackknife (§8.5, §8.3).")

@@ -127,6 +127,7 @@ inline constexpr auto metrics_columns = head_table<metrics_row>({
                              [](const metrics_row& r) -> std::string_view {
                                  return attention_plasticity::pca_class_name(r.metrics.pca_class);
                              }),
+    integer_column<metrics_row>("n_documents", [](const metrics_row& r) { return count_value(r.metrics.n_documents); }),
 });
 
 inline constexpr auto bucket_columns = head_table<bucket_row>({
@@ -171,7 +172,7 @@ inline constexpr auto distance_columns = head_table<distance_row>({
 });
 
 inline constexpr auto influence_columns = head_table<influence_row>({
-    integer_column<influence_row>("example_id", [](const influence_row& r) { return r.item.example_id; }),
+    integer_column<influence_row>("document_id", [](const influence_row& r) { return r.item.document_id; }),
     text_column<influence_row>("quantity",
                                [](const influence_row& r) -> std::string_view {
                                    return attention_plasticity::influence_quantity_name(r.item.quantity);

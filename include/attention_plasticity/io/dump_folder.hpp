@@ -282,6 +282,50 @@ inline std::string dump_metadata_text(std::size_t num_layers, std::size_t num_q_
            + std::to_string(num_k_heads) + "}\n";
 }
 
+/// The JSON text of a JSON object (docs/method.md §1.1: metadata.json's "capture", how the
+/// examples were chosen), written compactly; input_error(name, reason) when `text` is not one.
+inline std::string capture_object_text(const std::string& text, const std::string& name)
+{
+    const json_document doc = parse_json(text, name);
+    if (!doc.value.is_object())
+    {
+        throw input_error(name, "expected a JSON object (how the examples were chosen, docs/method.md §1.1)");
+    }
+    return doc.value.dump();
+}
+
+/// The "capture" object of a metadata text as JSON text; "" when it has none (or null).
+/// input_error(path, reason) when it is not valid JSON or "capture" is not an object.
+inline std::string parse_dump_capture(const std::string& text, const std::string& path)
+{
+    const json_document doc = parse_json(text, path);
+    if (!doc.value.is_object())
+    {
+        return "";  // parse_dump_metadata refuses it
+    }
+    const auto member = doc.value.find("capture");
+    if (member == doc.value.end() || member->is_null())
+    {
+        return "";
+    }
+    if (!member->is_object())
+    {
+        throw input_error(path, "capture: expected a JSON object (how the examples were chosen, docs/method.md §1.1)");
+    }
+    return member->dump();
+}
+
+/// The "capture" object of <data_root>/metadata.json as JSON text ("" without one).
+inline std::string read_dump_capture(const std::string& data_root)
+{
+    const std::string path = (std::filesystem::path(data_root) / dump_metadata_file).string();
+    if (inspect_path(path).absent)
+    {
+        return "";
+    }
+    return parse_dump_capture(read_config_text(path), path);
+}
+
 /// The layout counts of <data_root>/metadata.json (none when there is no such file);
 /// input_error(path, reason) when it cannot be read or parsed.
 inline layout_counts read_dump_metadata(const std::string& data_root)

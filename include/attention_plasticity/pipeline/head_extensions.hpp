@@ -137,7 +137,7 @@ namespace detail
                     }
                     for (std::size_t r = 0; r < used.size(); ++r)
                     {
-                        phi[sequence_index(m_sequences, m_q.example_id[used[r]])] +=
+                        phi[sequence_index(m_sequences, m_q.unit_id[used[r]])] +=
                             4.0 * (f[r] - f_mean) / static_cast<double>(used.size());
                     }
                     const std::vector<double> deviation = pair_deviations(empirical.pair_plasticity, cells);
@@ -146,7 +146,7 @@ namespace detail
                     {
                         for (std::size_t i = 0; i < cell.pairs.size(); ++i, ++p)
                         {
-                            phi[sequence_index(m_sequences, m_k.example_id[cell.pairs.first(i)])] +=
+                            phi[sequence_index(m_sequences, m_k.unit_id[cell.pairs.first(i)])] +=
                                 deviation[p] / static_cast<double>(deviation.size());
                         }
                     }
@@ -170,7 +170,7 @@ namespace detail
                     {
                         for (std::size_t p = 0; p < cell.pairs.size(); ++p)
                         {
-                            estimate.pair_sequence.push_back(m_k.example_id[cell.pairs.first(p)]);
+                            estimate.pair_sequence.push_back(m_k.unit_id[cell.pairs.first(p)]);
                         }
                     }
                     estimate.pair_deviation = pair_deviations(bucket.pair_plasticity, cells);
@@ -232,9 +232,13 @@ namespace detail
                     design.sequences = head_sequences(m_q, m_k);
                 }
                 plasticity_uncertainty u =
-                    standard_errors_raw(m_q.t.data(), m_q.bucket, m_q.example_id, rotated, component0, slope_norm,
+                    standard_errors_raw(m_q.t.data(), m_q.bucket, m_q.unit_id, rotated, component0, slope_norm,
                                         models, m_estimates, design);
-                m.n_sequences = u.n_sequences;
+                // n_sequences: the examples; the units (documents) are n_documents (§8.3).
+                m.n_documents = u.n_sequences;
+                m.n_sequences = u.n_sequences > 0 && m_options.documents != nullptr
+                                    ? head_sequences(m_q, m_k, true).size()
+                                    : u.n_sequences;
                 for (std::size_t j = 0; j < result.profile.size(); ++j)
                 {
                     bucket_profile& row = result.profile[j];
@@ -385,7 +389,7 @@ namespace detail
                 }
                 for (std::size_t r : m_query_rows.at(row.q_bucket))
                 {
-                    shift[sequence_index(m_sequences, m_q.example_id[r])] += kappa;
+                    shift[sequence_index(m_sequences, m_q.unit_id[r])] += kappa;
                 }
             }
             return sequence_standard_error(phi, &shift);

@@ -28,6 +28,8 @@
 #include <vector>
 
 #include "../io/csv_rows.hpp"
+#include "../io/dump_folder.hpp"
+#include "../io/examples_table.hpp"
 #include "analyze_config.hpp"
 #include "dump_layout.hpp"
 #include "head_runner.hpp"
@@ -41,6 +43,10 @@
 namespace attention_plasticity::run
 {
 // The run layer reads and writes through the io layer, by qualified names (run -> io -> core).
+
+/// The run report's note for a dump without examples.csv (docs/method.md §8.3).
+inline constexpr const char* no_examples_note =
+    "no examples.csv: each example is taken as its own document (docs/method.md §8.3)";
 
 /// The program a shard's manifest names: ap_analyze's analysis at this version, whichever
 /// front end ran it (shards of ap_analyze and of the Python module merge together).
@@ -63,6 +69,14 @@ public:
         const dump_layout layout = resolve_layout(m_scan, m_config.layout, read_dump_metadata(m_config.data_root),
                                                   read_model_config(m_config.model_config), m_config.model_config,
                                                   m_config.words);
+        // §1.1: the documents of the examples and how they were chosen, when the dump says.
+        io::examples_table examples;
+        if (io::read_examples_csv(m_config.data_root, examples))
+        {
+            set_examples(std::move(examples),
+                         (std::filesystem::path(m_config.data_root) / io::examples_csv).string());
+        }
+        m_capture = io::read_dump_capture(m_config.data_root);
         plan(layout, probe);
     }
 
@@ -70,11 +84,23 @@ public:
     /// profile_model): `folders` lists the (layer, head) folders the loader will be asked for,
     /// by head_folder_path under config.data_root (a name for the messages, never opened); the
     /// layout is the configuration's (every count given), no metadata or model config is read.
-    /// No shard (a shard's manifest names a dump on disk). Throws usage_error.
-    analysis_run(analyze_config config, dump_scan folders)
+    /// No shard (a shard's manifest names a dump on disk). `examples_csv`: the text of the
+    /// dump's examples.csv (docs/method.md §1.1; none: each example is its own document);
+    /// `capture_json`: the text of a JSON object recorded in run.json's "capture" ("" none).
+    /// Throws usage_error, or input_error naming "examples_csv" / "capture_json".
+    analysis_run(analyze_config config, dump_scan folders, const std::optional<std::string>& examples_csv = std::nullopt,
+                 const std::string& capture_json = "")
         : m_config(std::move(config)), m_scan(std::move(folders))
     {
         check_analyze_config(m_config);
+        if (examples_csv)
+        {
+            set_examples(io::parse_examples_csv(*examples_csv, "examples_csv"), "examples_csv");
+        }
+        if (!capture_json.empty())
+        {
+            m_capture = io::capture_object_text(capture_json, "capture_json");
+        }
         if (m_config.shard)
         {
             throw usage_error("shard: a run over folders held in memory has no shards");
@@ -91,6 +117,14 @@ public:
     }
 
 private:
+    /// The run's examples table: the documents of its examples in every head's options.
+    void set_examples(io::examples_table table, const std::string& source)
+    {
+        m_config.options.documents =
+            std::make_shared<const example_documents>(io::documents_of_table(table, source));
+        m_examples = std::move(table);
+    }
+
     /// The heads of the run (those of its shard, with `shard`) and its threads.
     void plan(const dump_layout& layout, const folder_probe& probe)
     {
@@ -146,6 +180,22 @@ public:
     /// The heads of the run (of its shard, when sharded), in (layer, q_head) order.
     const head_plan& plan() const { return m_plan; }
     const std::optional<shard_selection>& shard() const { return m_shard; }
+    /// The dump's examples.csv (docs/method.md §1.1), when it has one.
+    const std::optional<io::examples_table>& examples() const { return m_examples; }
+    /// "documents" with an examples table, else "examples" (each example its own document).
+    const char* units() const { return m_examples ? "documents" : "examples"; }
+    /// The JSON text of the capture's description (metadata.json "capture"), "" without one.
+    const std::string& capture() const { return m_capture; }
+    /// run.json's members of this run: "units" and, when given, "capture".
+    std::string run_json_members() const
+    {
+        std::string members = ", " + io::json_string("units") + ": " + io::json_string(units());
+        if (!m_capture.empty())
+        {
+            members += ", " + io::json_string("capture") + ": " + m_capture;
+        }
+        return members;
+    }
     std::size_t threads() const { return m_threads; }
     bool writes() const { return m_writer.has_value(); }
     bool has_earlier_set() const { return m_writer && m_writer->has_earlier_set(); }
@@ -156,10 +206,15 @@ public:
     }
     std::vector<std::string> notes() const { return m_writer ? m_writer->notes() : std::vector<std::string>{}; }
 
-    /// The files of the result set: the CSVs, and shard.json for a shard.
+    /// The files of the result set: the CSVs, examples.csv when the dump has one, and
+    /// shard.json for a shard.
     std::vector<std::string> file_names() const
     {
         std::vector<std::string> names = io::result_file_names();
+        if (m_examples)
+        {
+            names.emplace_back(io::examples_csv);
+        }
         if (m_shard)
         {
             names.emplace_back(shard_manifest_file);
@@ -239,6 +294,10 @@ public:
     {
         std::vector<std::string> own = file_names();
         own.emplace_back(shard_manifest_file);
+        if (!m_examples)
+        {
+            own.emplace_back(io::examples_csv);  // an earlier run's, of a dump that had one
+        }
         refuse_foreign_result_set(output_dir, own);
     }
 
@@ -320,6 +379,10 @@ public:
         {
             outcome.notes.push_back(m_state.thread_note);
         }
+        if (!m_examples)
+        {
+            outcome.notes.push_back(no_examples_note);
+        }
         const std::size_t few = std::count_if(m_state.results.begin(), m_state.results.end(), [](const auto& rows) {
             return rows && rows->undefined_sequence_errors;
         });
@@ -327,7 +390,8 @@ public:
         {
             outcome.notes.push_back(
                 "warning: " + plural(few, "head has", "heads have")
-                + " fewer than 10 sequences (distinct example ids, n_sequences) or queries without example ids: "
+                + " fewer than 10 documents (n_documents; the examples when the dump has no examples.csv) or "
+                  "queries without example ids: "
                   "the sequence-level standard errors and intervals are NaN (docs/method.md §8.3; "
                   "sampling_unit token gives the errors conditional on the keys, for independent synthetic tokens)");
         }
@@ -355,19 +419,27 @@ private:
     void write(result_set_writer& writer) const
     {
         std::vector<io::result_file> files = io::result_files(analyzed_rows(m_state));
-        std::string manifest;  // outlives the commit: the files hold views
+        std::string examples;  // outlives the commit: the files hold views
+        if (m_examples)
+        {
+            examples = io::examples_csv_text(*m_examples);
+            files.push_back({io::examples_csv, {examples}});
+        }
+        std::string manifest;
         if (m_shard)
         {
             manifest = manifest_text();
             files.push_back({shard_manifest_file, {manifest}});
         }
-        writer.commit(files);
+        writer.commit(files, run_json_members());
     }
 
     analyze_config m_config;
     dump_scan m_scan;
     head_plan m_plan;
     std::optional<shard_selection> m_shard;
+    std::optional<io::examples_table> m_examples;  // §1.1
+    std::string m_capture;                          // run.json "capture"
     std::size_t m_threads = 1;
     std::optional<result_set_writer> m_writer;
     run_state m_state;

@@ -144,7 +144,7 @@ void check_influence_columns(const Header& header, const std::string& file)
     io::split_fields(io::influence_header, schema);
     for (const std::string& name : schema)
     {
-        if (!header.has(name))
+        if (!header.has(name) && !(name == "document_id" && header.has("example_id")))  // older sets: example_id
         {
             throw compare_error(file + ": has no column '" + name + "' (its header should be " + io::influence_header
                                 + ")");
@@ -152,9 +152,16 @@ void check_influence_columns(const Header& header, const std::string& file)
     }
 }
 
+/// The influence table's unit column: document_id, or example_id in older sets (docs/method.md §3.7).
+template <class Header>
+const char* influence_unit_column(const Header& header)
+{
+    return header.has("document_id") ? "document_id" : "example_id";
+}
+
 /// One row of the influence table into the heads of `s`, checked (io::input_error naming the row).
 template <class Row>
-void add_influence(loaded_set& s, const Row& row)
+void add_influence(loaded_set& s, const Row& row, const char* unit_column)
 {
     const std::int64_t layer = row.integer("layer"), q_head = row.integer("q_head");
     const auto it = s.heads.find(head_key{layer, q_head});
@@ -188,7 +195,7 @@ void add_influence(loaded_set& s, const Row& row)
     {
         throw row.error("influence", row.text("influence") + " is not an influence (finite or nan)");
     }
-    it->second.influences[{quantity, bucket}].emplace_back(row.integer("example_id"), influence);
+    it->second.influences[{quantity, bucket}].emplace_back(row.integer(unit_column), influence);
 }
 
 /// The influence lists of `s` in increasing example_id; compare_error naming `file` for an id
@@ -206,7 +213,7 @@ inline void sort_influences(loaded_set& s, const std::string& file)
                 {
                     throw compare_error(file + ": " + head_text(key.first, key.second) + ", " + quantity.first
                                         + (quantity.second >= 0 ? " " + std::to_string(quantity.second) : "")
-                                        + ": example_id " + std::to_string(list[i].first) + " has two rows");
+                                        + ": document_id " + std::to_string(list[i].first) + " has two rows");
                 }
             }
         }
@@ -223,7 +230,7 @@ inline std::size_t read_influences(loaded_set& s, const result_set_reader& reade
     check_influence_columns(table.header(), file);
     while (table.next())
     {
-        add_influence(s, table.row());
+        add_influence(s, table.row(), influence_unit_column(table.header()));
     }
     sort_influences(s, file);
     return table.rows();
@@ -562,7 +569,7 @@ inline loaded_set load_set(const column_table& metrics, const column_table& prof
             check_influence_columns(influences->header(), influences->file());
             for (std::size_t r = 0; r < influences->size(); ++r)
             {
-                add_influence(s, influences->row(r));
+                add_influence(s, influences->row(r), influence_unit_column(influences->header()));
             }
             sort_influences(s, influences->file());
             // A table without rows: the set was analyzed without the influences.

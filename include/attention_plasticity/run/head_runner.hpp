@@ -164,6 +164,28 @@ private:
     std::map<key_id, entry> m_entries;
 };
 
+/// Throws input_error naming the examples table (examples.csv) and the id when an example id of
+/// `folder` has no row in it (docs/method.md §1.1).
+inline void require_documents(const attention_plasticity::example_documents& documents, const loaded_folder& folder)
+{
+    std::visit(
+        [&](const auto& tokens) {
+            const std::int64_t* ids = tokens.example_id.data();
+            const std::size_t n = tokens.example_id.size();
+            for (std::size_t i = 0; i < n; ++i)
+            {
+                if ((i == 0 || ids[i] != ids[i - 1]) && documents.find(ids[i]) == nullptr)
+                {
+                    throw io::input_error(documents.source, "has no row for example id " + std::to_string(ids[i])
+                                                                + " (of " + folder.folder
+                                                                + "); every example needs its document "
+                                                                  "(docs/method.md §1.1)");
+                }
+            }
+        },
+        folder.tokens);
+}
+
 /// The analysis of one query head; throws input_error naming the file for bad input.
 inline io::head_rows analyze_one(const analyze_config& config, const dump_scan& scan, key_cache& cache,
                              const head_task& task)
@@ -208,6 +230,12 @@ inline io::head_rows analyze_one(const analyze_config& config, const dump_scan& 
     hid.k_head = static_cast<std::int64_t>(k_head);
     ap::head_options options = config.options;
     options.sliding_window = q.sliding_window;
+    if (options.documents)
+    {
+        // §1.1: every example of the head's folders has a row in examples.csv.
+        require_documents(*options.documents, q);
+        require_documents(*options.documents, *k);
+    }
     try
     {
         // Views of what was loaded, float32 or float64 each: nothing is converted or copied.

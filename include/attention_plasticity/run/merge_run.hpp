@@ -15,6 +15,7 @@
 #include "output_folder.hpp"
 #include "result_set.hpp"
 #include "run_report.hpp"
+#include "../io/examples_table.hpp"
 #include "shard_merge.hpp"
 
 namespace attention_plasticity::run
@@ -66,7 +67,9 @@ public:
 private:
     static std::string check_output(const std::vector<std::string>& folders, const std::string& output_dir)
     {
-        refuse_output_folder<usage_error>(output_dir, folders, io::result_file_names(), merge_output_words());
+        std::vector<std::string> own = io::result_file_names();
+        own.emplace_back(io::examples_csv);  // the dump's examples.csv, carried (docs/method.md §1.1)
+        refuse_output_folder<usage_error>(output_dir, folders, own, merge_output_words());
         return output_dir;
     }
 

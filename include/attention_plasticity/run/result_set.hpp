@@ -93,8 +93,9 @@ public:
     static constexpr const char* run_json_file = result_run_json_file;
 
     /// run.json's text: {"attention_plasticity_version": "0.1.0", "files": ["a.csv", ...]}
-    /// (strings quoted by io::json_string, the writers' one quoting).
-    static std::string run_json(const std::vector<io::result_file>& files)
+    /// (strings quoted by io::json_string, the writers' one quoting), then `members` (", "key":
+    /// value, ...": an analysis run's "units" and "capture", docs/method.md §8.3) when given.
+    static std::string run_json(const std::vector<io::result_file>& files, const std::string& members = "")
     {
         std::string text = "{\"attention_plasticity_version\": " + io::json_string(attention_plasticity::version)
                            + ", \"files\": [";
@@ -102,7 +103,7 @@ public:
         {
             text += (i == 0 ? "" : ", ") + io::json_string(files[i].name);
         }
-        return text + "]}\n";
+        return text + "]" + members + "}\n";
     }
 
     /// Checks and prepares `output_dir` for a set of files named `names` (step 1 above).
@@ -175,7 +176,7 @@ public:
 
     /// Writes `files` (their names must be the constructor's, each once) and makes them the
     /// current set. Throws output_error; then the earlier set is still the current one.
-    void commit(const std::vector<io::result_file>& files)
+    void commit(const std::vector<io::result_file>& files, const std::string& run_json_members = "")
     {
         if (!m_have_temp)
         {
@@ -190,7 +191,7 @@ public:
             {
                 io::write_new_file((std::filesystem::path(m_temp) / file.name).string(), file.pieces);
             }
-            const std::string run = run_json(files);
+            const std::string run = run_json(files, run_json_members);
             io::write_new_file((std::filesystem::path(m_temp) / run_json_file).string(), {run});
             io::fsync_path(m_temp);
             if (::rename(m_temp.c_str(), set_path.c_str()) != 0)

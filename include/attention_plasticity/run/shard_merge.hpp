@@ -38,7 +38,10 @@
 
 #include "../io/bounded_read.hpp"
 #include "../io/csv_rows.hpp"
+#include "../io/config_file.hpp"
 #include "../io/errors.hpp"
+#include "../io/examples_table.hpp"
+#include "../io/json.hpp"
 #include "../io/result_file.hpp"
 #include "result_set.hpp"
 #include "result_set_reader.hpp"
@@ -83,8 +86,29 @@ public:
     shard_merge(const shard_merge&) = delete;
     shard_merge& operator=(const shard_merge&) = delete;
 
-    /// The files of the merged set, in the shards' order.
-    const std::vector<std::string>& file_names() const { return reference().manifest.files; }
+    /// The files of the merged set, in the shards' order, and examples.csv when they hold it.
+    std::vector<std::string> file_names() const
+    {
+        std::vector<std::string> names = reference().manifest.files;
+        if (reference().examples)
+        {
+            names.emplace_back(io::examples_csv);
+        }
+        return names;
+    }
+
+    /// run.json's members of the merged set (analysis_run::run_json_members): "units" and the
+    /// shards' "capture" (docs/method.md §8.3).
+    std::string run_json_members() const
+    {
+        const shard& ref = reference();
+        std::string members = ", " + io::json_string("units") + ": " + io::json_string(ref.examples ? "documents" : "examples");
+        if (!ref.capture.empty())
+        {
+            members += ", " + io::json_string("capture") + ": " + ref.capture;
+        }
+        return members;
+    }
 
     /// The merged files; the views point into this object.
     std::vector<io::result_file> files() const
@@ -102,6 +126,10 @@ public:
                 file.pieces.push_back(head.rows[f]);
             }
             out.push_back(std::move(file));
+        }
+        if (ref.examples)
+        {
+            out.push_back({io::examples_csv, {std::string_view(*ref.examples)}});
         }
         return out;
     }
@@ -141,6 +169,8 @@ private:
         std::optional<result_set_reader> reader;  // holds the folder's shared lock while the merge lives
         shard_manifest manifest;
         std::vector<std::string> contents;  // per file of the manifest
+        std::optional<std::string> examples;  // its examples.csv (docs/method.md §1.1), when it has one
+        std::string capture;                  // its run.json's "capture" ("" none)
     };
 
     struct head_rows_view
@@ -246,6 +276,24 @@ private:
         for (const auto& file : entries)
         {
             const bool candidate = reader.is_set() || (file.size() > 4 && file.compare(file.size() - 4, 4, ".csv") == 0);
+            if (file == io::examples_csv && listed.count(file) == 0)
+            {
+                // The dump's examples.csv: beside the tables, the same in every shard (check_together).
+                try
+                {
+                    s.examples = reader.read(file, io::max_examples_csv_bytes);
+                    io::parse_examples_csv(*s.examples, reader.display(file));
+                }
+                catch (const io::input_error& e)
+                {
+                    problems.push_back(name + ": " + e.what());
+                }
+                continue;
+            }
+            if (reader.is_set() && file == result_set_writer::run_json_file)
+            {
+                s.capture = run_json_capture(reader);
+            }
             if (candidate && file != shard_manifest_file && file != result_set_writer::run_json_file
                 && listed.count(file) == 0)
             {
@@ -269,6 +317,22 @@ private:
         if (problems.size() == before)
         {
             check_rows(s, problems);
+        }
+    }
+
+    /// The "capture" member of a set's run.json as JSON text ("" when it has none or it cannot be read).
+    static std::string run_json_capture(const result_set_reader& reader)
+    {
+        try
+        {
+            const std::string text = reader.read(result_set_writer::run_json_file, io::max_config_bytes);
+            const io::json_document doc = io::parse_json(text, reader.display(result_set_writer::run_json_file));
+            const auto member = doc.value.find("capture");
+            return doc.value.is_object() && member != doc.value.end() && member->is_object() ? member->dump() : "";
+        }
+        catch (const std::exception&)
+        {
+            return "";
         }
     }
 
@@ -355,6 +419,16 @@ private:
                 problems.push_back(quoted(s.folder) + " is shard " + s.manifest.shard.text() + " but " + ref_name
                                    + " is shard " + ref.manifest.shard.text()
                                    + ": shards of runs with a different number of shards cannot be merged");
+            }
+        }
+        for (const auto& s : m_shards)
+        {
+            if (s.examples != ref.examples)
+            {
+                problems.push_back(quoted(s.folder) + " and " + ref_name + " have "
+                                   + (s.examples && ref.examples ? "different examples.csv files"
+                                                                 : "examples.csv in one of them only")
+                                   + ": the shards of one dump have the same (docs/method.md §1.1)");
             }
         }
         raise(problems);
@@ -608,7 +682,7 @@ inline run_report finish_merge(const shard_merge& merge, result_set_writer& writ
     {
         try
         {
-            writer.commit(merge.files());
+            writer.commit(merge.files(), merge.run_json_members());
         }
         catch (const std::exception& e)
         {

@@ -39,14 +39,18 @@ class DumpRun:
         """
 
     @staticmethod
-    def from_memory(name: str, query_folders: Sequence[tuple[int, int]], key_folders: Sequence[tuple[int, int]], layout: tuple[int, int, int], options: dict = {}, head_options: attention_plasticity._core.head.HeadOptions | None = None, function: str = 'profile_model') -> DumpRun:
+    def from_memory(name: str, query_folders: Sequence[tuple[int, int]], key_folders: Sequence[tuple[int, int]], layout: tuple[int, int, int], options: dict = {}, head_options: attention_plasticity._core.head.HeadOptions | None = None, function: str = 'profile_model', examples_csv: str | None = None, capture_json: str | None = None) -> DumpRun:
         """
         A run over head folders held in memory (profile_model, profile_vectors): query_folders and
         key_folders list the (layer, head) folders present, layout is (num_layers, num_q_heads,
         num_k_heads); options are analyze_dump's keywords (set on head_options when given, else on
         ap_analyze's defaults); `name` stands for the dump in messages (the folders are
         NAME/l{LL}h{HH}q|k). run(reader, on_progress) reads every folder with reader(folder) -> dict of
-        arrays, as a Parquet folder's; write_to(dir) writes the result set.
+        arrays, as a Parquet folder's; write_to(dir) writes the result set. examples_csv: the text of the
+        dump's examples.csv (docs/method.md §1.1: the document of each example, the sampling unit of
+        §8.3; None: each example is its own document); capture_json: the text of a JSON object recorded
+        in run.json's "capture" (how the examples were chosen). A bad examples_csv or capture_json:
+        InvalidArgumentError naming it, the line and the value.
         """
 
     @staticmethod
@@ -99,6 +103,19 @@ class DumpRun:
 
     def notes(self) -> list[str]:
         """Notes of the output folder's writer (leftovers of other runs, ...)."""
+
+    @property
+    def units(self) -> str:
+        """
+        The sampling unit's source (run.json "units"): 'documents' when the dump has examples.csv
+        (or examples_csv was given), else 'examples' (each example its own document, §8.3).
+        """
+
+    @property
+    def units_note(self) -> str | None:
+        """
+        The note of a run without examples.csv (docs/method.md §8.3), None with one.
+        """
 
     def run(self, parquet_reader: object, on_progress: object | None = None) -> None:
         """

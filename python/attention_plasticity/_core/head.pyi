@@ -412,6 +412,13 @@ class HeadMetrics:
         """
 
     @property
+    def n_documents(self) -> int:
+        """
+        The documents of those examples (the sequence unit of §8.3; = n_sequences when each example is
+        its own document) when the intervals are on; 0 otherwise.
+        """
+
+    @property
     def bias_strength(self) -> float:
         """mu_Q^a alpha_K of the planar rotation model (§8.5)."""
 
