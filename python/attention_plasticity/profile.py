@@ -118,9 +118,8 @@ def _early_bucket_shortfall(sink, plan, group):
 
 def _from_memory_documents(examples_csv, capture_json):
     """The keywords of DumpRun.from_memory that carry the examples' documents (examples.csv's
-    text) and the capture's record (JSON text), where the binding takes them."""
+    text) and the capture's record (JSON text)."""
     import json
-    from ._core.dump import DumpRun
 
     out = {}
     if examples_csv is not None:
@@ -128,8 +127,6 @@ def _from_memory_documents(examples_csv, capture_json):
     if capture_json is not None:
         out["capture_json"] = capture_json if isinstance(capture_json, str) else \
             json.dumps(capture_json, sort_keys=False, allow_nan=False)
-    if out and "examples_csv" not in (DumpRun.from_memory.__doc__ or ""):
-        return {}  # a binding without documents (before issue 32's C++ side)
     return out
 
 
@@ -615,7 +612,7 @@ def _pad_id(tokenizer):
     return 0
 
 
-def profile_vectors(batches, lengths=None, example_ids=None, *, document_ids=None, sliding_windows=None,
+def profile_vectors(batches, lengths=None, example_ids=None, *, document_ids=None, token_ids=None, sliding_windows=None,
                     seed=None, token_seed=None, head_options=None, capture_preset="notebook", progress=None,
                     warn=True, **options):
     """The analysis of profile_model on query and key states another tool captured.
@@ -631,8 +628,13 @@ def profile_vectors(batches, lengths=None, example_ids=None, *, document_ids=Non
     (default 0, 1, ...); ``document_ids``: per batch, the document (an integer) each example was
     cut from (default: each example its own document): the sampling unit of the sequence-level
     errors (docs/method.md §8.3); an example's chunk is its place among its document's examples in
-    the order given; no fingerprint is known (the token ids are not given), so a comparison can
-    pair these documents only when told (design="paired"). ``sliding_windows``: {layer: window}
+    the order given. ``token_ids``: per batch, the token ids the states were computed from
+    ([batch, seq_len], e.g. the tokens given to run_with_cache or the trace): each example's
+    fingerprint is that of its first ``lengths`` ids, and its document's that of the ids of the
+    document's examples joined in order, so a comparison can check that two profiles read the same
+    texts; without them no fingerprint is known and a comparison pairs these documents only when
+    told (design="paired"). ``document_ids`` or ``token_ids`` given, the result set holds
+    examples.csv (docs/method.md §1.1). ``sliding_windows``: {layer: window}
     (default none). ``seed`` / ``token_seed`` (the kept tokens), the options, ``capture_preset``,
     ``progress`` and ``warn`` are profile_model's (max_seq_len: the states' seq_len). Returns a
     ModelProfile.
@@ -641,9 +643,9 @@ def profile_vectors(batches, lengths=None, example_ids=None, *, document_ids=Non
 
     function = "profile_vectors"
     if isinstance(batches, dict):
-        batches, lengths, example_ids, document_ids = [batches], \
+        batches, lengths, example_ids, document_ids, token_ids = [batches], \
             None if lengths is None else [lengths], None if example_ids is None else [example_ids], \
-            None if document_ids is None else [document_ids]
+            None if document_ids is None else [document_ids], None if token_ids is None else [token_ids]
     batches = list(batches)
     if not batches:
         raise CaptureError(f"{function}: batches is empty")
@@ -667,10 +669,11 @@ def profile_vectors(batches, lengths=None, example_ids=None, *, document_ids=Non
             layer=layer, module_name="", num_q_heads=q.shape[2], num_k_heads=k.shape[2],
             head_dim=q.shape[3], rope=False, nope=False,
             sliding_window=(sliding_windows or {}).get(layer))
-    for what, given in (("lengths", lengths), ("example_ids", example_ids), ("document_ids", document_ids)):
+    for what, given in (("lengths", lengths), ("example_ids", example_ids), ("document_ids", document_ids),
+                        ("token_ids", token_ids)):
         if given is not None and len(given) != len(batches):
             raise CaptureError(f"{function}: {what}: {len(given)} lists for {len(batches)} batches")
-    shapes, ids, documents = [], [], []
+    shapes, ids, documents, token_rows = [], [], [], []
     for i, batch in enumerate(batches):
         if set(batch) != set(first):
             raise CaptureError(f"{function}: batch {i} holds other (layer, kind) states than batch 0")
@@ -695,18 +698,34 @@ def profile_vectors(batches, lengths=None, example_ids=None, *, document_ids=Non
                     or not -2**63 <= int(key) < 2**63:
                 raise CaptureError(f"{function}: document_ids of batch {i}: {key!r} (example {j}) is not an "
                                    f"integer (int64)")
+        if token_ids is not None:
+            given = token_ids[i].tolist() if hasattr(token_ids[i], "tolist") else [list(r) for r in token_ids[i]]
+            if len(given) != size or any(len(row) < n for row, n in zip(given, lens)):
+                raise CaptureError(f"{function}: token_ids of batch {i}: give [{size}, {seq}] ids (one row of at "
+                                   f"least its length per example)")
+            for j, (row, n) in enumerate(zip(given, lens)):
+                if any(isinstance(t, bool) or not isinstance(t, (int, np.integer)) for t in row[:n]):
+                    raise CaptureError(f"{function}: token_ids of batch {i}, example {j}: not integer ids")
+                token_rows.append([int(t) for t in row[:n]])
         ids.extend(batch_ids)
         documents.extend(batch_ids if batch_documents is None else [int(d) for d in batch_documents])
         shapes.append((size, seq, [int(n) for n in lens]))
     check_example_ids(ids, f"{function}: example_ids")
     csv = None
-    if document_ids is not None:
+    if document_ids is not None or token_ids is not None:
         from . import documents as _documents
         seen, chunks = {}, []
         for d in documents:
             chunks.append(seen.get(d, 0))
             seen[d] = chunks[-1] + 1
-        csv = _documents.examples_csv(ids, documents, chunks)
+        prints = whole = None
+        if token_ids is not None:
+            joined = {}
+            for d, row in zip(documents, token_rows):
+                joined.setdefault(d, []).extend(row)
+            prints = [_documents.fingerprint(row) for row in token_rows]
+            whole = [_documents.fingerprint(joined[d]) for d in documents]
+        csv = _documents.examples_csv(ids, documents, chunks, prints, whole)
     max_seq_len = max(s[1] for s in shapes)
     sniff = _capture_options(capture_kw, capture_preset, max_seq_len, sum(sum(s[2]) for s in shapes), run_kw,
                              head_options, function)
@@ -725,7 +744,7 @@ def profile_vectors(batches, lengths=None, example_ids=None, *, document_ids=Non
                 x = batch[layer, kind]
                 recorder(layer, kind, x if isinstance(x, torch.Tensor) else torch.as_tensor(x))
     record = None
-    if document_ids is not None:
+    if csv is not None:
         from . import documents as _documents
         by_document = {}  # the tokens read (lengths) of each document
         for d, n in zip(documents, [n for s in shapes for n in s[2]]):

@@ -14,6 +14,7 @@ Run: .venv/bin/python -m pytest -q tests/python/test_documents.py
 import hashlib
 import inspect
 import io
+import os
 import re
 import struct
 import warnings
@@ -283,3 +284,35 @@ def test_the_monitor_separates_its_seeds(tmp_path):
     assert b.fingerprint["options"]["token_seed"] == 5 and c.fingerprint["options"]["example_seed"] == 6
     with pytest.raises(ValueError, match="token_seed 'x'"):
         ap.PlasticityMonitor(texts, None, tmp_path / "d", token_seed="x", **common)
+
+
+# --- the result set (the C++ side of issue 32): examples.csv, n_documents, run.json -----------
+
+def test_the_result_set_holds_the_documents(decoder, tmp_path):
+    import glob
+    import json
+
+    texts = texts_of([32 * 3] * 20 + [32 * 5] * 10, seed=1)
+    result = profile(decoder, texts, max_seq_len=32, max_examples=48, layers=[0])
+    assert (result.head_metrics.n_documents == 30).all() and (result.head_metrics.n_sequences == 48).all()
+    result.write(tmp_path / "set")
+    with open(tmp_path / "set" / "examples.csv") as f:
+        assert f.read() == result.examples_csv
+    (run_json,) = {os.path.realpath(p) for p in glob.glob(str(tmp_path / "set" / ".ap_results" / "*" / "run.json"))}
+    with open(run_json) as f:
+        run = json.load(f)
+    assert run["units"] == "documents" and run["capture"] == result.capture_record
+
+
+def test_profile_vectors_fingerprints_the_token_ids_given():
+    rng = np.random.default_rng(1)
+    q, k = rng.standard_normal((3, 12, 4, 8)).astype(np.float32), rng.standard_normal((3, 12, 2, 8)).astype(np.float32)
+    tokens = rng.integers(0, VOCAB, (3, 12))
+    result = ap.profile_vectors({(0, "q"): q, (0, "k"): k}, lengths=[12, 10, 12], document_ids=[1, 1, 2],
+                                token_ids=tokens, progress=False, warn=False, min_bucket_size=4, sampling_rate=1.0)
+    table = read_examples(result)
+    rows = [tokens[0].tolist(), tokens[1, :10].tolist(), tokens[2].tolist()]
+    assert list(table.fingerprint) == [spec_hash(r) for r in rows]
+    assert list(table.document_fingerprint) == [spec_hash(rows[0] + rows[1])] * 2 + [spec_hash(rows[2])]
+    with pytest.raises(CaptureError, match="token_ids of batch 0"):
+        ap.profile_vectors({(0, "q"): q, (0, "k"): k}, token_ids=tokens[:, :5], progress=False)
