@@ -425,7 +425,7 @@ def examples_of(args, opts, tokenizer):
         return examples.take(chosen), [ids[i] for i in chosen], len(rows), len(examples)
     documents = load_documents(args)
     examples = documents_module.cut_documents(tokenizer, [text for _name, text in documents],
-                                              opts["max_seq_len"])
+                                              opts["max_seq_len"], error=UsageError)
     chosen = choose_examples(examples.chunks_per_document, opts["max_examples"], opts["example_seed"])
     return examples.take(chosen), list(range(len(chosen))), len(documents), len(examples)
 

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-STREAM_EXAMPLES = 1  # np.random.default_rng([seed, STREAM_EXAMPLES]): which examples are kept
+from .documents import STREAM_EXAMPLES  # noqa: E402  np.random.default_rng([seed, STREAM_EXAMPLES]): which examples are kept
 KEY_PREFIX = "ap_capture-"  # the registry keys of the capture: ap_capture-<wrapped implementation>
 
 
@@ -723,7 +723,7 @@ def make_examples(tokenizer, documents, max_seq_len):
     attention_plasticity.documents.cut_documents' (which also records each example's document,
     chunk and fingerprints)."""
     from .documents import cut_documents
-    return cut_documents(tokenizer, [text for _name, text in documents], max_seq_len).tokens
+    return cut_documents(tokenizer, [text for _name, text in documents], max_seq_len, error=CaptureError).tokens
 
 
 def select_examples(count, max_examples, seed):

@@ -32,9 +32,9 @@ CHOICE_RULE = "documents_round_robin"
 ALL_RULE = "all"
 # Below this effective number of documents, warn_effective_documents warns.
 FEW_DOCUMENTS = 10
-# np.random.default_rng([example_seed, STREAM_EXAMPLES]) draws the choice (the stream of
-# attention_plasticity.capture.STREAM_EXAMPLES, the same number: one home there).
-from .capture import STREAM_EXAMPLES  # noqa: E402
+# np.random.default_rng([example_seed, STREAM_EXAMPLES]) draws which examples are kept (this
+# module imports nothing of the package: attention_plasticity.capture takes the stream from here).
+STREAM_EXAMPLES = 1
 
 
 class DocumentsWarning(UserWarning):
@@ -204,18 +204,17 @@ def frame_of(tokenizer):
     return ([] if bos is None else [bos]), []
 
 
-def cut_documents(tokenizer, documents, max_seq_len, document_ids=None, where="--max-seq-len"):
+def cut_documents(tokenizer, documents, max_seq_len, document_ids=None, where="--max-seq-len", error=ValueError):
     """Examples of ``documents`` (a list of token id lists, or of strings when ``tokenizer`` is
     given: tokenized without special tokens), each cut into consecutive pieces of at most
     ``max_seq_len`` tokens (with the tokenizer's frame_of around each piece; token ids without a
     tokenizer are cut as they are). ``document_ids``: one integer per document (default its index).
-    A document without tokens gives no example."""
-    from .capture import CaptureError
-
+    A document without tokens gives no example; ``error`` (the caller's exception type) when
+    max_seq_len leaves no room for text."""
     head, tail = frame_of(tokenizer) if tokenizer is not None else ([], [])
     room = max_seq_len - len(head) - len(tail)
     if room < 1:
-        raise CaptureError(f"{where} {max_seq_len} leaves no room for text")
+        raise error(f"{where} {max_seq_len} leaves no room for text")
     if document_ids is None:
         document_ids = range(len(documents))
     out = Examples()

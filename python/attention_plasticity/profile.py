@@ -400,7 +400,8 @@ def _token_examples(tokenizer, texts, max_seq_len, function, document_ids=None, 
         if tokenizer is None:
             raise CaptureError(f"{function}: texts are strings but tokenizer is None (give a tokenizer, "
                                f"or token ids: a tensor [n, seq] or lists of ints)")
-        examples = _documents.cut_documents(tokenizer, texts, max_seq_len, document_ids, where="max_seq_len")
+        examples = _documents.cut_documents(tokenizer, texts, max_seq_len, document_ids, where="max_seq_len",
+                                                error=CaptureError)
     else:
         documents = []
         for i, ids in enumerate(texts):
@@ -418,7 +419,8 @@ def _token_examples(tokenizer, texts, max_seq_len, function, document_ids=None, 
                 raise CaptureError(f"{function}: texts[{i}] holds {bad!r}, not a token id: give a string or a "
                                    f"list of integer token ids")
             documents.append([int(t) for t in ids])
-        examples = _documents.cut_documents(None, documents, max_seq_len, document_ids, where="max_seq_len")
+        examples = _documents.cut_documents(None, documents, max_seq_len, document_ids, where="max_seq_len",
+                                                error=CaptureError)
     index = {d: i for i, d in enumerate(document_ids)}
     for ids, doc in zip(examples.tokens, examples.document_id):
         low, high = min(ids), max(ids)
