@@ -142,7 +142,7 @@ const option_table<synth_cli>& synth_options_table()
         {"examples_per_document", "K",
          "examples per document: example e is chunk e % K of document e / K, written to examples.csv "
          "(docs/method.md §1.1); with K > 1 the queries of a document share a random effect, so its examples are "
-         "dependent [none: no examples.csv]",
+         "dependent (none: no examples.csv) [none]",
          [](c& cli, const std::string& label, const std::string& text) {
              cli.model.examples_per_document = static_cast<std::size_t>(parse_unsigned(label, text, 1, 1000000));
          }},

@@ -244,13 +244,13 @@ TEST_CASE("example_documents: bias_strength's jackknife deletes documents")
             }
             xt::xtensor<double, 2> x = xt::xtensor<double, 2>::from_shape({rows.size(), t.vectors.shape()[1]});
             xt::xtensor<double, 1> pos = xt::xtensor<double, 1>::from_shape({rows.size()});
-            for (std::size_t r = 0; r < rows.size(); ++r)
+            for (std::size_t i = 0; i < rows.size(); ++i)
             {
                 for (std::size_t c = 0; c < x.shape()[1]; ++c)
                 {
-                    x(r, c) = t.vectors(rows[r], c);
+                    x(i, c) = t.vectors(rows[i], c);
                 }
-                pos(r) = static_cast<double>(t.position(rows[r]));
+                pos(i) = static_cast<double>(t.position(rows[i]));
             }
             return std::make_pair(x, pos);
         };

@@ -18,7 +18,7 @@ import e2e_util as u  # noqa: E402
 
 # Options whose bracket describes the default (not a value the option takes).
 DESCRIBED = {
-    "ap_synth": {"sliding_window_layers", "sliding_window", "query_seed", "changed_layers"},
+    "ap_synth": {"sliding_window_layers", "sliding_window", "query_seed", "changed_layers", "examples_per_document"},
     "ap_analyze": {"num_layers", "num_q_heads", "num_k_heads", "layers", "heads", "shard"},
 }
 
@@ -63,7 +63,7 @@ def main():
 
     # ap_synth: its defaults (4 layers x 8 heads of 4096 tokens, d 64) in cwd/synth_dump.
     flags, count = explicit_defaults(c, "ap_synth", synth)
-    c.check(count == 18, f"ap_synth: {count} value defaults")
+    c.check(count == 19, f"ap_synth: {count} value defaults")
     runs = {}
     for run, args in (("plain", []), ("explicit", flags)):
         cwd = os.path.join(work, "synth_" + run)

@@ -77,11 +77,11 @@ def cluster_se(values):
 
 
 def read_influences(path):
-    """{(layer, q_head, quantity, q_bucket): {example_id: influence}} of head_sequence_influence.csv."""
+    """{(layer, q_head, quantity, q_bucket): {document_id: influence}} of head_sequence_influence.csv."""
     out = {}
     for r in read_rows(path):
         key = (int(r["layer"]), int(r["q_head"]), r["quantity"], int(r["q_bucket"]))
-        out.setdefault(key, {})[int(r["example_id"])] = u.num(r["influence"])
+        out.setdefault(key, {})[int(r["document_id"] if "document_id" in r else r["example_id"])] = u.num(r["influence"])
     return out
 
 
