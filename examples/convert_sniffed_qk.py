@@ -27,6 +27,11 @@ A folder with a problem (missing column, wrong type, vectors of different length
 in a required column, not a Parquet file, ...) is reported on stderr with its file and
 column, nothing is written for it, and the other folders go on.
 
+Documents (docs/method.md §1.1, §8.3): qk-sniffer's Parquet records no document, only the
+example_id. When SRC holds an examples.csv (a dump of examples/capture_qk.py: each example's
+document, chunk and fingerprints) it is copied to DST as is; otherwise DST gets none (an earlier
+run's is removed) and a note says so: each example is then taken as its own document.
+
 Exit status: 0 all folders converted; 1 some folders failed; 2 bad arguments or no
 head folder found; 3 pyarrow (needed to read Parquet) or the package is not installed.
 """
@@ -43,6 +48,7 @@ EXIT_USAGE = 2
 EXIT_NO_PYARROW = 3
 
 PARQUET_NAME = "data.parquet"
+EXAMPLES_NAME = "examples.csv"  # the examples' documents (docs/method.md §1.1), copied when SRC has one
 NPY_FILES = ("vector", "position", "bucket", "example_id", "sliding_window")
 
 PYARROW_MISSING_MESSAGE = (
@@ -103,6 +109,24 @@ def write_npy_head(folder, arrays):
     if "sliding_window" not in stems and os.path.exists(stale):
         os.remove(stale)
     return [os.path.join(folder, stem + ".npy") for stem in stems]
+
+
+def carry_examples(src, dst):
+    """DST/examples.csv: SRC's copied whole (a temporary name renamed) when it has one, else none
+    (an earlier run's removed). Returns whether SRC had one."""
+    source, final = os.path.join(src, EXAMPLES_NAME), os.path.join(dst, EXAMPLES_NAME)
+    if not os.path.isfile(source):
+        if os.path.isfile(final):
+            os.remove(final)
+        return False
+    with open(source, "rb") as f:
+        data = f.read()
+    os.makedirs(dst, exist_ok=True)
+    tmp = os.path.join(dst, f".{EXAMPLES_NAME}.tmp{os.getpid()}")
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, final)
+    return True
 
 
 def layout_module():
@@ -198,6 +222,16 @@ def main(argv=None):
         print(f"{prog}: error: {args.src}: no l{{LL}}h{{HH}}q or l{{LL}}h{{HH}}k folder "
               f"with {PARQUET_NAME}{hint}", file=sys.stderr)
         return EXIT_USAGE
+    try:
+        documents = carry_examples(args.src, args.dst)
+    except OSError as exc:
+        print(f"{prog}: error: {EXAMPLES_NAME}: {exc}", file=sys.stderr)
+        return EXIT_SOME_FAILED
+    if not args.quiet:
+        print(f"{os.path.join(args.dst, EXAMPLES_NAME)}: copied from {args.src} (the examples' documents)"
+              if documents else
+              f"{args.src}: no {EXAMPLES_NAME} (qk-sniffer's Parquet records no documents): each example is "
+              f"taken as its own document (docs/method.md §8.3)")
     failed = 0
     for name in folders:
         src_folder = os.path.join(args.src, name)

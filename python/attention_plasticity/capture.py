@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-STREAM_EXAMPLES = 1  # np.random.default_rng([seed, STREAM_EXAMPLES]): which examples are kept
+from .documents import STREAM_EXAMPLES  # noqa: E402  np.random.default_rng([seed, STREAM_EXAMPLES]): which examples are kept
 KEY_PREFIX = "ap_capture-"  # the registry keys of the capture: ap_capture-<wrapped implementation>
 
 
@@ -716,30 +716,21 @@ def pydoc_documents():
 
 
 def make_examples(tokenizer, documents, max_seq_len):
-    """Token id lists: each document cut into consecutive pieces, each framed as the model
-    reads a sequence: [CLS] piece [SEP] for an encoder's tokenizer (one with [CLS] and
-    [SEP]), else <bos> piece when the tokenizer has a beginning-of-sequence token, else the
-    piece alone; at most max_seq_len tokens each."""
-    cls, sep = getattr(tokenizer, "cls_token_id", None), getattr(tokenizer, "sep_token_id", None)
-    bos = getattr(tokenizer, "bos_token_id", None)
-    if cls is not None and sep is not None:
-        head, tail = [cls], [sep]
-    else:
-        head, tail = ([] if bos is None else [bos]), []
-    room = max_seq_len - len(head) - len(tail)
-    if room < 1:
-        raise CaptureError(f"--max-seq-len {max_seq_len} leaves no room for text")
-    examples = []
-    for _name, text in documents:
-        ids = tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
-        for start in range(0, len(ids), room):
-            examples.append(head + list(ids[start:start + room]) + tail)
-    return examples
+    """Token id lists: each document ((name, text) pairs) cut into consecutive pieces, each
+    framed as the model reads a sequence: [CLS] piece [SEP] for an encoder's tokenizer (one with
+    [CLS] and [SEP]), else <bos> piece when the tokenizer has a beginning-of-sequence token, else
+    the piece alone; at most max_seq_len tokens each. The cut is
+    attention_plasticity.documents.cut_documents' (which also records each example's document,
+    chunk and fingerprints)."""
+    from .documents import cut_documents
+    return cut_documents(tokenizer, [text for _name, text in documents], max_seq_len, error=CaptureError).tokens
 
 
 def select_examples(count, max_examples, seed):
     """Indices of the examples kept (max_examples of count, uniformly without replacement,
-    seeded; all when max_examples is None or >= count), in order."""
+    seeded; all when max_examples is None or >= count), in order: examples that are each their
+    own document (a dataset's rows). Examples cut from documents are chosen by
+    attention_plasticity.documents.choose_examples (spread over the documents)."""
     if max_examples is None or max_examples >= count:
         return np.arange(count)
     rng = np.random.default_rng([seed, STREAM_EXAMPLES])

@@ -9,6 +9,13 @@
 Both return {(layer, 'q' | 'k'): tensor [batch, seq, heads, head_dim]} for
 ``attention_plasticity.profile_vectors``. README.md, "Interop: TransformerLens and nnsight",
 shows both in a few lines.
+
+Documents (docs/method.md §1.1, §8.3): the states carry no text, so give profile_vectors the
+token ids the states were computed from (``token_ids=tokens``, the tensor given to
+run_with_cache or the trace) and, when rows are chunks of longer texts, the document of each row
+(``document_ids=``): the result set then records each example's document, chunk and
+fingerprints (examples.csv), the errors count documents, and a comparison can check that two
+profiles read the same texts. Without them each row is its own document, with no fingerprint.
 """
 
 from .capture import CaptureError

@@ -156,9 +156,12 @@ class PlasticityMonitor:
     multiple of ``every``; ``observe`` at step 0 before training gives the baseline).
 
     ``texts``, ``tokenizer``, ``max_seq_len``, ``max_examples``, ``batch_size``, ``seed``,
-    ``capture_preset``, ``head_options`` and the options (keywords) are profile_model's. They are
-    fixed here, at construction: the texts are cut into examples and ``max_examples`` of them drawn
-    (``seed``) once, and the capture settings (the notebook preset's sampling) chosen once, so
+    ``example_seed``, ``token_seed``, ``capture_preset``, ``head_options`` and the options
+    (keywords) are profile_model's (``seed`` sets the other two and the analysis' streams). They
+    are fixed here, at construction: the texts are cut into examples and ``max_examples`` of them
+    drawn, spread over the documents (``example_seed``; each observation records the examples'
+    documents and fingerprints, so that the pairing is checked), the tokens kept drawn with
+    ``token_seed``, and the capture settings (the notebook preset's sampling) chosen once, so
     every observation reads the same examples under the same example ids and keeps the same tokens
     (the draws are seeded per example id, §2.15): consecutive observations compare ``paired``
     (docs/method.md §8.6), which needs ``sequence_influences="on"`` (the default here).
@@ -202,11 +205,11 @@ class PlasticityMonitor:
     """
 
     def __init__(self, texts, tokenizer, output_dir, *, every=100, background=False, plot=True, alpha=0.05,
-                 max_seq_len=512, max_examples=None, batch_size=1, seed=0, capture_preset="notebook",
-                 head_options=None, warn=False, **options):
+                 max_seq_len=512, max_examples=None, batch_size=1, seed=0, example_seed=None, token_seed=None,
+                 capture_preset="notebook", head_options=None, warn=False, **options):
         """See the class's help. Raises ValueError naming the argument when an option is refused,
         or, on an output_dir with a run file, what differs from the stored run."""
-        from . import capture as _capture
+        from . import documents as _documents
         from . import profile as _profile
         from .qk_sniffer import CaptureError
 
@@ -217,12 +220,14 @@ class PlasticityMonitor:
             raise ValueError(f"{function}: sequence_influences {options['sequence_influences']!r}: the monitor "
                              f"compares observations paired, which needs sequence_influences 'on'")
         options["sequence_influences"] = "on"
-        options["seed"] = int(seed)
         self.every, self.background, self.plot, self.alpha = int(every), bool(background), bool(plot), float(alpha)
         self.output_dir = os.fspath(output_dir)
         self.warn = bool(warn)
         try:
+            example_seed, token_seed, seed = _profile.resolve_seeds(seed, example_seed, token_seed, function)
+            options["seed"] = seed  # the analysis' streams (and, below, replaced: the capture's token draws)
             capture_kw, self._run_kw, self._head_options = _profile._split_options(options, head_options, function)
+            capture_kw["seed"] = token_seed
             if max_examples is not None and (isinstance(max_examples, bool)
                                              or not isinstance(max_examples, (int, np.integer)) or max_examples < 1):
                 raise CaptureError(f"{function}: max_examples {max_examples!r}: give an integer >= 1, or None")
@@ -230,10 +235,16 @@ class PlasticityMonitor:
                 if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
                     raise CaptureError(f"{function}: {name} {value!r}: give an integer >= {low}")
             examples = _profile._token_examples(tokenizer, texts, max_seq_len, function)
-            examples = [examples[i] for i in _capture.select_examples(len(examples), max_examples, int(seed))]
-            self.examples = [e for e in examples if e]
-            if not self.examples:
+            if not len(examples):
                 raise CaptureError(f"{function}: the texts have no tokens")
+            total, n_texts = len(examples), examples.texts
+            examples = examples.take(_documents.choose_examples(examples.chunks_per_document, max_examples,
+                                                                example_seed))
+            self.examples = examples.tokens
+            self.examples_csv = examples.csv()  # every observation's examples.csv: pairing is checked
+            self.capture_record = _profile.capture_record(
+                examples, example_seed=example_seed, token_seed=token_seed, max_examples=max_examples,
+                texts=(n_texts, total), function=function, warn=self.warn)
             self._sniff = _profile._capture_options(capture_kw, capture_preset, max_seq_len,
                                                     sum(map(len, self.examples)), self._run_kw,
                                                     self._head_options, function)
@@ -249,6 +260,7 @@ class PlasticityMonitor:
             "probe_examples": len(self.examples),
             "probe_tokens": int(sum(map(len, self.examples))),
             "options": {"max_seq_len": int(max_seq_len), "max_examples": _plain(max_examples),
+                        "example_seed": example_seed, "token_seed": token_seed,
                         "capture_preset": capture_preset, "alpha": self.alpha,
                         **{k: _plain(v) for k, v in sorted(options.items()) if k not in _UNFINGERPRINTED},
                         "head_options": head_fields},
@@ -420,9 +432,11 @@ class PlasticityMonitor:
             if not self.warn:
                 warnings.simplefilter("ignore")
             run, errors = analyze_in_memory(sink, plan, layers, self._head_options, self._run_kw, progress=False,
-                                            warn=self.warn, function="PlasticityMonitor.observe")
+                                            warn=self.warn, function="PlasticityMonitor.observe",
+                                            examples_csv=self.examples_csv, capture_json=self.capture_record)
         del sink
-        profile = ModelProfile(run, errors, plan, layers, tokens, self._sniff)
+        profile = ModelProfile(run, errors, plan, layers, tokens, self._sniff, examples_csv=self.examples_csv,
+                               capture_record=self.capture_record)
         if not profile.write(folder):
             raise RuntimeError(f"PlasticityMonitor.observe: step {step}: no head was analyzed "
                                f"({len(errors)} failed: {errors[0] if errors else 'no head planned'})")

@@ -140,7 +140,7 @@ class TestCaptureMatchesAttention(CaptureCase):
     def test_scores_reproduce_the_models_attention(self):
         out = self.capture("full", "--layers", "0,5", "--heads", "0,7,11")
         self.assertEqual(sorted(os.listdir(out)),
-                         sorted(["metadata.json"] + ["l%02dh%02d%s" % (l, h, k) for l in (0, 5)
+                         sorted(["metadata.json", "examples.csv"] + ["l%02dh%02d%s" % (l, h, k) for l in (0, 5)
                                                      for h in (0, 7, 11) for k in "qk"]))
         tokenizer = AutoTokenizer.from_pretrained(MODEL_DIR, local_files_only=True)
         model = AutoModel.from_pretrained(MODEL_DIR, local_files_only=True,
@@ -304,6 +304,82 @@ class TestRefusals(CaptureCase):
                 self.assertEqual(code, cap.EXIT_USAGE, stderr)
                 self.assertIn(fragment, stderr)
                 self.assertFalse(os.path.exists(os.path.join(self.tmp, "bad", "l00h00q")))
+        for argv in (["--example-seed", "-1"], ["--token-seed", "-2"]):
+            with self.subTest(argv):
+                code, _stdout, stderr = main_quietly(
+                    ["--out", os.path.join(self.tmp, "bad"), "--text-file", self.text] + argv)
+                self.assertEqual(code, cap.EXIT_USAGE, stderr)
+                self.assertIn(argv[0] + " " + argv[1], stderr)
+
+
+class TestDocuments(CaptureCase):
+    """DUMP/examples.csv and metadata.json's "capture" (issue 32): each example's document,
+    chunk and fingerprints; --max-examples spread over the documents; separate seeds."""
+
+    def files(self, count):
+        names = []
+        for i in range(count):
+            names.append(os.path.join(self.tmp, f"doc{i}.txt"))
+            with open(names[-1], "w") as f:
+                f.write(f"Document {i}. " + TEXT * (1 + i % 3))
+        return names
+
+    def capture_documents(self, out, files, *options):
+        argv = ["--out", os.path.join(self.tmp, out), "--max-seq-len", "24", "--bucket-size", "4",
+                "--layers", "0", "--heads", "0"]
+        for name in files:
+            argv += ["--text-file", name]
+        code, _stdout, stderr = main_quietly(argv + list(options))
+        self.assertEqual(code, 0, stderr)
+        folder = os.path.join(self.tmp, out)
+        import json
+        with open(os.path.join(folder, "examples.csv")) as f:
+            rows = [line.split(",") for line in f.read().splitlines()]
+        with open(os.path.join(folder, "metadata.json")) as f:
+            meta = json.load(f)
+        return rows, meta, stderr
+
+    def test_examples_csv_records_documents_chunks_and_fingerprints(self):
+        import hashlib
+        import struct
+        files = self.files(12)
+        rows, meta, _ = self.capture_documents("docs_all", files)
+        self.assertEqual(rows[0], ["example_id", "document_id", "chunk", "fingerprint", "document_fingerprint"])
+        tokenizer = AutoTokenizer.from_pretrained(MODEL_DIR, local_files_only=True)
+        want = []  # cut here by hand: [CLS] + 22 tokens + [SEP]
+        for d, name in enumerate(files):
+            with open(name) as f:
+                ids = tokenizer(f.read(), add_special_tokens=False)["input_ids"]
+            whole = hashlib.blake2b(struct.pack(f"<{len(ids)}q", *ids), digest_size=8).hexdigest()
+            for c, start in enumerate(range(0, len(ids), 22)):
+                piece = [tokenizer.cls_token_id] + ids[start:start + 22] + [tokenizer.sep_token_id]
+                want.append([str(len(want)), str(d), str(c),
+                             hashlib.blake2b(struct.pack(f"<{len(piece)}q", *piece), digest_size=8).hexdigest(),
+                             whole])
+        self.assertEqual(rows[1:], want)
+        capture = meta["capture"]
+        self.assertEqual(capture["program"], "examples/capture_qk.py")
+        self.assertEqual((capture["documents"], capture["examples"], capture["rule"]), (12, len(want), "all"))
+        self.assertEqual((capture["example_seed"], capture["token_seed"]), (0, 0))
+
+    def test_max_examples_spreads_over_documents_and_seeds_are_separate(self):
+        files = self.files(12)
+        rows, meta, _ = self.capture_documents("docs_a", files, "--max-examples", "15", "--seed", "4")
+        documents = [r[1] for r in rows[1:]]
+        self.assertEqual(len(documents), 15)
+        self.assertEqual(len(set(documents)), 12)  # every document once before any twice
+        self.assertEqual(meta["capture"]["rule"], "documents_round_robin")
+        other, meta_b, _ = self.capture_documents("docs_b", files, "--max-examples", "15", "--seed", "4",
+                                                  "--token-seed", "9")
+        self.assertEqual(other, rows)  # the same examples under other token draws
+        self.assertEqual((meta_b["capture"]["example_seed"], meta_b["capture"]["token_seed"]), (4, 9))
+        changed, _, _ = self.capture_documents("docs_c", files, "--max-examples", "15", "--example-seed", "5")
+        self.assertNotEqual([r[3] for r in changed], [r[3] for r in rows])
+
+    def test_few_documents_are_warned_about(self):
+        _rows, meta, stderr = self.capture_documents("docs_few", self.files(3))
+        self.assertLess(meta["capture"]["effective_documents"], 10)
+        self.assertIn("capture_qk.py: warning: the kept tokens come from 3 document(s)", stderr)
 
 
 if __name__ == "__main__":

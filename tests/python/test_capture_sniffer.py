@@ -259,13 +259,19 @@ def test_profile_model_equals_capture_then_analyze_dump(model_dir, tmp_path):
         batches.append(kept)
     windows = {layer: info.sliding_window for layer, info in profile.layers.items()}
     assert windows == {0: None, 1: None, 2: WINDOW, 3: WINDOW}
+    documents = [[d] for d in pd_documents(profile.examples_csv)]  # one example per pass
     vectors = sniffer.profile_vectors(batches, sliding_windows=windows, min_bucket_size=16,
-                                      sampling_rate=1.0)
+                                      sampling_rate=1.0, document_ids=documents)
     for name, _file, _header in ap._core.tables.result_tables():
         assert vectors.csv_text(name) == profile.csv_text(name), name
 
 
 # --- issue 25: metadata.json, hostile inputs, example ids, argument errors -------------------
+
+def pd_documents(examples_csv):
+    """The document_id column of an examples.csv text, in row order."""
+    return [int(line.split(",")[1]) for line in examples_csv.splitlines()[1:]]
+
 
 def head_folders(out):
     return sorted(n for n in os.listdir(out) if cli.HEAD_FOLDER_RE.match(n)) \

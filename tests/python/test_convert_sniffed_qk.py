@@ -187,6 +187,29 @@ class TestParquetConversion(TempDirTestCase):
         self.assertEqual(sorted(os.listdir(os.path.join(dst, "l00h00k"))),
                          ["bucket.npy", "example_id.npy", "position.npy", "vector.npy"])
 
+    def test_examples_csv_is_carried_or_its_absence_said(self):
+        # qk-sniffer's Parquet records no documents: none written, and the note says so (an
+        # earlier run's examples.csv removed); a capture_qk.py dump's examples.csv is copied as is
+        self.write_head("l00h00q", n=20, d=2)
+        self.write_head("l00h00k", n=20, d=2)
+        src, dst = os.path.join(self.tmp, "dump"), os.path.join(self.tmp, "npy")
+        os.makedirs(dst)
+        with open(os.path.join(dst, "examples.csv"), "w") as f:
+            f.write("stale\n")
+        proc = run_converter(src, dst)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("no examples.csv (qk-sniffer's Parquet records no documents): each example is "
+                      "taken as its own document", proc.stdout)
+        self.assertFalse(os.path.exists(os.path.join(dst, "examples.csv")))
+        text = ("example_id,document_id,chunk,fingerprint,document_fingerprint\n"
+                "0,5,0,0123456789abcdef,fedcba9876543210\n1,5,1,,\n")
+        with open(os.path.join(src, "examples.csv"), "w") as f:
+            f.write(text)
+        proc = run_converter(src, dst)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(os.path.join(dst, "examples.csv")) as f:
+            self.assertEqual(f.read(), text)
+
     def test_only(self):
         self.write_head("l00h00q", n=5, d=2)
         self.write_head("l00h00k", n=5, d=2)
