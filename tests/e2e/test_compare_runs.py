@@ -198,7 +198,7 @@ def main():
     c.check(len({u.head_key(r) for r in rows}) == 256, "%d heads compared" % len({u.head_key(r) for r in rows}))
     calibration(c, rows, truths)
     _, trajectory = u.read_csv(os.path.join(out, FILES[3]))
-    c.check([r["set"] for r in trajectory if r["quantity"] == "ap_overall" and r["layer"] == "all"] == NAMES,
+    c.check([r["set"] for r in trajectory if r["quantity"] == "ap_overall" and r["layer"] == ""] == NAMES,
             "the trajectory's sets are not in order")
     expected = {"rows": len(rows)}
     for name in FILES:

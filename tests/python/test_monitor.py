@@ -93,7 +93,7 @@ def check_folder(folder, steps):
         assert (folder / f"step_{step:06d}" / "head_metrics.csv").is_file()
     trajectory = pd.read_csv(folder / "trajectory.csv", dtype={"layer": str})
     assert sorted(trajectory["step"].unique()) == steps
-    overall = trajectory[(trajectory["quantity"] == "ap_overall") & (trajectory["layer"] == "all")]
+    overall = trajectory[(trajectory["quantity"] == "ap_overall") & trajectory["layer"].isna()]
     assert len(overall) == len(steps) and np.isfinite(overall["se"]).all() and (overall["se"] > 0).all()
     changes = pd.read_csv(folder / "changes.csv")
     assert (changes["design"] == "paired").all()
