@@ -24,7 +24,7 @@ TEST_CASE("compare_tables: the column lists give the headers of the comparison's
           == "set_a,set_b,layer,q_head,k_head,n_significant,quantities,head_p,head_q,buckets");
     CHECK(io::header_text(run::compare_summary_columns)
           == "set_a,set_b,quantity,layer,n_heads,mean_a,mean_b,mean_difference,se,ci_low,ci_high,z,p,sd_difference,"
-             "n_significant");
+             "n_significant,resolution,reason");
     CHECK(io::header_text(run::compare_trajectory_columns) == "set,order,quantity,layer,n_heads,mean,se,ci_low,ci_high");
 }
 
@@ -37,7 +37,7 @@ TEST_CASE("compare_tables: a row's CSV text has the header's width and the write
     t.heads.push_back({"A", "B", 1, 2, 0, "ap_overall", "", 0.5, 0.5, 0, 0.1, nan, nan, nan, nan, 0, "paired", 0.03,
                        0.04, nan, 1e-6, "identical"});
     t.changed.push_back({"A", "B", 1, 2, 0, 1, "", 0.03, 0.04, "3"});
-    t.summary.push_back({"A", "B", "ap_overall", "", 1, 0.5, 0.5, 0, 0.1, -0.2, 0.2, 0, 1, nan, 0});
+    t.summary.push_back({"A", "B", "ap_overall", "", 1, 0.5, 0.5, 0, 0.1, -0.2, 0.2, nan, nan, nan, 0, 1e-6, "identical"});
     t.trajectory.push_back({"A", 0, "bias_strength", "1", 1, 0.5, nan, nan, nan});
     std::vector<std::string> texts;
     run::for_each_compare_table(t, [&](const char*, const auto& columns, const auto& rows) {

@@ -504,10 +504,36 @@ namespace compare_detail
             }
             for (const auto& [layer, members] : groups)
             {
-                const mean_change_result m = mean_change(members, options.design, options.alpha, sequence_level);
+                mean_change_result m = mean_change(members, options.design, options.alpha, sequence_level);
+                // The mean's rounding bound: the mean of the members' (§8.6); below it, no test.
+                double bound = 0.0;
+                bool identical = true;
+                for (const quantity_change* c : members)
+                {
+                    bound += c->resolution / static_cast<double>(members.size());
+                    identical = identical && c->reason == untested_reason::identical;
+                }
+                untested_reason reason = untested_reason::tested;
+                if (identical)
+                {
+                    reason = untested_reason::identical;
+                }
+                else if (std::abs(m.mean_difference) <= bound)
+                {
+                    reason = untested_reason::within_rounding;
+                }
+                else if (!(m.se > 0.0))
+                {
+                    reason = std::isnan(m.se) ? untested_reason::no_error : untested_reason::zero_error;
+                }
+                if (reason != untested_reason::tested)
+                {
+                    m.z = m.p = std::numeric_limits<double>::quiet_NaN();
+                }
                 tables.summary.push_back({A.name, B.name, q.name(), layer_text(layer),
                                           static_cast<std::int64_t>(m.n_heads), m.mean_a, m.mean_b, m.mean_difference,
-                                          m.se, m.ci_low, m.ci_high, m.z, m.p, m.sd_difference, selected[layer]});
+                                          m.se, m.ci_low, m.ci_high, m.z, m.p, m.sd_difference, selected[layer], bound,
+                                          untested_reason_text(reason)});
             }
         }
     }

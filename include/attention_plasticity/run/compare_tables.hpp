@@ -58,6 +58,8 @@ struct compare_summary_row
     double mean_a = 0, mean_b = 0, mean_difference = 0, se = 0, ci_low = 0, ci_high = 0, z = 0, p = 0,
            sd_difference = 0;
     std::int64_t n_significant = 0;
+    double resolution = 0;  // the mean's rounding bound: the mean of its heads' (§8.6)
+    std::string reason;     // why p is empty (as compare_heads'), empty when tested
 };
 
 /// One set's mean over heads of one quantity, all layers (`layer` empty: NA) or one layer.
@@ -103,7 +105,8 @@ inline const io::column<compare_summary_row> compare_summary_columns[] = {
     AP_COMPARE_REAL(compare_summary_row, se),            AP_COMPARE_REAL(compare_summary_row, ci_low),
     AP_COMPARE_REAL(compare_summary_row, ci_high),       AP_COMPARE_REAL(compare_summary_row, z),
     AP_COMPARE_REAL(compare_summary_row, p),             AP_COMPARE_REAL(compare_summary_row, sd_difference),
-    AP_COMPARE_INTEGER(compare_summary_row, n_significant)};
+    AP_COMPARE_INTEGER(compare_summary_row, n_significant), AP_COMPARE_REAL(compare_summary_row, resolution),
+    AP_COMPARE_TEXT(compare_summary_row, reason)};
 
 inline const io::column<compare_trajectory_row> compare_trajectory_columns[] = {
     AP_COMPARE_TEXT(compare_trajectory_row, set),        AP_COMPARE_INTEGER(compare_trajectory_row, order),
