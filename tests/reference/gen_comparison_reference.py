@@ -97,7 +97,7 @@ def hierarchical_case():
     heads, tests = 10, 6
     p = rng.uniform(0.0, 1.0, (heads, tests))
     p[0] = rng.uniform(0.0, 0.004, tests)             # a head changed in every test
-    p[1, :2] = [0.0004, 0.003]                        # two small p-values
+    p[1, :3] = [0.0004, 0.003, 0.02]                  # two small p-values, one selected only at alpha
     p[2, 0] = 0.006                                   # one
     p[3, [1, 4]] = NAN                                # not tested
     p[9] = NAN                                        # a head without a test
