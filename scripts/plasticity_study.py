@@ -361,11 +361,11 @@ def plot(study, compare_dir, out):
 
 def summary(study, compare_dir, out):
     """OUT/study_summary.csv: per set in order, the means over all heads (compare_trajectory.csv's
-    rows of layer 'all') and the checkpoint's held-out loss."""
+    model-level rows, layer empty) and the checkpoint's held-out loss."""
     rows = {}
     with open(os.path.join(compare_dir, "compare_trajectory.csv"), newline="", encoding="utf-8") as f:
         for r in csv.DictReader(f):
-            if r["layer"] == "all" and r["quantity"] in SUMMARY_QUANTITIES:
+            if r["layer"] in ("", "all") and r["quantity"] in SUMMARY_QUANTITIES:
                 rows[(r["set"], r["quantity"])] = r
     path = os.path.join(out, "study_summary.csv")
     tmp = path + ".tmp"

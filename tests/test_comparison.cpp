@@ -12,6 +12,8 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <random>
+#include <string>
 #include <vector>
 
 #include <attention_plasticity/comparison.hpp>
@@ -137,6 +139,142 @@ TEST_CASE("compare_quantity: the bias-corrected difference, its error by design,
         CHECK(std::isnan(missing.difference));
         CHECK(std::isnan(missing.p));
     }
+}
+
+TEST_CASE("compare_quantity: no test below the rounding bound, each untested change with its reason", "[comparison]")
+{
+    // resolution_bound = 2^-20 (|A_A| + |b_A| + |A_B| + |b_B|): here 2^-20 (0.5 + 0.01 + 0.5 + 0.02) = 1.03 2^-20.
+    const ap::estimate x{0.5, 0.01, 1e-9}, y{0.5, 0.02, 1e-9};
+    AP_CHECK_SAME(ap::resolution_bound(x, y), 1.03 * 0x1p-20);
+    SECTION("a set compared with itself: identical, not NaN without a word")
+    {
+        const ap::quantity_change c = ap::compare_quantity(x, x, nullptr, nullptr, ap::change_design::unpaired);
+        CHECK(c.difference == 0.0);
+        CHECK(std::isnan(c.p));
+        CHECK(c.reason == ap::untested_reason::identical);
+        CHECK(std::string(ap::untested_reason_text(c.reason)) == "identical");
+    }
+    SECTION("a difference at rounding level (3.3e-9, the issue's rescale) is not tested, however small its error")
+    {
+        const ap::quantity_change c = ap::compare_quantity({0.5, 0.01, 1e-10}, {0.5 + 3.3e-9, 0.01, 1e-10}, nullptr,
+                                                           nullptr, ap::change_design::unpaired);
+        CHECK(std::isnan(c.z));
+        CHECK(std::isnan(c.p));
+        CHECK(c.reason == ap::untested_reason::within_rounding);
+        CHECK(std::string(ap::untested_reason_text(c.reason)) == "equal within rounding");
+        AP_CHECK_SAME(c.resolution, (0.5 + 0.01 + (0.5 + 3.3e-9) + 0.01) * 0x1p-20);
+        // An exact 0 from other numbers: the same.
+        const ap::quantity_change zero = ap::compare_quantity({0.5, 0.01, 0.1}, {0.51, 0.02, 0.1}, nullptr, nullptr,
+                                                              ap::change_design::unpaired);
+        CHECK(std::abs(zero.difference) < 1e-15);
+        CHECK(zero.reason == ap::untested_reason::within_rounding);
+    }
+    SECTION("just beyond the bound: tested")
+    {
+        const double bound = ap::resolution_bound({0.5, 0.0, 0.1}, {0.5, 0.0, 0.1});
+        const ap::quantity_change c = ap::compare_quantity({0.5, 0.0, 0.1}, {0.5 + 2.0 * bound, 0.0, 0.1}, nullptr,
+                                                           nullptr, ap::change_design::unpaired);
+        CHECK(c.reason == ap::untested_reason::tested);
+        CHECK(std::isfinite(c.p));
+    }
+    SECTION("the other reasons")
+    {
+        CHECK(ap::compare_quantity({no_value, 0.0, 0.1}, y, nullptr, nullptr, ap::change_design::unpaired).reason
+              == ap::untested_reason::no_estimate);
+        CHECK(ap::compare_quantity({0.4, 0.0, no_value}, y, nullptr, nullptr, ap::change_design::unpaired).reason
+              == ap::untested_reason::no_error);
+        CHECK(ap::compare_quantity({0.4, 0.0, 0.0}, {0.6, 0.0, 0.0}, nullptr, nullptr, ap::change_design::unpaired)
+                  .reason
+              == ap::untested_reason::zero_error);
+        CHECK(std::string(ap::untested_reason_text(ap::untested_reason::tested)).empty());
+    }
+}
+
+TEST_CASE("simes_p: min over i of m p_(i) / i of the tested p-values", "[comparison]")
+{
+    // Tested 0.04, 0.01, 0.03 (m = 3): sorted 0.01, 0.03, 0.04 -> 0.03, 0.045, 0.04: min 0.03.
+    AP_CHECK_SAME(ap::simes_p({0.04, no_value, 0.01, 0.03}), 0.03);
+    AP_CHECK_SAME(ap::simes_p({0.2}), 0.2);
+    AP_CHECK_SAME(ap::simes_p({0.9, 0.8}), 0.9);  // 2 x 0.8 / 1 = 1.6, 2 x 0.9 / 2 = 0.9
+    CHECK(std::isnan(ap::simes_p({no_value})));
+    CHECK(std::isnan(ap::simes_p({})));
+}
+
+TEST_CASE("select_changes agrees with the NumPy reference (Benjamini-Bogomolov)", "[comparison]")
+{
+    std::vector<std::vector<double>> p(ref::hier_heads);
+    for (std::size_t h = 0; h < ref::hier_heads; ++h)
+    {
+        p[h].assign(ref::hier_p + h * ref::hier_tests, ref::hier_p + (h + 1) * ref::hier_tests);
+    }
+    const ap::change_selection s = ap::select_changes(p, ref::alpha);
+    AP_CHECK_SAME(s.within_level, ref::hier_within_level);
+    CHECK(s.heads_tested == ref::hier_heads - 1);
+    std::size_t changed = 0;
+    for (std::size_t h = 0; h < ref::hier_heads; ++h)
+    {
+        INFO("head " << h);
+        AP_CHECK_SAME(s.head_p[h], ref::hier_head_p[h]);
+        AP_CHECK_SAME(s.head_q[h], ref::hier_head_q[h]);
+        CHECK(s.head_changed[h] == (ref::hier_changed[h] == 1));
+        changed += ref::hier_changed[h];
+        bool any = false;
+        for (std::size_t i = 0; i < ref::hier_tests; ++i)
+        {
+            INFO("test " << i);
+            AP_CHECK_SAME(s.q_within[h][i], ref::hier_q_within[h * ref::hier_tests + i]);
+            CHECK(s.selected[h][i] == (ref::hier_selected[h * ref::hier_tests + i] == 1));
+            any = any || s.selected[h][i];
+        }
+        CHECK(any == s.head_changed[h]);  // a changed head has a selected test, the others none
+    }
+    CHECK(s.heads_changed == changed);
+    CHECK(changed >= 2);  // the case selects something, and not everything
+    CHECK(changed < ref::hier_heads - 1);
+}
+
+TEST_CASE("select_changes: with no change anywhere, any head is reported in at most alpha of the cases", "[comparison]")
+{
+    // 4000 global nulls of 48 heads x 20 independent uniform p-values (std::mt19937_64, seeded):
+    // P(any head changed) = FDR <= alpha = 0.05; the union of per-family BH selections (the
+    // former "changed") reports a head far more often. Binomial(4000, 0.05): SD 0.0034, so the
+    // bound 0.05 + 4 SD = 0.064 fails with probability < 1e-4 when the guarantee holds.
+    std::mt19937_64 rng(20261128);
+    std::uniform_real_distribution<double> uniform(0.0, 1.0);
+    const std::size_t reps = 4000, heads = 48, tests = 20;
+    std::size_t any_changed = 0, any_union = 0;
+    std::vector<std::vector<double>> p(heads, std::vector<double>(tests));
+    for (std::size_t r = 0; r < reps; ++r)
+    {
+        for (auto& head : p)
+        {
+            for (double& v : head)
+            {
+                v = uniform(rng);
+            }
+        }
+        any_changed += ap::select_changes(p, 0.05).heads_changed > 0 ? 1 : 0;
+        bool any = false;
+        for (std::size_t i = 0; i < tests && !any; ++i)
+        {
+            std::vector<double> family(heads);
+            for (std::size_t h = 0; h < heads; ++h)
+            {
+                family[h] = p[h][i];
+            }
+            for (const double q : ap::adjust_family(family).q_bh)
+            {
+                any = any || q <= 0.05;
+            }
+        }
+        any_union += any ? 1 : 0;
+    }
+    const double share = static_cast<double>(any_changed) / reps;
+    INFO("share of null cases with a changed head: " << share << "; union of per-test BH: "
+                                                     << static_cast<double>(any_union) / reps);
+    CHECK(share <= 0.05 + 4.0 * std::sqrt(0.05 * 0.95 / reps));
+    CHECK(share >= 0.02);  // Simes + BH is exact for independent tests, not vacuous
+    CHECK(static_cast<double>(any_union) / reps > 0.3);
 }
 
 TEST_CASE("adjust_family: BH and Holm over the tested p-values of the family", "[comparison]")

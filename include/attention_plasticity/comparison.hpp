@@ -12,6 +12,11 @@
 //   paired_se           the paired error of a change: sequence_se of D_e = Phi^B_e - Phi^A_e
 //   adjust_family       Benjamini-Hochberg q-values and Holm's adjusted p-values of one family
 //                       (one quantity across heads; multiple_testing.hpp)
+//   resolution_bound    the smallest change the computation resolves (float32 inputs, float64
+//                       sums); a smaller one is not tested: "equal within rounding"
+//   simes_p             Simes' combination of the p-values of one head's quantities
+//   select_changes      "changed": the hierarchical selection (Benjamini-Bogomolov): BH over the
+//                       heads' Simes p-values, then BH within each selected head at alpha R / m
 //   mean_se_of_set      the error of one set's mean over heads from the influences averaged
 //                       over the heads (they share their sequences)
 //   mean_se_of_changes  the error of the mean change over heads, by design
@@ -23,6 +28,7 @@
 // sequences are the units whose sampling the errors cover. Every function takes them sorted by
 // that id; an id one list lacks counts 0 there.
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -125,6 +131,51 @@ inline double paired_se(const influence_list* a, const influence_list* b)
     return sequence_se(d);
 }
 
+/// The relative resolution of a change (§8.6): 2^-20 = 16 u, u = 2^-24 the unit roundoff of the
+/// float32 inputs (an allowance of 16 for the quantity's condition and the float64 sums).
+constexpr double change_resolution = 0x1p-20;
+
+/// The smallest change of a quantity that the computation resolves (§8.6): change_resolution x
+/// (|A_A| + |b_A| + |A_B| + |b_B|), the magnitudes the bias-corrected difference is made of (a NaN
+/// bias counts 0). A difference at most this large is rounding, not a change.
+inline double resolution_bound(const estimate& a, const estimate& b)
+{
+    const auto magnitude = [](double v) { return std::isfinite(v) ? std::abs(v) : 0.0; };
+    return change_resolution * (magnitude(a.value) + magnitude(a.bias) + magnitude(b.value) + magnitude(b.bias));
+}
+
+/// Why a change has no p-value (§8.6; compare_heads.csv `reason`).
+enum class untested_reason
+{
+    tested,             // it has one
+    identical,          // the two estimates are the same numbers (value and bias)
+    within_rounding,    // |difference| <= resolution_bound: equal within rounding (exact 0 too)
+    no_estimate,        // a value or bias is NaN (e.g. a bucket of one set only)
+    no_error,           // no standard error (a set without one; paired: without influences, G < 2)
+    zero_error,         // a standard error of 0 for a difference beyond rounding
+};
+
+/// The text of `reason` in the tables: "" when tested.
+inline const char* untested_reason_text(untested_reason reason)
+{
+    switch (reason)
+    {
+        case untested_reason::tested:
+            return "";
+        case untested_reason::identical:
+            return "identical";
+        case untested_reason::within_rounding:
+            return "equal within rounding";
+        case untested_reason::no_estimate:
+            return "no estimate";
+        case untested_reason::no_error:
+            return "no standard error";
+        case untested_reason::zero_error:
+            return "zero standard error";
+    }
+    return "";
+}
+
 /// The change of one quantity of one head between two analyses (A, then B).
 struct quantity_change
 {
@@ -137,11 +188,13 @@ struct quantity_change
     double p = std::numeric_limits<double>::quiet_NaN();  // two-sided, erfc(|z| / sqrt 2)
     double q_bh = std::numeric_limits<double>::quiet_NaN();    // set by adjust_family
     double p_holm = std::numeric_limits<double>::quiet_NaN();  // set by adjust_family
+    double resolution = std::numeric_limits<double>::quiet_NaN();  // resolution_bound(a, b)
+    untested_reason reason = untested_reason::tested;               // why p is NaN (tested: it is not)
 };
 
 /// The change from estimate `x` (influences `ia`) to `y` (`ib`): the bias-corrected difference,
-/// its standard error by `design`, z and the two-sided p (NaN unless the difference is finite and
-/// the error > 0). Paired, both estimates need an error of their own (a quantity without one is
+/// its standard error by `design`, z and the two-sided p (NaN unless the difference is finite,
+/// beyond resolution_bound(x, y), and the error > 0; `reason` says which). Paired, both estimates need an error of their own (a quantity without one is
 /// not tested in either design) and both their influences. The lists are referenced, not copied.
 inline quantity_change compare_quantity(const estimate& x, const estimate& y, const influence_list* ia,
                                         const influence_list* ib, change_design design)
@@ -160,7 +213,28 @@ inline quantity_change compare_quantity(const estimate& x, const estimate& y, co
     {
         c.se = std::sqrt(x.se * x.se + y.se * y.se);
     }
-    if (std::isfinite(c.difference) && c.se > 0.0)
+    c.resolution = resolution_bound(x, y);
+    if (!std::isfinite(c.difference))
+    {
+        c.reason = untested_reason::no_estimate;
+    }
+    else if (x.value == y.value && x.bias == y.bias)
+    {
+        c.reason = untested_reason::identical;
+    }
+    else if (std::abs(c.difference) <= c.resolution)
+    {
+        c.reason = untested_reason::within_rounding;
+    }
+    else if (!(c.se >= 0.0))
+    {
+        c.reason = untested_reason::no_error;
+    }
+    else if (c.se == 0.0)
+    {
+        c.reason = untested_reason::zero_error;
+    }
+    else
     {
         c.z = c.difference / c.se;
         c.p = std::erfc(std::abs(c.z) / std::sqrt(2.0));  // two-sided, accurate in the tail
@@ -213,6 +287,89 @@ inline void adjust_family(const std::vector<quantity_change*>& family)
         family[i]->q_bh = adjusted.q_bh[i];
         family[i]->p_holm = adjusted.p_holm[i];
     }
+}
+
+/// Simes' combined p-value of a family (the tests of one head): min over i of m p_(i) / i, the
+/// m non-NaN p-values ordered; NaN when there is none. Valid (P(p <= t) <= t under the family's
+/// null) for independent or positively dependent (PRDS) tests.
+inline double simes_p(const std::vector<double>& p)
+{
+    std::vector<double> tested;
+    for (const double v : p)
+    {
+        if (!std::isnan(v))
+        {
+            tested.push_back(v);
+        }
+    }
+    if (tested.empty())
+    {
+        return std::numeric_limits<double>::quiet_NaN();
+    }
+    std::sort(tested.begin(), tested.end());
+    const double m = static_cast<double>(tested.size());
+    double out = 1.0;
+    for (std::size_t i = 0; i < tested.size(); ++i)
+    {
+        out = std::min(out, m * tested[i] / static_cast<double>(i + 1));
+    }
+    return out;
+}
+
+/// The hierarchical selection of changes (select_changes; §8.6).
+struct change_selection
+{
+    std::vector<double> head_p;                 // per head: simes_p of its tests (NaN: none tested)
+    std::vector<double> head_q;                 // per head: BH q-value of head_p across the heads
+    std::vector<bool> head_changed;             // head_q <= alpha
+    std::size_t heads_tested = 0;               // m: heads with a head_p
+    std::size_t heads_changed = 0;              // R
+    double within_level = 0.0;                  // alpha R / m (0 when R = 0)
+    std::vector<std::vector<double>> q_within;  // per head and test: BH q-value within the head
+    std::vector<std::vector<bool>> selected;    // per head and test: head changed, q_within <= within_level
+};
+
+/// "Changed" (§8.6), Benjamini and Bogomolov's hierarchical selection over `p` (per head, the
+/// p-values of its tests, NaN: not tested): each head's tests combined by simes_p; the heads
+/// selected by BH at level `alpha` over the m heads with a combined p (R selected); within each
+/// selected head, its tests selected by BH at level alpha R / m. Guarantees (Benjamini and
+/// Bogomolov 2014, Theorem 1, for independent or PRDS heads and tests): the false discovery rate
+/// over the heads is at most alpha, so with no change anywhere the chance that any head is
+/// reported changed is at most alpha; the expected mean over the selected heads of the false
+/// discovery proportion of their selected tests is at most alpha. A selected head has at least
+/// one selected test (its Simes p is at most alpha R / m).
+inline change_selection select_changes(const std::vector<std::vector<double>>& p, double alpha)
+{
+    change_selection s;
+    const std::size_t n = p.size();
+    s.head_p.resize(n);
+    for (std::size_t h = 0; h < n; ++h)
+    {
+        s.head_p[h] = simes_p(p[h]);
+        s.heads_tested += std::isnan(s.head_p[h]) ? 0 : 1;
+    }
+    s.head_q = adjust_family(s.head_p).q_bh;
+    s.head_changed.assign(n, false);
+    for (std::size_t h = 0; h < n; ++h)
+    {
+        s.head_changed[h] = s.head_q[h] <= alpha;
+        s.heads_changed += s.head_changed[h] ? 1 : 0;
+    }
+    s.within_level = s.heads_tested > 0 ? alpha * static_cast<double>(s.heads_changed)
+                                              / static_cast<double>(s.heads_tested)
+                                        : 0.0;
+    s.q_within.resize(n);
+    s.selected.resize(n);
+    for (std::size_t h = 0; h < n; ++h)
+    {
+        s.q_within[h] = adjust_family(p[h]).q_bh;
+        s.selected[h].assign(p[h].size(), false);
+        for (std::size_t i = 0; i < p[h].size(); ++i)
+        {
+            s.selected[h][i] = s.head_changed[h] && s.q_within[h][i] <= s.within_level;
+        }
+    }
+    return s;
 }
 
 /// The sequence-level standard error of the mean over `members` (n heads) of one analysis'

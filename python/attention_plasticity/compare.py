@@ -17,7 +17,9 @@ from .results import frames
 class CompareResult(NamedTuple):
     """The tables of a comparison (docs/method.md §8.6): ``heads`` (compare_heads.csv, one row per
     pair of consecutive sets, head and quantity, with the ``design`` used), ``changed``
-    (compare_changed.csv, the heads with a change at q <= alpha), ``summary`` (compare_summary.csv,
+    (compare_changed.csv, the heads selected as changed: the head-level verdict ``head_q``, the
+    head-level quantities that carried it in ``quantities`` and the query buckets apart in
+    ``buckets``), ``summary`` (compare_summary.csv,
     the mean over heads, all layers and by layer), ``trajectory`` (compare_trajectory.csv, each
     set's means over heads, in order); ``notes`` (the design used, heads left out, how the
     model-level errors were made, what the intervals mean for one dump), the number of heads
@@ -75,10 +77,16 @@ def compare_runs(sets, output_dir=None, names=None, alpha=0.05, common_heads=Fal
     head_metrics.csv had the errors of ap_first20, ap_last20 and ap_drop are refused.
 
     What the errors cover: the analyses' own, by default sequence-level (§8.3: the texts and the
-    tokens drawn are samples, the tokens of one text dependent). A head's quantity **changed**
-    when its Benjamini-Hochberg q-value across heads is at most ``alpha``: the difference is
-    larger than that sampling explains, in a selection whose false discovery rate is ``alpha`` for
-    independent heads.
+    tokens drawn are samples, the tokens of one text dependent). A head **changed** by the
+    hierarchical selection of docs/method.md §8.6 (Benjamini and Bogomolov): each head's tests
+    (ap_overall, ap_first20, ap_last20, ap_drop, each bucket's AP_j) combined by Simes' test
+    (``head_p``), the heads selected by Benjamini-Hochberg at ``alpha`` (``head_q`` <= alpha),
+    then within each selected head its tests by BH at alpha R / m (R heads selected of m). The
+    false discovery rate over the list of changed heads is at most ``alpha``: when nothing
+    changed, some head is reported in at most a share ``alpha`` of comparisons. A difference
+    below the computation's rounding bound (``resolution``) is not tested; ``reason`` says why a
+    row has no p (``identical``, ``equal within rounding``, ``no estimate``, ``no standard
+    error``, ``zero standard error``), and a note counts them.
 
     ``design``: ``"unpaired"`` (default) takes the sets as independent samples of texts, the
     standard error sqrt(s_A^2 + s_B^2); ``"paired"`` states that the sets were analyzed on the same
@@ -91,9 +99,12 @@ def compare_runs(sets, output_dir=None, names=None, alpha=0.05, common_heads=Fal
     sequences; otherwise the heads are taken as independent (a note says so).
 
     Returns CompareResult: ``heads`` holds one row per (pair of sets, head, quantity); its
-    ``significant`` is 1 when that row's q-value is at most ``alpha``. ``compared_heads`` is the
+    ``significant`` is 1 when the row is selected by the hierarchical selection; ``q_bh`` and
+    ``p_holm`` stay the per-family adjustments (one quantity or bucket across heads) for those who
+    want them. ``q_bucket`` (``heads``) and ``layer`` (``summary``, ``trajectory``) are pandas Int64,
+    NA on head-level rows and on the model-level rows (all layers). ``compared_heads`` is the
     number of heads compared (each pair of consecutive sets compares the same heads);
-    ``changed_heads`` counts (pair of sets, head) with at least one significant quantity, summed
+    ``changed_heads`` counts (pair of sets, head) selected as changed, summed
     over the pairs (so with three sets a head can count twice), the rows of ``changed``.
 
     ``names``: the sets' names in the tables, a list (default: the folders' names; ``set1``,
@@ -126,12 +137,30 @@ def compare_runs(sets, output_dir=None, names=None, alpha=0.05, common_heads=Fal
         folders, list(names) if names is not None else [], options,
         os.fspath(output_dir) if output_dir is not None else None, held)
     # The tables come as columns (the C++ values the CSVs are written from): int64 and float64
-    # arrays, names as str (q_bucket, empty on head-level rows, and layer, "all" or a number, too).
+    # arrays, names as str; q_bucket and the summary's and trajectory's layer (integers, empty on
+    # head-level and model-level rows) become pandas Int64 with NA there (_integer_columns).
     frame = frames(tables)
+    _integer_columns(frame)
     return CompareResult(heads=frame["compare_heads"], changed=frame["compare_changed"],
                          summary=frame["compare_summary"], trajectory=frame["compare_trajectory"],
                          notes=list(notes),
                          compared_heads=compared, changed_heads=changed)
+
+
+# The integer columns of the comparison's tables that are NA on some rows (empty in the CSVs):
+# compare_heads' q_bucket (head-level rows), the summary's and trajectory's layer (model-level rows).
+_NULLABLE_INTEGERS = {"compare_heads": ("q_bucket",), "compare_summary": ("layer",),
+                      "compare_trajectory": ("layer",)}
+
+
+def _integer_columns(frame):
+    """The nullable integer columns (text from C++, digits or empty) as pandas Int64, NA where empty."""
+    import pandas as pd
+
+    for table, names in _NULLABLE_INTEGERS.items():
+        for name in names:
+            values = frame[table][name]
+            frame[table][name] = pd.array([int(v) if v != "" else pd.NA for v in values], dtype="Int64")
 
 
 def _options_doc():

@@ -470,7 +470,7 @@ class PlasticityMonitor:
         rows["order"] = len(self.observations)
         self._trajectory = rows if self._trajectory is None else pd.concat([self._trajectory, rows], ignore_index=True)
         for quantity in SCALAR_QUANTITIES:
-            row = rows[(rows["quantity"] == quantity) & (rows["layer"].astype(str) == "all")]
+            row = rows[(rows["quantity"] == quantity) & rows["layer"].isna()]  # the model-level rows
             if len(row):
                 scalars[f"{quantity}_mean"] = float(row["mean"].iloc[0])
                 scalars[f"{quantity}_se"] = float(row["se"].iloc[0])

@@ -156,9 +156,19 @@ def _numeric_bucket(heads):
     return heads
 
 
+def _layer_labels(frame):
+    """The summary's and trajectory's layer as the report's labels: "all" for a model-level row
+    (NA in the tables, empty in the CSVs; "all" in sets written before), else the layer's number."""
+    import pandas as pd
+
+    frame = frame.copy()
+    frame["layer"] = ["all" if pd.isna(v) or str(v) in ("", "all") else str(int(float(v))) for v in frame["layer"]]
+    return frame
+
+
 def _compare_entry(result):
     return {"heads": _encode(_numeric_bucket(result.heads)), "changed": _encode(result.changed),
-            "summary": _encode(result.summary), "trajectory": _encode(result.trajectory),
+            "summary": _encode(_layer_labels(result.summary)), "trajectory": _encode(_layer_labels(result.trajectory)),
             "notes": list(result.notes)}
 
 
@@ -169,10 +179,11 @@ def _read_compare_folder(folder):
     for name in ("heads", "changed", "summary", "trajectory"):
         dtype = {"set_a": str, "set_b": str, "set": str, "quantity": str, "design": str, "quantities": str}
         if name in ("summary", "trajectory"):
-            dtype["layer"] = str  # "all" or a layer
+            dtype["layer"] = str  # a layer, or empty (model-level; "all" before)
         frame = pd.read_csv(os.path.join(folder, f"compare_{name}.csv"), keep_default_na=False,
                             na_values=["nan", ""], dtype=dtype)
-        out[name] = _encode(_numeric_bucket(frame) if name == "heads" else frame)
+        out[name] = _encode(_numeric_bucket(frame) if name == "heads" else frame if name == "changed"
+                            else _layer_labels(frame))
     out["notes"] = []
     return out
 
@@ -202,8 +213,9 @@ def _training(folder):
             "provenance": {"source": os.path.abspath(folder), "plasticity_run.json": run}}
     path = os.path.join(folder, "trajectory.csv")
     if os.path.isfile(path):
-        data["trajectory"] = _encode(pd.read_csv(path, keep_default_na=False, na_values=["nan", "NaN", ""],
-                                                 dtype={"set": str, "layer": str, "quantity": str}))
+        data["trajectory"] = _encode(_layer_labels(pd.read_csv(path, keep_default_na=False,
+                                                               na_values=["nan", "NaN", ""],
+                                                               dtype={"set": str, "layer": str, "quantity": str})))
     path = os.path.join(folder, "changes.csv")
     if os.path.isfile(path):
         data["changes"] = _encode(pd.read_csv(path, keep_default_na=False, na_values=["nan", "NaN", ""]))

@@ -196,7 +196,7 @@ def check_summary(c, np, rows, ta, tb, heads_rows, design, influences, label):
         for q in QUANTITIES:
             members = [h for h in HEADS if (layer == "all" or h[0] == int(layer))
                        and not (q == "ap_first20" and h == NO_FIRST20)]
-            got = [r for r in rows if r["quantity"] == q and r["layer"] == layer]
+            got = [r for r in rows if r["quantity"] == q and r["layer"] == ("" if layer == "all" else layer)]
             where = "%s summary %s layer %s" % (label, q, layer)
             c.check(len(got) == 1 and int(got[0]["n_heads"]) == len(members), "%s: rows %s" % (where, got))
             if len(got) != 1:
@@ -220,7 +220,7 @@ def check_summary(c, np, rows, ta, tb, heads_rows, design, influences, label):
 def check_trajectory(c, np, rows, name, truth, influences):
     for q in QUANTITIES:
         members = [h for h in HEADS if not (q == "ap_first20" and h == NO_FIRST20)]
-        got = [r for r in rows if r["set"] == name and r["quantity"] == q and r["layer"] == "all"]
+        got = [r for r in rows if r["set"] == name and r["quantity"] == q and r["layer"] == ""]
         if influences:
             se = sequence_se_of_mean(np, [truth[(h, (q, None))][2] for h in members])
         else:

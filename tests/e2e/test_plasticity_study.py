@@ -198,7 +198,7 @@ def main():
 
     # The trajectory: every checkpoint, in study.json's order, each quantity, means recomputed.
     trajectory = read_rows(os.path.join(out, "compare", "compare_trajectory.csv"))
-    every = [r for r in trajectory if r["layer"] == "all"]
+    every = [r for r in trajectory if r["layer"] == ""]  # the model-level rows: layer NA
     order = sorted({(int(r["order"]), r["set"]) for r in every})
     c.check([s for _, s in order] == names and [i for i, _ in order] == list(range(len(names))),
             f"compare_trajectory.csv: sets {order}, expected {names} in order")

@@ -304,7 +304,7 @@ o = overall.set_index("layer")
 falls = o[(o.difference < 0) & (o.q_bh <= 0.05)]
 assert sorted(falls.index) == [0, 1, 3, 4] and falls.difference.between(-0.13, -0.015).all()
 assert o.loc[5, "difference"] > 0.1 and o.loc[5, "q_bh"] <= 0.05 and o.loc[2, "q_bh"] > 0.05
-s = changes.summary[(changes.summary.layer == "all") & (changes.summary.quantity == "ap_overall")].iloc[0]
+s = changes.summary[changes.summary.layer.isna() & (changes.summary.quantity == "ap_overall")].iloc[0]
 assert abs(s.mean_difference + 0.05) < 0.01 and abs(s.se - 0.01) < 0.005
 import os
 for name in ("decoder_head_map", "decoder_profile", "decoder_trajectory"):

@@ -304,7 +304,7 @@ def test_monitor_page(browser, work):
     page = ap.report(str(folder), work / "monitor.html")
     open_report(browser, page)
     trajectory = read_csv(folder / "trajectory.csv")
-    rows = [r for r in trajectory if r["quantity"] == "ap_overall" and r["layer"] == "all"]
+    rows = [r for r in trajectory if r["quantity"] == "ap_overall" and r["layer"] == ""]
     assert chart_points(browser, "trajectory-ap_overall", "all layers") == [
         (number(r["step"]), number(r["mean"])) for r in rows]
     assert browser.find_elements("css selector", "#trajectory-ap_overall polygon.band")

@@ -14,6 +14,11 @@ interval's quantile scipy.stats.norm.ppf(1 - alpha / 2).
 
 The case: 6 heads in 2 layers, two analyses A and B; the influences of 12 example ids, with ids
 present in one analysis only; head 5 has no standard error in B (it is not tested).
+
+The hierarchical selection of "changed" (§8.6, Benjamini and Bogomolov 2014, as their paper
+states it): 10 heads of 6 tests each (p-values drawn: 3 heads with small p-values, 7 uniform; a
+few NaN: not tested; head 9 untested), each head's Simes p min_i m p_(i)/i, BH over the heads at
+alpha, then BH within each selected head at alpha R / m.
 """
 
 import os
@@ -85,6 +90,36 @@ def bh_holm(p):
     q[order] = np.minimum(1.0, np.minimum.accumulate((ps * m / rank)[::-1])[::-1])
     h[order] = np.maximum.accumulate(np.minimum(1.0, ps * (m - rank + 1)))
     return q, h
+
+
+def hierarchical_case():
+    rng = np.random.default_rng(20261128)
+    heads, tests = 10, 6
+    p = rng.uniform(0.0, 1.0, (heads, tests))
+    p[0] = rng.uniform(0.0, 0.004, tests)             # a head changed in every test
+    p[1, :3] = [0.0004, 0.003, 0.02]                  # two small p-values, one selected only at alpha
+    p[2, 0] = 0.006                                   # one
+    p[3, [1, 4]] = NAN                                # not tested
+    p[9] = NAN                                        # a head without a test
+    return np.round(p, 6)
+
+
+def simes(p):
+    t = np.sort(p[~np.isnan(p)])
+    if t.size == 0:
+        return NAN
+    return float(np.min(t.size * t / np.arange(1, t.size + 1)))
+
+
+def hierarchical(p, alpha=ALPHA):
+    head_p = np.array([simes(row) for row in p])
+    head_q, _ = bh_holm(head_p)
+    changed = head_q <= alpha
+    m = int(np.sum(~np.isnan(head_p)))
+    level = alpha * int(changed.sum()) / m
+    q_within = np.array([bh_holm(row)[0] for row in p])
+    selected = changed[:, None] & (q_within <= level)
+    return head_p, head_q, changed, level, q_within, selected
 
 
 def main():
@@ -161,6 +196,19 @@ def main():
     text.append("// B's mean over heads: all 6, then heads 0-2; each sequence-level, then independent heads.\n"
                 "// Columns: n, mean, se, ci_low, ci_high.\n")
     text.append(cpp.array("trajectory", np.array(traj, dtype=float).ravel(), per_line=5, nan_name="nan"))
+    hp = hierarchical_case()
+    head_p, head_q, changed, level, q_within, selected = hierarchical(hp)
+    text.append("// The hierarchical selection: hier_p[h * hier_tests + i] the p of test i of head h; per head its\n"
+                "// Simes p, BH q across heads, changed; per test the BH q within its head and selected; alpha R / m.\n")
+    text.append(cpp.scalar("hier_heads", hp.shape[0], "std::size_t"))
+    text.append(cpp.scalar("hier_tests", hp.shape[1], "std::size_t"))
+    text.append(cpp.array("hier_p", hp.ravel(), per_line=6, nan_name="nan"))
+    text.append(cpp.array("hier_head_p", head_p, nan_name="nan"))
+    text.append(cpp.array("hier_head_q", head_q, nan_name="nan"))
+    text.append(cpp.array("hier_changed", changed.astype(int), "int"))
+    text.append(cpp.scalar("hier_within_level", level))
+    text.append(cpp.array("hier_q_within", q_within.ravel(), per_line=6, nan_name="nan"))
+    text.append(cpp.array("hier_selected", selected.astype(int).ravel(), "int", 6))
     text.append("}  // namespace comparison_reference\n\n#endif\n")
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "comparison_reference.hpp")
     with open(path, "w") as f:

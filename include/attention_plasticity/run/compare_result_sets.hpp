@@ -99,6 +99,12 @@ namespace compare_detail
         std::string quantity;
         std::int64_t q_bucket = -1;  // -1: a head-level quantity
         quantity_change change;
+        // The hierarchical selection (comparison.hpp's select_changes, set by adjust_families):
+        // the head's Simes p and its q across heads, this test's q within its head, selected.
+        double head_p = std::numeric_limits<double>::quiet_NaN();
+        double head_q = std::numeric_limits<double>::quiet_NaN();
+        double q_within = std::numeric_limits<double>::quiet_NaN();
+        bool selected = false;
     };
 
     /// The change of one quantity from head `a` (estimate x) to head `b` (estimate y), with the
@@ -364,8 +370,11 @@ namespace compare_detail
         }
     }
 
-    /// The families (one per quantity and bucket, across heads) adjusted (comparison.hpp).
-    inline void adjust_families(std::vector<comparison>& rows)
+    /// The families (one per quantity and bucket, across heads) adjusted, and the hierarchical
+    /// selection of "changed" over the heads (comparison.hpp's select_changes; the rows of a head
+    /// are consecutive). The note counting the rows without a p-value, by reason.
+    inline void adjust_families(std::vector<comparison>& rows, double alpha, const std::string& pair,
+                                std::vector<std::string>& notes)
     {
         std::map<std::pair<std::string, std::int64_t>, std::vector<quantity_change*>> families;
         for (comparison& c : rows)
@@ -376,45 +385,99 @@ namespace compare_detail
         {
             adjust_family(family);
         }
+        std::vector<std::vector<double>> p;
+        std::vector<std::vector<comparison*>> members;
+        for (std::size_t i = 0; i < rows.size(); ++i)
+        {
+            if (i == 0 || rows[i].a != rows[i - 1].a)
+            {
+                p.emplace_back();
+                members.emplace_back();
+            }
+            p.back().push_back(rows[i].change.p);
+            members.back().push_back(&rows[i]);
+        }
+        const change_selection selection = select_changes(p, alpha);
+        std::map<untested_reason, std::size_t> untested;
+        double largest_bound = 0.0;
+        for (std::size_t h = 0; h < members.size(); ++h)
+        {
+            for (std::size_t i = 0; i < members[h].size(); ++i)
+            {
+                comparison& c = *members[h][i];
+                c.head_p = selection.head_p[h];
+                c.head_q = selection.head_q[h];
+                c.q_within = selection.q_within[h][i];
+                c.selected = selection.selected[h][i];
+                if (c.change.reason != untested_reason::tested)
+                {
+                    ++untested[c.change.reason];
+                }
+                if (c.change.reason == untested_reason::within_rounding || c.change.reason == untested_reason::identical)
+                {
+                    largest_bound = std::max(largest_bound, c.change.resolution);
+                }
+            }
+        }
+        if (!untested.empty())
+        {
+            std::string counts;
+            std::size_t total = 0;
+            for (const auto& [reason, count] : untested)
+            {
+                counts += (counts.empty() ? "" : ", ") + std::to_string(count) + " " + untested_reason_text(reason);
+                total += count;
+            }
+            notes.push_back(pair + ": " + std::to_string(total) + " of " + std::to_string(rows.size())
+                            + " rows have no p-value (compare_heads.csv `reason`): " + counts
+                            + (largest_bound > 0.0 ? " (rounding bound up to " + io::format_number(largest_bound)
+                                                         + ", docs/method.md §8.6)"
+                                                   : std::string(" (docs/method.md §8.6)")));
+        }
     }
 
     /// The rows of compare_heads.csv and compare_changed.csv of the pair (A, B); the number of
-    /// heads with a significant change.
+    /// changed heads (the hierarchical selection, §8.6).
     inline std::size_t head_rows(const loaded_set& A, const loaded_set& B, const std::vector<comparison>& rows,
                                  const compare_options& options, compare_tables& tables)
     {
-        std::map<head_key, std::vector<std::string>> changed;
+        struct changed_head
+        {
+            double head_p = 0, head_q = 0;
+            std::int64_t n_selected = 0;
+            std::string quantities, buckets;
+        };
+        std::map<head_key, changed_head> changed;
         for (const comparison& r : rows)
         {
             const quantity_change& c = r.change;
-            const bool significant = c.q_bh <= options.alpha;
             tables.heads.push_back({A.name, B.name, r.a->layer, r.a->q_head, r.a->k_head, r.quantity,
                                     r.quantity == "ap_bucket" ? std::to_string(r.q_bucket) : "", c.a.value, c.b.value,
-                                    c.difference, c.se, c.z, c.p, c.q_bh, c.p_holm, significant ? 1 : 0,
-                                    design_name(options.design)});
-            if (significant)
+                                    c.difference, c.se, c.z, c.p, c.q_bh, c.p_holm, r.selected ? 1 : 0,
+                                    design_name(options.design), r.head_p, r.head_q, r.q_within, c.resolution,
+                                    untested_reason_text(c.reason)});
+            if (r.selected)
             {
-                changed[{r.a->layer, r.a->q_head}].push_back(
-                    r.quantity == "ap_bucket" ? "ap_bucket_" + std::to_string(r.q_bucket) : r.quantity);
+                changed_head& h = changed[{r.a->layer, r.a->q_head}];
+                h.head_p = r.head_p;
+                h.head_q = r.head_q;
+                ++h.n_selected;
+                std::string& list = r.quantity == "ap_bucket" ? h.buckets : h.quantities;
+                list += (list.empty() ? "" : " ") + (r.quantity == "ap_bucket" ? std::to_string(r.q_bucket) : r.quantity);
             }
         }
-        for (const auto& [key, names] : changed)
+        for (const auto& [key, h] : changed)
         {
-            std::string list;
-            for (const auto& n : names)
-            {
-                list += (list.empty() ? "" : " ") + n;
-            }
-            tables.changed.push_back({A.name, B.name, key.first, key.second, A.heads.at(key).k_head,
-                                      static_cast<std::int64_t>(names.size()), list});
+            tables.changed.push_back({A.name, B.name, key.first, key.second, A.heads.at(key).k_head, h.n_selected,
+                                      h.quantities, h.head_p, h.head_q, h.buckets});
         }
         return changed.size();
     }
 
-    /// "all" for the mean over every layer (-1), else the layer.
+    /// The `layer` of a model-level row (-1: the mean over every layer) is empty (NA), else the layer.
     inline std::string layer_text(std::int64_t layer)
     {
-        return layer < 0 ? std::string("all") : std::to_string(layer);
+        return layer < 0 ? std::string() : std::to_string(layer);
     }
 
     /// The rows of compare_summary.csv of the pair (A, B): per head-level quantity, the mean
@@ -428,21 +491,49 @@ namespace compare_detail
         for (const head_quantity& q : head_quantities)
         {
             std::map<std::int64_t, std::vector<const quantity_change*>> groups;
+            std::map<std::int64_t, std::int64_t> selected;  // the changed heads (select_changes) carried by q
             for (const comparison& r : rows)
             {
                 if (r.quantity == q.name() && std::isfinite(r.change.difference) && std::isfinite(r.change.se))
                 {
                     groups[-1].push_back(&r.change);
                     groups[r.a->layer].push_back(&r.change);
+                    selected[-1] += r.selected ? 1 : 0;
+                    selected[r.a->layer] += r.selected ? 1 : 0;
                 }
             }
             for (const auto& [layer, members] : groups)
             {
-                const mean_change_result m = mean_change(members, options.design, options.alpha, sequence_level);
+                mean_change_result m = mean_change(members, options.design, options.alpha, sequence_level);
+                // The mean's rounding bound: the mean of the members' (§8.6); below it, no test.
+                double bound = 0.0;
+                bool identical = true;
+                for (const quantity_change* c : members)
+                {
+                    bound += c->resolution / static_cast<double>(members.size());
+                    identical = identical && c->reason == untested_reason::identical;
+                }
+                untested_reason reason = untested_reason::tested;
+                if (identical)
+                {
+                    reason = untested_reason::identical;
+                }
+                else if (std::abs(m.mean_difference) <= bound)
+                {
+                    reason = untested_reason::within_rounding;
+                }
+                else if (!(m.se > 0.0))
+                {
+                    reason = std::isnan(m.se) ? untested_reason::no_error : untested_reason::zero_error;
+                }
+                if (reason != untested_reason::tested)
+                {
+                    m.z = m.p = std::numeric_limits<double>::quiet_NaN();
+                }
                 tables.summary.push_back({A.name, B.name, q.name(), layer_text(layer),
                                           static_cast<std::int64_t>(m.n_heads), m.mean_a, m.mean_b, m.mean_difference,
-                                          m.se, m.ci_low, m.ci_high, m.z, m.p, m.sd_difference,
-                                          static_cast<std::int64_t>(m.n_significant)});
+                                          m.se, m.ci_low, m.ci_high, m.z, m.p, m.sd_difference, selected[layer], bound,
+                                          untested_reason_text(reason)});
             }
         }
     }
@@ -509,7 +600,7 @@ inline compare_result compare_result_sets(const compare_options& options, const 
         {
             pairing_note(sets[s], sets[s + 1], keys, result.notes);
         }
-        adjust_families(rows);
+        adjust_families(rows, options.alpha, "'" + sets[s].name + "' and '" + sets[s + 1].name + "'", result.notes);
         result.changed_heads += head_rows(sets[s], sets[s + 1], rows, options, result.tables);
         summary_rows(sets[s], sets[s + 1], rows, options, result.tables);
     }

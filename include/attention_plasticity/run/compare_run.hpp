@@ -78,7 +78,8 @@ public:
         std::snprintf(alpha, sizeof(alpha), "%g", m_options.alpha);
         return std::to_string(m_options.folders.size()) + " sets, " + std::to_string(m_result.compared_heads)
                + " heads compared, design " + design_name(m_result.design) + "; "
-               + std::to_string(m_result.changed_heads) + " head changes at q <= " + alpha + "; results in "
+               + std::to_string(m_result.changed_heads) + " changed heads (false discovery rate <= " + alpha
+               + " over the list, docs/method.md §8.6); results in "
                + m_output_dir.value_or("");
     }
 

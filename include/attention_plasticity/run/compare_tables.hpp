@@ -4,7 +4,10 @@
 // The tables of a comparison (docs/method.md §8.6): compare_heads.csv, compare_changed.csv,
 // compare_summary.csv and compare_trajectory.csv, each a row struct and one column list
 // (io/table_columns.hpp) from which its header and its rows come, whether written as CSV text
-// (io/csv_format.hpp) or collected as arrays (the Python package).
+// (io/csv_format.hpp) or collected as arrays (the Python package). The integer columns that can
+// be NA (compare_heads' q_bucket, the summary's and trajectory's layer: empty on a head-level or
+// model-level row) are held as their decimal text or empty; the Python package reads them as
+// pandas Int64 (compare.py).
 
 #include <cstdint>
 #include <string>
@@ -27,21 +30,27 @@ struct compare_heads_row
     std::string set_a, set_b;
     std::int64_t layer = 0, q_head = 0, k_head = 0;
     std::string quantity;
-    std::string q_bucket;  // the bucket of an ap_bucket row, empty for a head-level quantity
+    std::string q_bucket;  // an integer column: the bucket of an ap_bucket row, empty (NA) for a head-level one
     double value_a = 0, value_b = 0, difference = 0, se = 0, z = 0, p = 0, q_bh = 0, p_holm = 0;
-    std::int64_t significant = 0;  // 1 when q_bh <= alpha
+    std::int64_t significant = 0;  // 1 when selected as changed (the hierarchical selection, §8.6)
     std::string design;
+    double head_p = 0, head_q = 0;  // the head's Simes p and its BH q across heads
+    double q_within = 0;            // BH q within the head (selected: head_q <= alpha, q_within <= alpha R / m)
+    double resolution = 0;          // the rounding bound of the difference (comparison.hpp's resolution_bound)
+    std::string reason;             // why p is empty: identical, equal within rounding, ...; empty when tested
 };
 
-/// A head with at least one significant change between two consecutive sets.
+/// A head selected as changed between two consecutive sets (§8.6), with the tests that carried it.
 struct compare_changed_row
 {
     std::string set_a, set_b;
-    std::int64_t layer = 0, q_head = 0, k_head = 0, n_significant = 0;
-    std::string quantities;  // space-separated
+    std::int64_t layer = 0, q_head = 0, k_head = 0, n_significant = 0;  // n_significant: its selected tests
+    std::string quantities;         // the selected head-level quantities, space-separated
+    double head_p = 0, head_q = 0;  // the head's Simes p and its BH q across heads
+    std::string buckets;            // the selected query buckets (AP_j), space-separated
 };
 
-/// The mean change over heads of one quantity, all layers ("all") or one layer.
+/// The mean change over heads of one quantity, all layers (`layer` empty: NA) or one layer.
 struct compare_summary_row
 {
     std::string set_a, set_b, quantity, layer;
@@ -49,9 +58,11 @@ struct compare_summary_row
     double mean_a = 0, mean_b = 0, mean_difference = 0, se = 0, ci_low = 0, ci_high = 0, z = 0, p = 0,
            sd_difference = 0;
     std::int64_t n_significant = 0;
+    double resolution = 0;  // the mean's rounding bound: the mean of its heads' (§8.6)
+    std::string reason;     // why p is empty (as compare_heads'), empty when tested
 };
 
-/// One set's mean over heads of one quantity, all layers ("all") or one layer.
+/// One set's mean over heads of one quantity, all layers (`layer` empty: NA) or one layer.
 struct compare_trajectory_row
 {
     std::string set;
@@ -75,13 +86,16 @@ inline const io::column<compare_heads_row> compare_heads_columns[] = {
     AP_COMPARE_REAL(compare_heads_row, se),         AP_COMPARE_REAL(compare_heads_row, z),
     AP_COMPARE_REAL(compare_heads_row, p),          AP_COMPARE_REAL(compare_heads_row, q_bh),
     AP_COMPARE_REAL(compare_heads_row, p_holm),     AP_COMPARE_INTEGER(compare_heads_row, significant),
-    AP_COMPARE_TEXT(compare_heads_row, design)};
+    AP_COMPARE_TEXT(compare_heads_row, design),     AP_COMPARE_REAL(compare_heads_row, head_p),
+    AP_COMPARE_REAL(compare_heads_row, head_q),     AP_COMPARE_REAL(compare_heads_row, q_within),
+    AP_COMPARE_REAL(compare_heads_row, resolution), AP_COMPARE_TEXT(compare_heads_row, reason)};
 
 inline const io::column<compare_changed_row> compare_changed_columns[] = {
     AP_COMPARE_TEXT(compare_changed_row, set_a),         AP_COMPARE_TEXT(compare_changed_row, set_b),
     AP_COMPARE_INTEGER(compare_changed_row, layer),      AP_COMPARE_INTEGER(compare_changed_row, q_head),
     AP_COMPARE_INTEGER(compare_changed_row, k_head),     AP_COMPARE_INTEGER(compare_changed_row, n_significant),
-    AP_COMPARE_TEXT(compare_changed_row, quantities)};
+    AP_COMPARE_TEXT(compare_changed_row, quantities),    AP_COMPARE_REAL(compare_changed_row, head_p),
+    AP_COMPARE_REAL(compare_changed_row, head_q),        AP_COMPARE_TEXT(compare_changed_row, buckets)};
 
 inline const io::column<compare_summary_row> compare_summary_columns[] = {
     AP_COMPARE_TEXT(compare_summary_row, set_a),         AP_COMPARE_TEXT(compare_summary_row, set_b),
@@ -91,7 +105,8 @@ inline const io::column<compare_summary_row> compare_summary_columns[] = {
     AP_COMPARE_REAL(compare_summary_row, se),            AP_COMPARE_REAL(compare_summary_row, ci_low),
     AP_COMPARE_REAL(compare_summary_row, ci_high),       AP_COMPARE_REAL(compare_summary_row, z),
     AP_COMPARE_REAL(compare_summary_row, p),             AP_COMPARE_REAL(compare_summary_row, sd_difference),
-    AP_COMPARE_INTEGER(compare_summary_row, n_significant)};
+    AP_COMPARE_INTEGER(compare_summary_row, n_significant), AP_COMPARE_REAL(compare_summary_row, resolution),
+    AP_COMPARE_TEXT(compare_summary_row, reason)};
 
 inline const io::column<compare_trajectory_row> compare_trajectory_columns[] = {
     AP_COMPARE_TEXT(compare_trajectory_row, set),        AP_COMPARE_INTEGER(compare_trajectory_row, order),
