@@ -501,9 +501,8 @@ class AttentionCapture:
         self.path = "registry" if found else "projections"
         try:
             num_q, num_k, head_dim = head_counts(model.config)
-        except (AttributeError, TypeError, ZeroDivisionError) as exc:
-            raise CaptureError(f"model type '{_model_type(model)}': its config gives no head "
-                               f"counts ({exc})") from None
+        except Exception:  # e.g. per-layer head counts: each layer's come from its calls
+            num_q = num_k = head_dim = None
         self.layers = {}
         try:
             if found:
@@ -623,6 +622,9 @@ class AttentionCapture:
             if rec is not None:  # what the attention function received in the probe
                 (info.num_q_heads, info.num_k_heads, info.head_dim, info.sliding_window,
                  info.scaling, info.softcap) = rec
+            if info.num_q_heads is None:
+                raise CaptureError(f"layer {layer} of model type '{_model_type(self.model)}': "
+                                   f"neither its calls nor its config give its head counts")
             if layer in chosen:
                 self.layers[layer] = info
                 self._modules.append((layer, module))

@@ -27,7 +27,7 @@ import numpy as np
 
 SEQ = 8
 MAX_PARAMETERS = 3_000_000
-SECONDS_PER_MODEL = 20
+SECONDS_PER_MODEL = 30
 TOLERANCE = 2e-4
 SMALL = dict(hidden_size=32, d_model=32, n_embd=32, num_hidden_layers=2, num_layers=2, n_layer=2,
              encoder_layers=2, decoder_layers=2, num_attention_heads=4, n_head=4,
@@ -64,23 +64,40 @@ def small_config(model_type):
     default = cls()
 
     def kwargs_for(config):
-        return {k: v for k, v in SMALL.items() if hasattr(config, k)
-                and isinstance(getattr(config, k), int) and not isinstance(getattr(config, k), bool)}
+        out = {}
+        for k, v in SMALL.items():
+            try:
+                now = getattr(config, k)
+            except Exception:  # a per-layer attribute, say: left as the config has it
+                continue
+            if (isinstance(now, int) and not isinstance(now, bool)) or \
+                    (now is None and k == "head_dim"):
+                out[k] = v
+        for k, v in (("pad_token_id", 0), ("bos_token_id", 1), ("eos_token_id", 2)):
+            if isinstance(getattr(config, k, None), int) and "vocab_size" in out:
+                out[k] = v  # within the small vocabulary
+        return out
 
     sub = {}
     for name in getattr(default, "sub_configs", {}) or {}:
         value = getattr(default, name, None)
         if isinstance(value, transformers.PretrainedConfig):
             sub[name] = {**value.to_dict(), **kwargs_for(value)}
+    wanted = kwargs_for(default)
     try:
-        config = cls(**kwargs_for(default), **sub)
-    except Exception:  # sizes the config checks differently: set them after
-        config = cls()
-        for k, v in kwargs_for(config).items():
-            setattr(config, k, v)
-    for name in ("pad_token_id",):
-        if hasattr(config, name):
-            setattr(config, name, 0)
+        config = cls(**wanted, **sub)
+    except Exception:  # sizes the config derives or checks otherwise: those it takes, one by one
+        kept = {}
+        for k, v in wanted.items():
+            try:
+                cls(**kept, **{k: v})
+            except Exception:
+                continue
+            kept[k] = v
+        try:
+            config = cls(**kept, **sub)
+        except Exception:
+            config = cls(**kept)
     return config
 
 
@@ -261,9 +278,10 @@ if __name__ == "__main__":
     print(json.dumps(counts(results)), f"{seconds:.0f} s")
     if len(sys.argv) > 2 and sys.argv[1] == "--write":
         import transformers
-        summary = {"transformers": transformers.__version__, "counts": counts(results),
-                   "families": {t: {"state": r["state"], "class": r["class"]}
-                                for t, r in sorted(results.items())}}
+        lines = [f"  {json.dumps(t)}: {json.dumps({'state': r['state'], 'class': r['class'], 'detail': r['detail'][:160]})}"
+                 for t, r in sorted(results.items())]
         with open(sys.argv[2], "w") as f:
-            json.dump(summary, f, indent=1, sort_keys=True)
-            f.write("\n")
+            f.write("{\n \"transformers\": " + json.dumps(transformers.__version__) + ",\n")
+            f.write(" \"made_by\": \"tests/python/capture_sweep.py --write tests/data/capture_sweep.json\",\n")
+            f.write(" \"counts\": " + json.dumps(counts(results), sort_keys=True) + ",\n")
+            f.write(" \"families\": {\n" + ",\n".join(lines) + "\n }\n}\n")
