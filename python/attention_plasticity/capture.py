@@ -14,8 +14,12 @@ wraps (``ap_capture-sdpa``, ``ap_capture-eager``, ...; with the matching mask fu
 points the model's configs at it while it is active, records the states it receives and
 then calls the model's own implementation (sdpa, eager, ...): the outputs are unchanged.
 A model whose attention does not dispatch through the registry is refused with a
-CaptureError naming its type, except BERT-style encoders with absolute positions whose
-query/key projections are hooked directly (``qk_projections``). RoFormer (rotary
+CaptureError naming its type, except the families of ``PROJECTION_FAMILIES`` (verified against
+their own attention probabilities) whose query/key projections are hooked directly
+(``qk_projections``). A call is a layer only where it reads one sequence's keys: no other
+hidden states among its module's arguments and as many keys as queries (cross-attention
+calls, e.g. BART's ``encoder_attn``, are not layers), once per forward of its module
+(DiffLlama's two calls are refused); a probe forward pass shows them. RoFormer (rotary
 embedding applied inside its own attention code) and ALiBi models (Bloom, MPT, Falcon) are
 refused: captured right or not at all. A layer is one call of an attention function in a
 forward pass (a shared module is one layer per depth); every call is checked for terms of

@@ -273,3 +273,16 @@ def test_capture_qk_script(tokenizer_dir, tmp_path):
         assert proc.returncode == 2, proc.stderr
         assert "Traceback" not in proc.stderr and name in proc.stderr.lower()
         assert not (out / "metadata.json").exists()
+
+
+def test_layers_of_other_head_counts_are_refused_by_the_plan():
+    """Head counts are each layer's own (from its calls): a plan over layers that differ is
+    refused, naming the layer, instead of indexing heads a layer does not have."""
+    from attention_plasticity import qk_sniffer
+
+    infos = {0: capture.LayerInfo(0, "a", 4, 2, 8, False, False),
+             1: capture.LayerInfo(1, "b", 2, 2, 8, False, False)}
+    with pytest.raises(capture.CaptureError, match="layer 1 receives 2 query"):
+        qk_sniffer.plan_heads(infos, qk_sniffer.SnifferOptions())
+    plan = qk_sniffer.plan_heads(infos, qk_sniffer.SnifferOptions(layers=[1]))
+    assert plan == {1: ([0, 1], [0, 1])}
