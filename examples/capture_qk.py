@@ -557,8 +557,10 @@ def capture(args, log):
         raise UsageError(f"--model {model_dir}: its config gives no head counts ({exc})") \
             from None
     text_config = capture_module._text_config(model)
-    # the layers' bound for --layers (a capture of shared modules checks it again per depth)
-    num_layers = getattr(text_config, "num_hidden_layers", None) or MAX_INDEX
+    # --layers are the capture's layers (the calls of the attention function on one sequence:
+    # an encoder-decoder's encoder then decoder self-attention, a shared module once per
+    # depth), not the config's num_hidden_layers: run_capture checks them against those.
+    num_layers = MAX_INDEX
     max_positions = getattr(text_config, "max_position_embeddings", opts["max_seq_len"])
     if not 2 <= opts["max_seq_len"] <= max_positions:
         raise UsageError(f"--max-seq-len {opts['max_seq_len']}: the model takes 2 to "

@@ -14,8 +14,12 @@ wraps (``ap_capture-sdpa``, ``ap_capture-eager``, ...; with the matching mask fu
 points the model's configs at it while it is active, records the states it receives and
 then calls the model's own implementation (sdpa, eager, ...): the outputs are unchanged.
 A model whose attention does not dispatch through the registry is refused with a
-CaptureError naming its type, except BERT-style encoders with absolute positions whose
-query/key projections are hooked directly (``qk_projections``). RoFormer (rotary
+CaptureError naming its type, except the families of ``PROJECTION_FAMILIES`` (verified against
+their own attention probabilities) whose query/key projections are hooked directly
+(``qk_projections``). A call is a layer only where it reads one sequence's keys: no other
+hidden states among its module's arguments and as many keys as queries (cross-attention
+calls, e.g. BART's ``encoder_attn``, are not layers), once per forward of its module
+(DiffLlama's two calls are refused); a probe forward pass shows them. RoFormer (rotary
 embedding applied inside its own attention code) and ALiBi models (Bloom, MPT, Falcon) are
 refused: captured right or not at all. A layer is one call of an attention function in a
 forward pass (a shared module is one layer per depth); every call is checked for terms of
@@ -190,8 +194,8 @@ def attention_modules(model):
     mine = [(name, m) for name, m in found if getattr(m, "config", None) is text]
     if mine:
         found = mine
-    found = [(name, m) for name, m in found if not getattr(m, "is_cross_attention", False)
-             and "crossattention" not in name]
+    # Cross-attention is not told apart by names here: the probe forward pass of
+    # AttentionCapture sees which calls read keys of another sequence (_call_sources).
     out = []
     for i, (name, m) in enumerate(found):
         layer = getattr(m, "layer_idx", None)
@@ -226,10 +230,18 @@ def _static_window(module, config, layer):
     return getattr(config, "sliding_window", None)
 
 
+# The families whose attention does not dispatch through the registry and whose query/key
+# projections' outputs are the vectors of the scores: softmax(q.k / sqrt(head_dim) + mask), the
+# head count that of the self-attention module. Each entry is verified against the model's own
+# attention probabilities by tests/python/test_capture_families.py::test_projection_family (and
+# the family sweep, tests/python/test_capture_sweep.py); every other family is refused.
+PROJECTION_FAMILIES = ("convbert", "megatron-bert", "rembert")
+
+
 def qk_projections(model):
-    """[(query module, key module)] per layer, for BERT-style encoders (absolute positions)
-    whose attention does not dispatch through the registry and whose projections' outputs
-    are the vectors of the attention scores. Raises CaptureError otherwise."""
+    """[(query module, key module, heads, head_dim)] per layer, for the encoders of
+    PROJECTION_FAMILIES (absolute positions, attention outside the registry, verified against
+    their own attention probabilities). Raises CaptureError otherwise."""
     config = model.config
     kind = _model_type(model)
     why = (f"model type '{kind}' does not dispatch its attention through transformers' "
@@ -242,6 +254,17 @@ def qk_projections(model):
                            f"Refused (captured right or not at all); capture a model whose "
                            f"attention scores are scaling * q.k alone (rotary or absolute "
                            f"positions)")
+    if kind not in PROJECTION_FAMILIES:
+        raise CaptureError(f"{why}, and it is not one of the families whose query/key "
+                           f"projections the project has verified to give its attention "
+                           f"(softmax(q.k / sqrt(d) + mask) equal to its own attention "
+                           f"probabilities: {', '.join(PROJECTION_FAMILIES)}; "
+                           f"docs/method.md §1.6): its attention may not be softmax(q.k) at "
+                           f"all (YOSO's LSH kernel, MRA, Nystromformer, BigBird's block-sparse "
+                           f"attention). Refused; capture a model whose attention goes through "
+                           f"the registry (most transformers models: BERT, Llama, Qwen, ...), or "
+                           f"add the family to PROJECTION_FAMILIES with a test against its own "
+                           f"attention probabilities")
     if getattr(config, "position_embedding_type", "absolute") != "absolute" \
             or _uses_rope(model):
         raise CaptureError(f"{why}; and its positions are not absolute (rotary or relative), "
@@ -258,19 +281,36 @@ def qk_projections(model):
         self_attention = getattr(getattr(layer, "attention", None), "self", None)
         q = getattr(self_attention, "query", None)
         k = getattr(self_attention, "key", None)
-        if q is None or k is None:
+        heads = getattr(self_attention, "num_attention_heads", None)
+        head_dim = getattr(self_attention, "attention_head_size", None)
+        if q is None or k is None or not isinstance(heads, int) or not isinstance(head_dim, int):
             raise CaptureError(f"{why}; and its layer {i} has no attention.self.query/key "
-                               f"projections")
-        try:
-            source = inspect.getsource(type(self_attention).forward)
-        except (OSError, TypeError):
-            source = ""
-        if re.search(r"rotary|sinusoidal|relative|position", source, re.IGNORECASE):
-            raise CaptureError(f"{why}; and its attention code ({type(self_attention).__name__}) "
-                               f"applies a position step after the projections, so their "
-                               f"outputs are not the vectors of the attention scores")
-        out.append((q, k))
+                               f"projections with num_attention_heads and "
+                               f"attention_head_size")
+        out.append((q, k, heads, head_dim))
     return out
+
+
+def _call_sources(args, kwargs):
+    """Why the keys of an attention module's forward may not be the positions of its own input
+    (its first argument, the hidden states): another tensor of hidden states among its
+    arguments (BART's key_value_states, an encoder's output, DETR-style position states added
+    to the keys), else None."""
+    import torch
+
+    hidden = args[0] if args else kwargs.get("hidden_states")
+    if not isinstance(hidden, torch.Tensor) or hidden.ndim < 3:
+        return None  # the key length check of the call remains
+    others = [(f"argument {i + 1}", v) for i, v in enumerate(args[1:], 1)] + \
+        [(f"'{name}'", v) for name, v in kwargs.items() if name != "hidden_states"]
+    for name, value in others:
+        if isinstance(value, torch.Tensor) and value is not hidden \
+                and value.is_floating_point() and value.ndim == hidden.ndim \
+                and value.shape[-1] == hidden.shape[-1]:
+            return (f"its forward receives {name}, hidden states of shape "
+                    f"{tuple(value.shape)} beside its own input {tuple(hidden.shape)} "
+                    f"(cross-attention: keys of another sequence, e.g. an encoder's output)")
+    return None
 
 
 _BIAS_RE = re.compile(r"\b(alibi|position_bias|relative_attention_bias)\b")
@@ -458,24 +498,31 @@ class AttentionCapture:
         self._calls = {}    # id(module) -> its calls so far in this forward pass
         self._checked = []  # the masks already checked in this forward pass
         self._probing = None
+        self._open = {}     # id(module) -> [its forward invocations running: {calls, source}]
+        self._cross = {}    # id(module) -> why its calls read another sequence's keys (probe)
+        self._several = {}  # id(module) -> attention calls in one forward of it (probe, > 1)
         found = attention_modules(model)
         self.path = "registry" if found else "projections"
         try:
             num_q, num_k, head_dim = head_counts(model.config)
-        except (AttributeError, TypeError, ZeroDivisionError) as exc:
-            raise CaptureError(f"model type '{_model_type(model)}': its config gives no head "
-                               f"counts ({exc})") from None
+        except Exception:  # e.g. per-layer head counts: each layer's come from its calls
+            num_q = num_k = head_dim = None
         self.layers = {}
         try:
             if found:
                 self._names = {id(m): name for _, name, m in found}
                 self._switch(found)
                 self._handles.append(model.register_forward_pre_hook(self._new_pass))
+                for _layer, _name, module in found:
+                    self._handles.append(module.register_forward_pre_hook(
+                        self._enter_module, with_kwargs=True))
+                    self._handles.append(module.register_forward_hook(self._leave_module))
                 sites = self._sites(found)
             else:
                 projections = qk_projections(model)  # raises for the models it cannot capture
-                sites = [(i, f"encoder.layer.{i}.attention.self", None, None)
-                         for i in range(len(projections))]
+                sites = [(i, f"encoder.layer.{i}.attention.self", None,
+                          (heads, heads, head_dim, None, head_dim ** -0.5, None))
+                         for i, (_q, _k, heads, head_dim) in enumerate(projections)]
             self._build_infos(sites, layers, num_q, num_k, head_dim)
             if self.path == "projections":
                 self._hook_projections(projections)
@@ -487,34 +534,57 @@ class AttentionCapture:
 
     # -- which call is which layer ------------------------------------------
     def _sites(self, found):
-        """[(layer, module name, module, probe record or None)], in layer order."""
-        clean = _static_layers_clean(found)
+        """[(layer, module name, module, probe record)], in layer order: the calls of a probe
+        forward pass that read one sequence's keys (cross-attention calls are not layers)."""
+        kind = _model_type(self.model)
         try:
             calls = self._probe()
         except CaptureError:
             raise
         except Exception as exc:  # a model that needs other inputs than input_ids
-            if not clean:
-                raise CaptureError(
-                    f"model type '{_model_type(self.model)}': its attention modules do not "
-                    f"each name a distinct depth (layer_idx "
-                    f"{[getattr(m, 'layer_idx', None) for _, _, m in found]}), and a probe "
-                    f"forward pass on input_ids alone, which would show at which depths each "
-                    f"is called, failed: {type(exc).__name__}: {exc}") from None
-            calls = None
-        if calls is not None and not calls:
-            raise CaptureError(f"model type '{_model_type(self.model)}': a probe forward pass "
-                               f"called none of its attention modules through the registry")
-        if calls is None or (clean and all(k == 0 for _, k, _ in calls)):
+            raise CaptureError(
+                f"model type '{kind}': a probe forward pass on input_ids alone failed "
+                f"({type(exc).__name__}: {exc}); the capture checks on that pass which calls of "
+                f"the attention function read the query's own sequence (not cross-attention) "
+                f"and at which depths, so it cannot capture this model. Refused; capture a "
+                f"model that runs on input_ids and attention_mask (a text model)") from None
+        if self._several:
+            module_id, count = next(iter(self._several.items()))
+            raise CaptureError(
+                f"model type '{kind}': attention module '{self._names[module_id]}' calls the "
+                f"attention function {count} times in one forward pass of the module (as "
+                f"DiffLlama's differential attention, which combines two softmax(q.k) maps): "
+                f"the head's attention is that combination, not the softmax(q.k) of one "
+                f"q/k pair the method analyzes (docs/method.md §1.6). Refused (captured right "
+                f"or not at all); capture a model with one attention call per layer")
+        calls = [c for c in calls if id(c[0]) not in self._cross]
+        if not calls:
+            why = f" (cross-attention only: {next(iter(self._cross.values()))})" \
+                if self._cross else ""
+            raise CaptureError(f"model type '{kind}': a probe forward pass called none of its "
+                               f"attention modules through the registry on one sequence's "
+                               f"queries and keys{why}")
+        own = [(layer, name, m) for layer, name, m in found if id(m) not in self._cross]
+        if _static_layers_clean(own) and all(k == 0 for _, k, _ in calls):
             # The modules' own depths (layer_idx), each called once per pass.
-            by_id = {id(m): rec for m, _k, rec in (calls or [])}
-            sites = [(layer, name, m, by_id.get(id(m))) for layer, name, m in found]
+            by_id = {id(m): rec for m, _k, rec in calls}
+            sites = [(layer, name, m, by_id[id(m)]) for layer, name, m in own if id(m) in by_id]
             self._depth = {(id(m), 0): layer for layer, _, m, _ in sites}
             return sites
         # One layer per call, in call order (shared modules: one per depth).
         self._depth = {(id(m), k): c for c, (m, k, _rec) in enumerate(calls)}
         return [(c, self._names[id(m)] + (f"#{k}" if k else ""), m, rec)
                 for c, (m, k, rec) in enumerate(calls)]
+
+    def _enter_module(self, module, args, kwargs):
+        """A forward of an attention module begins: where its keys may come from."""
+        self._open.setdefault(id(module), []).append(
+            {"calls": 0, "source": _call_sources(args, kwargs)})
+
+    def _leave_module(self, module, _args, _output):
+        stack = self._open.get(id(module))
+        if stack:
+            stack.pop()
 
     def _probe(self):
         """[(module, k, record)]: the attention calls of a forward pass of 4 tokens."""
@@ -556,6 +626,9 @@ class AttentionCapture:
             if rec is not None:  # what the attention function received in the probe
                 (info.num_q_heads, info.num_k_heads, info.head_dim, info.sliding_window,
                  info.scaling, info.softcap) = rec
+            if info.num_q_heads is None:
+                raise CaptureError(f"layer {layer} of model type '{_model_type(self.model)}': "
+                                   f"neither its calls nor its config give its head counts")
             if layer in chosen:
                 self.layers[layer] = info
                 self._modules.append((layer, module))
@@ -564,6 +637,7 @@ class AttentionCapture:
         """A forward pass of the model begins: the calls count from 0 again."""
         self._calls.clear()
         self._checked.clear()
+        self._open.clear()
 
     # -- the registry path --------------------------------------------------
     def _switch(self, found):
@@ -597,6 +671,36 @@ class AttentionCapture:
         return layer
 
     def _record(self, module, query, key, attention_mask, kwargs):
+        stack = self._open.get(id(module))
+        entry = stack[-1] if stack else None
+        if entry is not None:
+            entry["calls"] += 1
+        source = entry["source"] if entry is not None else None
+        if source is None and key.shape[2] != query.shape[2]:
+            source = (f"its attention function receives {key.shape[2]} key positions for "
+                      f"{query.shape[2]} query positions (cross-attention, a cache or a "
+                      f"memory)")
+        if self._probing is not None:
+            if entry is not None and entry["calls"] > 1:
+                self._several[id(module)] = entry["calls"]
+            if source is not None:
+                self._cross[id(module)] = source
+                return
+        elif id(module) in self._cross:
+            return  # a cross-attention module: not a layer of the capture
+        elif source is not None or (entry is not None and entry["calls"] > 1):
+            name = self._names.get(id(module))
+            if source is None:
+                raise CaptureError(
+                    f"attention module '{name}' of model type '{_model_type(self.model)}' "
+                    f"called the attention function {entry['calls']} times in one forward of "
+                    f"the module: not one softmax(q.k) per layer (docs/method.md §1.6); "
+                    f"refused")
+            raise CaptureError(
+                f"attention module '{name}' of model type '{_model_type(self.model)}': "
+                f"{source}, so its keys are not the positions of the query's own sequence "
+                f"the method pairs (docs/method.md §1.6); refused (run the model without a "
+                f"cache or other sequence's states, as in the probe pass)")
         count = self._calls.get(id(module), 0)
         self._calls[id(module)] = count + 1
         layer = self._layer_of_call(module, count)
@@ -655,7 +759,7 @@ class AttentionCapture:
     # -- the projection path (BERT-style encoders outside the registry) ------
     def _hook_projections(self, projections):
         for layer, _module in self._modules:
-            q_module, k_module = projections[layer]
+            q_module, k_module = projections[layer][:2]
             head_dim = self.layers[layer].head_dim
             self._handles.append(q_module.register_forward_hook(
                 self._projection_hook(lambda layer=layer: layer, "q", head_dim)))
@@ -668,7 +772,16 @@ class AttentionCapture:
             if layer is None or self._probing is not None:
                 return
             x = output.detach()
-            self.on_vectors(layer, kind, x.reshape(x.shape[0], x.shape[1], -1, head_dim))
+            if self.path != "projections":
+                self.on_vectors(layer, kind, x.reshape(x.shape[0], x.shape[1], -1, head_dim))
+                return
+            info = self.layers[layer]
+            heads = info.num_q_heads if kind == "q" else info.num_k_heads
+            if x.shape[-1] != heads * head_dim:
+                raise CaptureError(f"layer {layer} of model type '{_model_type(self.model)}': "
+                                   f"its {kind} projection gives {x.shape[-1]} values per "
+                                   f"token, not {heads} heads of dimension {head_dim}")
+            self.on_vectors(layer, kind, x.reshape(x.shape[0], x.shape[1], heads, head_dim))
         return hook
 
     def remove(self):

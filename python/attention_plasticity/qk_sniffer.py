@@ -159,7 +159,18 @@ def plan_heads(infos, options):
         layers = [layer for layer in layers if infos[layer].sliding_window is None]
         if not layers:
             raise CaptureError("full_attention_only: every selected layer has a sliding window")
-    num_q, num_k = infos[all_layers[0]].num_q_heads, infos[all_layers[0]].num_k_heads
+    first = layers[0] if layers else all_layers[0]
+    num_q, num_k = infos[first].num_q_heads, infos[first].num_k_heads
+    # The head counts are those each layer's attention calls receive (AttentionCapture): one
+    # dump has one num_q_heads / num_k_heads (metadata.json), so layers that differ are refused.
+    other = [layer for layer in layers
+             if (infos[layer].num_q_heads, infos[layer].num_k_heads) != (num_q, num_k)]
+    if other:
+        layer = other[0]
+        raise CaptureError(f"layers: layer {layer} receives {infos[layer].num_q_heads} query "
+                           f"and {infos[layer].num_k_heads} key heads, layer {first} "
+                           f"{num_q} and {num_k}: a capture holds layers of one head count; "
+                           f"choose the layers with layers=[...] (--layers)")
     heads = list(range(num_q)) if options.heads is None else sorted(set(options.heads))
     bad = [h for h in heads if not 0 <= h < num_q]
     if bad:

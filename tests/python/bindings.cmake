@@ -27,7 +27,7 @@ set_tests_properties(python_package_install PROPERTIES TIMEOUT 1800 LABELS pytho
 
 set(_ap_binding_tests bindings_kernel bindings_steps bindings_extensions bindings_companion bindings_memory bindings_api
     inmemory_profile capture_families capture_sniffer capture_toolkits afternoon package_layers
-    capture_dispatch documents)
+    capture_dispatch documents capture_computed capture_sweep)
 # scripts/train_decoder.py at a tiny scale (the decoder of tests/data/real_decoder).
 list(APPEND _ap_binding_tests train_decoder monitor)
 set(_ap_binding_env "")
