@@ -228,25 +228,42 @@ namespace detail
         return std::sqrt(c.m2 * static_cast<double>(n) / static_cast<double>(n - 1));
     }
 
-    /// x <- (x - mean) / std(ddof=1) through the scaled deviations of c (the same values as
-    /// unscaled arithmetic where it does not overflow); divisor 1 when `unit_divisor`.
-    inline void standardize_in_place(double* x, std::size_t n, const central_sums& c, bool unit_divisor) noexcept
+    /// x -> (x - mean) / std(ddof=1) through the scaled deviations of c (the same values as
+    /// unscaled arithmetic where it does not overflow): ((x 2^value_exponent - scaled_mean) -
+    /// scaled_mean_low) times factor, divided by divisor (by 1, exactly, for a unit divisor).
+    struct standardization
+    {
+        double value_factor;
+        double scaled_mean;
+        double scaled_mean_low;
+        double factor;
+        double divisor;
+
+        double operator()(double x) const noexcept
+        {
+            return (((x * value_factor - scaled_mean) - scaled_mean_low) * factor) / divisor;
+        }
+    };
+
+    /// The standardization of a sample with central sums c; divisor 1 when `unit_divisor`.
+    inline standardization standardization_of(const central_sums& c, std::size_t n, bool unit_divisor) noexcept
     {
         const double value_factor = std::ldexp(1.0, c.value_exponent);
         if (unit_divisor)
         {
-            const double back = std::ldexp(1.0, -c.value_exponent);
-            for (std::size_t i = 0; i < n; ++i)
-            {
-                x[i] = ((x[i] * value_factor - c.scaled_mean) - c.scaled_mean_low) * back;
-            }
-            return;
+            return {value_factor, c.scaled_mean, c.scaled_mean_low, std::ldexp(1.0, -c.value_exponent), 1.0};
         }
-        const double deviation_factor = std::ldexp(1.0, c.deviation_exponent);
-        const double sd = scaled_std_ddof1(c, n);
+        return {value_factor, c.scaled_mean, c.scaled_mean_low, std::ldexp(1.0, c.deviation_exponent),
+                scaled_std_ddof1(c, n)};
+    }
+
+    /// x <- standardization_of(c, n, unit_divisor)(x).
+    inline void standardize_in_place(double* x, std::size_t n, const central_sums& c, bool unit_divisor) noexcept
+    {
+        const standardization z = standardization_of(c, n, unit_divisor);
         for (std::size_t i = 0; i < n; ++i)
         {
-            x[i] = ((x[i] * value_factor - c.scaled_mean) - c.scaled_mean_low) * deviation_factor / sd;
+            x[i] = z(x[i]);
         }
     }
 
