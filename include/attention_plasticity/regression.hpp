@@ -23,6 +23,7 @@
 #include "detail/parallel.hpp"
 #include "detail/row_source.hpp"
 #include "detail/rows.hpp"
+#include "detail/simd.hpp"
 
 namespace attention_plasticity
 {
@@ -108,20 +109,12 @@ namespace detail
 {
     // The two row passes of fit_linear_raw over the values as stored (no reflection): each
     // column's sums in row order, the columns side by side (they vectorize across columns, so
-    // the SIMD width changes nothing in the sums). On x86-64 CPUs with AVX2 the same code is
-    // also compiled for AVX2 without FMA (no contraction: the same operations, so the same
-    // bits) and chosen at run time.
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(AP_NO_AVX2_DISPATCH)
-#define AP_DETAIL_AVX2_DISPATCH 1
-#define AP_DETAIL_FLATTEN __attribute__((always_inline)) inline
-#else
-#define AP_DETAIL_FLATTEN inline
-#endif
+    // the SIMD width changes nothing in the sums: detail/simd.hpp).
 
     /// sum[k] += x(i, j0 + k), k < w, over every row i in order; true when a value is not
     /// finite (only with `check`).
     template <class T>
-    AP_DETAIL_FLATTEN bool column_sums_body(const row_source<T>& x, std::size_t j0, std::size_t w, bool check,
+    AP_SIMD_INLINE bool column_sums_body(const row_source<T>& x, std::size_t j0, std::size_t w, bool check,
                                             double* sum) noexcept
     {
         typename float_bits<T>::type flags = 0;
@@ -146,7 +139,7 @@ namespace detail
     /// tx[k] += tc_i xc, xx[k] += xc^2 with xc = x(i, j0 + k) - centre[k] and tc_i = (t_i -
     /// t_origin) - t_shift, over every row i in order.
     template <class T>
-    AP_DETAIL_FLATTEN void centred_sums_body(const row_source<T>& x, const double* t, double t_origin, double t_shift,
+    AP_SIMD_INLINE void centred_sums_body(const row_source<T>& x, const double* t, double t_origin, double t_shift,
                                              std::size_t j0, std::size_t w, const double* centre, double* tx,
                                              double* xx) noexcept
     {
@@ -163,34 +156,27 @@ namespace detail
         }
     }
 
-#ifdef AP_DETAIL_AVX2_DISPATCH
+#ifdef AP_SIMD_DISPATCH
     template <class T>
-    __attribute__((target("avx2"))) bool column_sums_avx2(const row_source<T>& x, std::size_t j0, std::size_t w,
+    AP_SIMD_AVX2 bool column_sums_avx2(const row_source<T>& x, std::size_t j0, std::size_t w,
                                                           bool check, double* sum) noexcept
     {
         return column_sums_body(x, j0, w, check, sum);
     }
 
     template <class T>
-    __attribute__((target("avx2"))) void centred_sums_avx2(const row_source<T>& x, const double* t, double t_origin,
+    AP_SIMD_AVX2 void centred_sums_avx2(const row_source<T>& x, const double* t, double t_origin,
                                                            double t_shift, std::size_t j0, std::size_t w,
                                                            const double* centre, double* tx, double* xx) noexcept
     {
         centred_sums_body(x, t, t_origin, t_shift, j0, w, centre, tx, xx);
-    }
-
-    /// Whether the running CPU has AVX2 (asked once).
-    inline bool cpu_has_avx2() noexcept
-    {
-        static const bool avx2 = __builtin_cpu_supports("avx2");
-        return avx2;
     }
 #endif
 
     template <class T>
     bool column_sums_pass(const row_source<T>& x, std::size_t j0, std::size_t w, bool check, double* sum) noexcept
     {
-#ifdef AP_DETAIL_AVX2_DISPATCH
+#ifdef AP_SIMD_DISPATCH
         if (cpu_has_avx2())
         {
             return column_sums_avx2(x, j0, w, check, sum);
@@ -203,7 +189,7 @@ namespace detail
     void centred_sums_pass(const row_source<T>& x, const double* t, double t_origin, double t_shift, std::size_t j0,
                            std::size_t w, const double* centre, double* tx, double* xx) noexcept
     {
-#ifdef AP_DETAIL_AVX2_DISPATCH
+#ifdef AP_SIMD_DISPATCH
         if (cpu_has_avx2())
         {
             centred_sums_avx2(x, t, t_origin, t_shift, j0, w, centre, tx, xx);
@@ -212,7 +198,6 @@ namespace detail
 #endif
         centred_sums_body(x, t, t_origin, t_shift, j0, w, centre, tx, xx);
     }
-#undef AP_DETAIL_FLATTEN
 
     /// docs/method.md §2.3 over the rows of x: per column, the sum in row order, then the centred
     /// sums S_tx and S_xx (two passes over the rows; with several threads, each takes a range of
