@@ -15,6 +15,7 @@
 
 #include "detail/errors.hpp"
 #include "detail/finite.hpp"
+#include "detail/simd.hpp"
 #include "detail/strided.hpp"
 #include "kolmogorov.hpp"
 #include "normal.hpp"
@@ -125,9 +126,31 @@ namespace detail
         }
 
         /// out[i] = (*this)(value(i)) for i in [0, n): the same indices, by selects and a 32-bit
-        /// conversion that vectorize (bins + 1 < 2^31; the same clamp for finite and infinite g).
+        /// conversion that vectorize (bins + 1 < 2^31; the same clamp for finite and infinite g),
+        /// with AVX2 where the CPU has it (detail/simd.hpp).
         template <class Value>
         void indices(std::size_t n, Value&& value, std::uint32_t* out) const noexcept
+        {
+#ifdef AP_SIMD_DISPATCH
+            if (cpu_has_avx2())
+            {
+                indices_avx2(n, value, out);
+                return;
+            }
+#endif
+            indices_body(n, value, out);
+        }
+
+#ifdef AP_SIMD_DISPATCH
+        template <class Value>
+        AP_SIMD_AVX2 void indices_avx2(std::size_t n, Value& value, std::uint32_t* out) const noexcept
+        {
+            indices_body(n, value, out);
+        }
+#endif
+
+        template <class Value>
+        AP_SIMD_INLINE void indices_body(std::size_t n, Value& value, std::uint32_t* out) const noexcept
         {
             const double top = static_cast<double>(bins) + 1.0;
             for (std::size_t i = 0; i < n; ++i)
@@ -279,7 +302,7 @@ namespace detail
     /// ks_statistic_of the n values of x.
     inline double ks_statistic_unsorted(const double* x, std::size_t n, ks_workspace& ws)
     {
-        return ks_statistic_of(n, [x](std::size_t i) { return x[i]; }, ws);
+        return ks_statistic_of(n, [x](std::size_t i) AP_SIMD_LAMBDA { return x[i]; }, ws);
     }
 
     /// KS test of an ascending, non-empty sample (checked: n > 0, finite values).

@@ -17,6 +17,7 @@
 
 #include "detail/errors.hpp"
 #include "detail/scaling.hpp"
+#include "detail/simd.hpp"
 #include "detail/strided.hpp"
 
 namespace attention_plasticity
@@ -239,7 +240,7 @@ namespace detail
         double factor;
         double divisor;
 
-        double operator()(double x) const noexcept
+        AP_SIMD_INLINE double operator()(double x) const noexcept
         {
             return (((x * value_factor - scaled_mean) - scaled_mean_low) * factor) / divisor;
         }

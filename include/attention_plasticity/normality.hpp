@@ -18,6 +18,7 @@
 #include "detail/errors.hpp"
 #include "detail/finite.hpp"
 #include "detail/parallel.hpp"
+#include "detail/simd.hpp"
 #include "detail/stream_store.hpp"
 #include "detail/strided.hpp"
 #include "kolmogorov.hpp"
@@ -96,7 +97,7 @@ namespace detail
         r.skewness = skewness_from(c, n);
         r.excess_kurtosis = excess_kurtosis_from(c, n);
         const standardization z = standardization_of(c, n, zero_std(c, n));
-        const double d = ks_statistic_of(n, [&](std::size_t i) { return z(values[i]); }, ws);
+        const double d = ks_statistic_of(n, [&](std::size_t i) AP_SIMD_LAMBDA { return z(values[i]); }, ws);
         r.ks_p_value = kolmogn(n, d, false, false);
         return r;
     }
@@ -187,7 +188,8 @@ namespace detail
                 {
                     // Standardized as the KS statistic reads the values (docs/method.md §2.8).
                     const standardization z = standardization_of(c, n, zero);
-                    const double d = ks_statistic_of(n, [&](std::size_t i) { return z(col[i]); }, workspaces[worker]);
+                    const double d = ks_statistic_of(n, [&](std::size_t i) AP_SIMD_LAMBDA { return z(col[i]); },
+                                                     workspaces[worker]);
                     p_value[j] = kolmogn(n, d, false, false);
                 }
             });
