@@ -42,7 +42,7 @@ namespace detail
     /// binary counter): rounding error O((32 + log2(n / 128)) eps) instead of the O(n eps) of
     /// one running sum.
     template <std::size_t M, class Block>
-    std::array<double, M> pairwise_sum(std::size_t n, Block&& block)
+    AP_SIMD_INLINE std::array<double, M> pairwise_sum(std::size_t n, Block&& block)
     {
         constexpr std::size_t block_size = 128;
         std::array<double, M> level[64];  // level[k]: the sum of 2^k blocks, when bit k of `blocks` is set
@@ -119,12 +119,16 @@ namespace detail
     /// the deviations, scaled by a power of two from sum |x| + |mean| >= max |x - mean|.
     /// `Scaled`: the values are multiplied by 2^value_exponent (only for extreme data).
     template <bool Scaled>
-    central_sums central_moments_of(const double* x, std::size_t n, int value_exponent) noexcept
+    central_sums central_moments_of(const double* x, std::size_t n, int value_exponent) noexcept;
+
+    /// The body of central_moments_of (its sums have a fixed number of lanes: detail/simd.hpp).
+    template <bool Scaled>
+    AP_SIMD_INLINE central_sums central_moments_body(const double* x, std::size_t n, int value_exponent) noexcept
     {
         const double nd = static_cast<double>(n);
         const double value_factor = std::ldexp(1.0, value_exponent);
-        const auto value = [value_factor](double v) { return Scaled ? v * value_factor : v; };
-        const std::array<double, 2> sums = pairwise_sum<2>(n, [&](std::size_t start, std::size_t length) {
+        const auto value = [value_factor](double v) AP_SIMD_LAMBDA { return Scaled ? v * value_factor : v; };
+        const std::array<double, 2> sums = pairwise_sum<2>(n, [&](std::size_t start, std::size_t length) AP_SIMD_LAMBDA {
             const double* p = x + start;
             double s[8] = {}, a[8] = {};
             std::size_t i = 0;
@@ -158,7 +162,7 @@ namespace detail
             }
         }
         const double mean = sums[0] / nd;
-        const double low = pairwise_sum<1>(n, [&](std::size_t start, std::size_t length) {
+        const double low = pairwise_sum<1>(n, [&](std::size_t start, std::size_t length) AP_SIMD_LAMBDA {
             const double* p = x + start;
             double s[8] = {};
             std::size_t i = 0;
@@ -184,7 +188,7 @@ namespace detail
         c.deviation_exponent = sums[1] > 0.0 ? bounded_exponent(sums[1] + std::fabs(mean)) : 0;
         const double deviation_factor = std::ldexp(1.0, c.deviation_exponent);
         // Three sums of four lanes: three of eight would not fit the 16 SSE registers.
-        const std::array<double, 3> powers = pairwise_sum<3>(n, [&](std::size_t start, std::size_t length) {
+        const std::array<double, 3> powers = pairwise_sum<3>(n, [&](std::size_t start, std::size_t length) AP_SIMD_LAMBDA {
             const double* p = x + start;
             double s2[4] = {}, s3[4] = {}, s4[4] = {};
             std::size_t i = 0;
@@ -214,6 +218,27 @@ namespace detail
         c.m3 = powers[1] / nd;
         c.m4 = powers[2] / nd;
         return c;
+    }
+
+#ifdef AP_SIMD_DISPATCH
+    template <bool Scaled>
+    AP_SIMD_AVX2 central_sums central_moments_avx2(const double* x, std::size_t n, int value_exponent) noexcept
+    {
+        return central_moments_body<Scaled>(x, n, value_exponent);
+    }
+#endif
+
+    /// Central moments (the AVX2 copy of the body where the CPU has it: the same bits).
+    template <bool Scaled>
+    central_sums central_moments_of(const double* x, std::size_t n, int value_exponent) noexcept
+    {
+#ifdef AP_SIMD_DISPATCH
+        if (cpu_has_avx2())
+        {
+            return central_moments_avx2<Scaled>(x, n, value_exponent);
+        }
+#endif
+        return central_moments_body<Scaled>(x, n, value_exponent);
     }
 
     /// x: n >= 1 finite values.
