@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <stdexcept>
@@ -92,4 +93,30 @@ TEST_CASE("ks_test_normal: invalid input", "[ks_test]")
     const xt::xtensor<float, 1> bad = {0.0f, 1.0f, std::numeric_limits<float>::infinity()};
     AP_CHECK_THROWS_EXACT(ap::ks_test_normal(bad), std::domain_error,
                           "ks_test_normal: x has a non-finite value (inf) at index 2");
+}
+
+TEST_CASE("ks_bins::indices: the same bins as one value at a time, in every copy (docs/method.md §7.1)", "[ks_test]")
+{
+    namespace ad = attention_plasticity::detail;
+    const double inf = std::numeric_limits<double>::infinity();
+    std::vector<double> x = {0.0, -0.0, -8.5, 8.5, -8.6, 8.6, 1e300, -1e300, inf, -inf, 4.9e-324, -4.9e-324,
+                             std::nextafter(-8.5, 0.0), std::nextafter(8.5, 0.0), 1.0 / 3.0, -2.75};
+    for (int i = 0; i < 997; ++i)
+    {
+        x.push_back(-9.0 + 18.0 * static_cast<double>(i) / 996.0);  // across every bin and both tails
+    }
+    for (std::size_t bins : {4096u, 12500u, 131072u})
+    {
+        const ad::ks_bins bin_of(bins);
+        const auto value = [&](std::size_t i) { return x[i]; };
+        std::vector<std::uint32_t> vectorized(x.size()), baseline(x.size());
+        bin_of.indices(x.size(), value, vectorized.data());
+        bin_of.indices_body(x.size(), value, baseline.data());
+        for (std::size_t i = 0; i < x.size(); ++i)
+        {
+            INFO("bins " << bins << ", x = " << x[i]);
+            CHECK(vectorized[i] == bin_of(x[i]));
+            CHECK(baseline[i] == bin_of(x[i]));
+        }
+    }
 }

@@ -586,3 +586,66 @@ TEMPLATE_TEST_CASE("fit_linear and fit_position_component: positions offset by 2
         }
     }
 }
+
+TEMPLATE_TEST_CASE("fit_linear_raw's row passes: the dispatched copy gives the bits of the baseline loop "
+                   "(docs/method.md §7.1)",
+                   "[regression]", float, double)
+{
+    namespace ad = attention_plasticity::detail;
+    const std::size_t n = 301;
+    const std::size_t d = 13;  // not a multiple of any vector width
+    std::vector<TestType> data(n * d);
+    std::vector<double> t(n), sign(d);
+    for (std::size_t i = 0; i < n * d; ++i)
+    {
+        data[i] = static_cast<TestType>(std::sin(0.37 * static_cast<double>(i)) * (1.0 + static_cast<double>(i % 7)));
+    }
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        t[i] = static_cast<double>((i * 13) % 97);
+    }
+    std::vector<std::size_t> index(n);
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        index[i] = (i * 11) % n;  // every row, in another order (11 and 301 are coprime)
+    }
+    ad::row_source<TestType> x;
+    x.data = data.data();
+    x.rows = n;
+    x.cols = d;
+    x.ld = d;
+    x.index = index.data();
+    for (std::size_t j0 : {0u, 3u})
+    {
+        const std::size_t w = d - j0;
+        std::vector<double> sum_a(w, 0.5), sum_b(w, 0.5), centre(w), tx_a(w, 0.0), tx_b(w, 0.0), xx_a(w, 0.0),
+            xx_b(w, 0.0);
+        CHECK_FALSE(ad::column_sums_pass(x, j0, w, true, sum_a.data()));
+        CHECK_FALSE(ad::column_sums_body(x, j0, w, true, sum_b.data()));
+        for (std::size_t k = 0; k < w; ++k)
+        {
+            centre[k] = sum_a[k] / static_cast<double>(n);
+        }
+        ad::centred_sums_pass(x, t.data(), 2.0, 45.5, j0, w, centre.data(), tx_a.data(), xx_a.data());
+        ad::centred_sums_body(x, t.data(), 2.0, 45.5, j0, w, centre.data(), tx_b.data(), xx_b.data());
+        for (std::size_t k = 0; k < w; ++k)
+        {
+            CHECK(sum_a[k] == sum_b[k]);
+            CHECK(tx_a[k] == tx_b[k]);
+            CHECK(xx_a[k] == xx_b[k]);
+        }
+        // The plain loop, written out: row order per column.
+        for (std::size_t k = 0; k < w; ++k)
+        {
+            double s = 0.5;
+            for (std::size_t i = 0; i < n; ++i)
+            {
+                s += static_cast<double>(data[index[i] * d + j0 + k]);
+            }
+            CHECK(sum_a[k] == s);
+        }
+    }
+    data[5 * d + 4] = std::numeric_limits<TestType>::quiet_NaN();
+    std::vector<double> sum(d, 0.0);
+    CHECK(ad::column_sums_pass(x, 0, d, true, sum.data()));
+}

@@ -15,6 +15,7 @@
 
 #include "detail/errors.hpp"
 #include "detail/finite.hpp"
+#include "detail/simd.hpp"
 #include "detail/strided.hpp"
 #include "kolmogorov.hpp"
 #include "normal.hpp"
@@ -34,6 +35,7 @@ namespace detail
     {
         std::vector<double> sorted;        // small samples: a sorted copy; else candidate values
         std::vector<std::uint32_t> count;  // per bin: values, then write positions
+        std::vector<std::uint32_t> bin;    // per value: its bin
         std::vector<double> edge_cdf;      // per bin: Phi below and above its values
         std::size_t edge_bins = 0;         // the bin count edge_cdf was made for
         struct candidate
@@ -122,6 +124,43 @@ namespace detail
             return static_cast<std::size_t>(
                 static_cast<std::int64_t>(std::min(std::max(g, 0.0), static_cast<double>(bins) + 1.0)));
         }
+
+        /// out[i] = (*this)(value(i)) for i in [0, n): the same indices, by selects and a 32-bit
+        /// conversion that vectorize (bins + 1 < 2^31; the same clamp for finite and infinite g),
+        /// with AVX2 where the CPU has it (detail/simd.hpp).
+        template <class Value>
+        void indices(std::size_t n, Value&& value, std::uint32_t* out) const noexcept
+        {
+#ifdef AP_SIMD_DISPATCH
+            if (cpu_has_avx2())
+            {
+                indices_avx2(n, value, out);
+                return;
+            }
+#endif
+            indices_body(n, value, out);
+        }
+
+#ifdef AP_SIMD_DISPATCH
+        template <class Value>
+        AP_SIMD_AVX2 void indices_avx2(std::size_t n, Value& value, std::uint32_t* out) const noexcept
+        {
+            indices_body(n, value, out);
+        }
+#endif
+
+        template <class Value>
+        AP_SIMD_INLINE void indices_body(std::size_t n, Value& value, std::uint32_t* out) const noexcept
+        {
+            const double top = static_cast<double>(bins) + 1.0;
+            for (std::size_t i = 0; i < n; ++i)
+            {
+                const double g = (value(i) - lo) * per_unit + 1.0;
+                const double low = g > 0.0 ? g : 0.0;
+                const double clamped = low < top ? low : top;
+                out[i] = static_cast<std::uint32_t>(static_cast<std::int32_t>(clamped));
+            }
+        }
     };
 
     /// Phi (the spline of ks_statistic_sorted_unchecked) at a point below and a point above
@@ -154,13 +193,21 @@ namespace detail
     // sorted and evaluated term by term with their exact ranks. Rounding is monotone, so the
     // bounds hold for the computed terms, and D_n is bit for bit what a full sort gives.
     // O(n) with two passes over x and no scattered writes; Phi of the few candidates only.
-    inline double ks_statistic_unsorted(const double* x, std::size_t n, ks_workspace& ws)
+    // ks_statistic_of takes the sample as value(i), i in [0, n) (the same value at every call):
+    // a caller that standardizes its sample gives the standardization, which is then computed
+    // where the values are read instead of in a pass of its own. The bin of every value is
+    // computed once, in a loop that vectorizes, and kept for the second pass.
+    template <class Value>
+    double ks_statistic_of(std::size_t n, Value&& value, ks_workspace& ws)
     {
         if (n < 64 || n >= (std::size_t(1) << 31))
         {
             ws.sorted.resize(n);
             double* out = ws.sorted.data();
-            std::copy(x, x + n, out);
+            for (std::size_t i = 0; i < n; ++i)
+            {
+                out[i] = value(i);
+            }
             std::sort(out, out + n);
             return ks_statistic_sorted_unchecked(out, n);
         }
@@ -173,9 +220,12 @@ namespace detail
         }
         ws.count.assign(slots, 0);
         std::uint32_t* count = ws.count.data();
+        ws.bin.resize(n);
+        std::uint32_t* bin = ws.bin.data();
+        bin_of.indices(n, value, bin);
         for (std::size_t i = 0; i < n; ++i)
         {
-            ++count[bin_of(x[i])];
+            ++count[bin[i]];
         }
         // Lower bound D_lo, then the bins that might exceed it (candidates).
         const double nd = static_cast<double>(n);
@@ -220,11 +270,11 @@ namespace detail
         {
             for (std::size_t i = 0; i < n; ++i)
             {
-                const std::uint32_t at = count[bin_of(x[i])];
+                const std::uint32_t at = count[bin[i]];
                 if (at != skip)
                 {
-                    values[at] = x[i];
-                    ++count[bin_of(x[i])];
+                    values[at] = value(i);
+                    ++count[bin[i]];
                 }
             }
         }
@@ -247,6 +297,12 @@ namespace detail
             }
         }
         return std::max(dplus, dminus);
+    }
+
+    /// ks_statistic_of the n values of x.
+    inline double ks_statistic_unsorted(const double* x, std::size_t n, ks_workspace& ws)
+    {
+        return ks_statistic_of(n, [x](std::size_t i) AP_SIMD_LAMBDA { return x[i]; }, ws);
     }
 
     /// KS test of an ascending, non-empty sample (checked: n > 0, finite values).

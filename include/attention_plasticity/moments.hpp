@@ -17,6 +17,7 @@
 
 #include "detail/errors.hpp"
 #include "detail/scaling.hpp"
+#include "detail/simd.hpp"
 #include "detail/strided.hpp"
 
 namespace attention_plasticity
@@ -41,7 +42,7 @@ namespace detail
     /// binary counter): rounding error O((32 + log2(n / 128)) eps) instead of the O(n eps) of
     /// one running sum.
     template <std::size_t M, class Block>
-    std::array<double, M> pairwise_sum(std::size_t n, Block&& block)
+    AP_SIMD_INLINE std::array<double, M> pairwise_sum(std::size_t n, Block&& block)
     {
         constexpr std::size_t block_size = 128;
         std::array<double, M> level[64];  // level[k]: the sum of 2^k blocks, when bit k of `blocks` is set
@@ -118,12 +119,16 @@ namespace detail
     /// the deviations, scaled by a power of two from sum |x| + |mean| >= max |x - mean|.
     /// `Scaled`: the values are multiplied by 2^value_exponent (only for extreme data).
     template <bool Scaled>
-    central_sums central_moments_of(const double* x, std::size_t n, int value_exponent) noexcept
+    central_sums central_moments_of(const double* x, std::size_t n, int value_exponent) noexcept;
+
+    /// The body of central_moments_of (its sums have a fixed number of lanes: detail/simd.hpp).
+    template <bool Scaled>
+    AP_SIMD_INLINE central_sums central_moments_body(const double* x, std::size_t n, int value_exponent) noexcept
     {
         const double nd = static_cast<double>(n);
         const double value_factor = std::ldexp(1.0, value_exponent);
-        const auto value = [value_factor](double v) { return Scaled ? v * value_factor : v; };
-        const std::array<double, 2> sums = pairwise_sum<2>(n, [&](std::size_t start, std::size_t length) {
+        const auto value = [value_factor](double v) AP_SIMD_LAMBDA { return Scaled ? v * value_factor : v; };
+        const std::array<double, 2> sums = pairwise_sum<2>(n, [&](std::size_t start, std::size_t length) AP_SIMD_LAMBDA {
             const double* p = x + start;
             double s[8] = {}, a[8] = {};
             std::size_t i = 0;
@@ -157,7 +162,7 @@ namespace detail
             }
         }
         const double mean = sums[0] / nd;
-        const double low = pairwise_sum<1>(n, [&](std::size_t start, std::size_t length) {
+        const double low = pairwise_sum<1>(n, [&](std::size_t start, std::size_t length) AP_SIMD_LAMBDA {
             const double* p = x + start;
             double s[8] = {};
             std::size_t i = 0;
@@ -183,7 +188,7 @@ namespace detail
         c.deviation_exponent = sums[1] > 0.0 ? bounded_exponent(sums[1] + std::fabs(mean)) : 0;
         const double deviation_factor = std::ldexp(1.0, c.deviation_exponent);
         // Three sums of four lanes: three of eight would not fit the 16 SSE registers.
-        const std::array<double, 3> powers = pairwise_sum<3>(n, [&](std::size_t start, std::size_t length) {
+        const std::array<double, 3> powers = pairwise_sum<3>(n, [&](std::size_t start, std::size_t length) AP_SIMD_LAMBDA {
             const double* p = x + start;
             double s2[4] = {}, s3[4] = {}, s4[4] = {};
             std::size_t i = 0;
@@ -215,6 +220,27 @@ namespace detail
         return c;
     }
 
+#ifdef AP_SIMD_DISPATCH
+    template <bool Scaled>
+    AP_SIMD_AVX2 central_sums central_moments_avx2(const double* x, std::size_t n, int value_exponent) noexcept
+    {
+        return central_moments_body<Scaled>(x, n, value_exponent);
+    }
+#endif
+
+    /// Central moments (the AVX2 copy of the body where the CPU has it: the same bits).
+    template <bool Scaled>
+    central_sums central_moments_of(const double* x, std::size_t n, int value_exponent) noexcept
+    {
+#ifdef AP_SIMD_DISPATCH
+        if (cpu_has_avx2())
+        {
+            return central_moments_avx2<Scaled>(x, n, value_exponent);
+        }
+#endif
+        return central_moments_body<Scaled>(x, n, value_exponent);
+    }
+
     /// x: n >= 1 finite values.
     inline central_sums central_moments(const double* x, std::size_t n) noexcept
     {
@@ -228,25 +254,42 @@ namespace detail
         return std::sqrt(c.m2 * static_cast<double>(n) / static_cast<double>(n - 1));
     }
 
-    /// x <- (x - mean) / std(ddof=1) through the scaled deviations of c (the same values as
-    /// unscaled arithmetic where it does not overflow); divisor 1 when `unit_divisor`.
-    inline void standardize_in_place(double* x, std::size_t n, const central_sums& c, bool unit_divisor) noexcept
+    /// x -> (x - mean) / std(ddof=1) through the scaled deviations of c (the same values as
+    /// unscaled arithmetic where it does not overflow): ((x 2^value_exponent - scaled_mean) -
+    /// scaled_mean_low) times factor, divided by divisor (by 1, exactly, for a unit divisor).
+    struct standardization
+    {
+        double value_factor;
+        double scaled_mean;
+        double scaled_mean_low;
+        double factor;
+        double divisor;
+
+        AP_SIMD_INLINE double operator()(double x) const noexcept
+        {
+            return (((x * value_factor - scaled_mean) - scaled_mean_low) * factor) / divisor;
+        }
+    };
+
+    /// The standardization of a sample with central sums c; divisor 1 when `unit_divisor`.
+    inline standardization standardization_of(const central_sums& c, std::size_t n, bool unit_divisor) noexcept
     {
         const double value_factor = std::ldexp(1.0, c.value_exponent);
         if (unit_divisor)
         {
-            const double back = std::ldexp(1.0, -c.value_exponent);
-            for (std::size_t i = 0; i < n; ++i)
-            {
-                x[i] = ((x[i] * value_factor - c.scaled_mean) - c.scaled_mean_low) * back;
-            }
-            return;
+            return {value_factor, c.scaled_mean, c.scaled_mean_low, std::ldexp(1.0, -c.value_exponent), 1.0};
         }
-        const double deviation_factor = std::ldexp(1.0, c.deviation_exponent);
-        const double sd = scaled_std_ddof1(c, n);
+        return {value_factor, c.scaled_mean, c.scaled_mean_low, std::ldexp(1.0, c.deviation_exponent),
+                scaled_std_ddof1(c, n)};
+    }
+
+    /// x <- standardization_of(c, n, unit_divisor)(x).
+    inline void standardize_in_place(double* x, std::size_t n, const central_sums& c, bool unit_divisor) noexcept
+    {
+        const standardization z = standardization_of(c, n, unit_divisor);
         for (std::size_t i = 0; i < n; ++i)
         {
-            x[i] = ((x[i] * value_factor - c.scaled_mean) - c.scaled_mean_low) * deviation_factor / sd;
+            x[i] = z(x[i]);
         }
     }
 

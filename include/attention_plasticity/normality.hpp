@@ -18,6 +18,7 @@
 #include "detail/errors.hpp"
 #include "detail/finite.hpp"
 #include "detail/parallel.hpp"
+#include "detail/simd.hpp"
 #include "detail/stream_store.hpp"
 #include "detail/strided.hpp"
 #include "kolmogorov.hpp"
@@ -80,8 +81,8 @@ namespace detail
         return lower + (upper - lower) * 0.5;  // numpy's lerp of the two middle values
     }
 
-    /// docs/method.md §2.7 on n contiguous finite values (standardized in place).
-    inline residual_normality_result standardized_normality_of(double* values, std::size_t n, ks_workspace& ws)
+    /// docs/method.md §2.7 on n contiguous finite values (read, not changed).
+    inline residual_normality_result standardized_normality_of(const double* values, std::size_t n, ks_workspace& ws)
     {
         if (n < 2)
         {
@@ -95,8 +96,8 @@ namespace detail
         residual_normality_result r;
         r.skewness = skewness_from(c, n);
         r.excess_kurtosis = excess_kurtosis_from(c, n);
-        standardize_in_place(values, n, c);
-        const double d = ks_statistic_unsorted(values, n, ws);
+        const standardization z = standardization_of(c, n, zero_std(c, n));
+        const double d = ks_statistic_of(n, [&](std::size_t i) AP_SIMD_LAMBDA { return z(values[i]); }, ws);
         r.ks_p_value = kolmogn(n, d, false, false);
         return r;
     }
@@ -185,8 +186,11 @@ namespace detail
                 abs_kurt[j] = zero ? 0.0 : std::fabs(excess_kurtosis_from(c, n));
                 if (tested[j])
                 {
-                    standardize_in_place(col, n, c);
-                    p_value[j] = kolmogn(n, ks_statistic_unsorted(col, n, workspaces[worker]), false, false);
+                    // Standardized as the KS statistic reads the values (docs/method.md §2.8).
+                    const standardization z = standardization_of(c, n, zero);
+                    const double d = ks_statistic_of(n, [&](std::size_t i) AP_SIMD_LAMBDA { return z(col[i]); },
+                                                     workspaces[worker]);
+                    p_value[j] = kolmogn(n, d, false, false);
                 }
             });
         }

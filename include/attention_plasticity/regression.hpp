@@ -23,6 +23,7 @@
 #include "detail/parallel.hpp"
 #include "detail/row_source.hpp"
 #include "detail/rows.hpp"
+#include "detail/simd.hpp"
 
 namespace attention_plasticity
 {
@@ -106,6 +107,98 @@ struct linear_fit
 
 namespace detail
 {
+    // The two row passes of fit_linear_raw over the values as stored (no reflection): each
+    // column's sums in row order, the columns side by side (they vectorize across columns, so
+    // the SIMD width changes nothing in the sums: detail/simd.hpp).
+
+    /// sum[k] += x(i, j0 + k), k < w, over every row i in order; true when a value is not
+    /// finite (only with `check`).
+    template <class T>
+    AP_SIMD_INLINE bool column_sums_body(const row_source<T>& x, std::size_t j0, std::size_t w, bool check,
+                                            double* sum) noexcept
+    {
+        typename float_bits<T>::type flags = 0;
+        for (std::size_t i = 0; i < x.rows; ++i)
+        {
+            const T* in = x.raw(i) + j0;
+            for (std::size_t k = 0; k < w; ++k)
+            {
+                sum[k] += static_cast<double>(in[k]);
+            }
+            if (check)
+            {
+                for (std::size_t k = 0; k < w; ++k)
+                {
+                    flags |= non_finite_flag(in[k]);
+                }
+            }
+        }
+        return has_non_finite_flag<T>(flags);
+    }
+
+    /// tx[k] += tc_i xc, xx[k] += xc^2 with xc = x(i, j0 + k) - centre[k] and tc_i = (t_i -
+    /// t_origin) - t_shift, over every row i in order.
+    template <class T>
+    AP_SIMD_INLINE void centred_sums_body(const row_source<T>& x, const double* t, double t_origin, double t_shift,
+                                             std::size_t j0, std::size_t w, const double* centre, double* tx,
+                                             double* xx) noexcept
+    {
+        for (std::size_t i = 0; i < x.rows; ++i)
+        {
+            const double tc = (t[i] - t_origin) - t_shift;
+            const T* in = x.raw(i) + j0;
+            for (std::size_t k = 0; k < w; ++k)
+            {
+                const double xc = static_cast<double>(in[k]) - centre[k];
+                tx[k] += tc * xc;
+                xx[k] += xc * xc;
+            }
+        }
+    }
+
+#ifdef AP_SIMD_DISPATCH
+    template <class T>
+    AP_SIMD_AVX2 bool column_sums_avx2(const row_source<T>& x, std::size_t j0, std::size_t w,
+                                                          bool check, double* sum) noexcept
+    {
+        return column_sums_body(x, j0, w, check, sum);
+    }
+
+    template <class T>
+    AP_SIMD_AVX2 void centred_sums_avx2(const row_source<T>& x, const double* t, double t_origin,
+                                                           double t_shift, std::size_t j0, std::size_t w,
+                                                           const double* centre, double* tx, double* xx) noexcept
+    {
+        centred_sums_body(x, t, t_origin, t_shift, j0, w, centre, tx, xx);
+    }
+#endif
+
+    template <class T>
+    bool column_sums_pass(const row_source<T>& x, std::size_t j0, std::size_t w, bool check, double* sum) noexcept
+    {
+#ifdef AP_SIMD_DISPATCH
+        if (cpu_has_avx2())
+        {
+            return column_sums_avx2(x, j0, w, check, sum);
+        }
+#endif
+        return column_sums_body(x, j0, w, check, sum);
+    }
+
+    template <class T>
+    void centred_sums_pass(const row_source<T>& x, const double* t, double t_origin, double t_shift, std::size_t j0,
+                           std::size_t w, const double* centre, double* tx, double* xx) noexcept
+    {
+#ifdef AP_SIMD_DISPATCH
+        if (cpu_has_avx2())
+        {
+            centred_sums_avx2(x, t, t_origin, t_shift, j0, w, centre, tx, xx);
+            return;
+        }
+#endif
+        centred_sums_body(x, t, t_origin, t_shift, j0, w, centre, tx, xx);
+    }
+
     /// docs/method.md §2.3 over the rows of x: per column, the sum in row order, then the centred
     /// sums S_tx and S_xx (two passes over the rows; with several threads, each takes a range of
     /// the columns: every column's sums are the same whoever computes them). With a
@@ -166,23 +259,7 @@ namespace detail
             bool bad = false;
             if (signs_after)
             {
-                typename float_bits<T>::type flags = 0;
-                for (std::size_t i = 0; i < n; ++i)
-                {
-                    const T* in = x.raw(i) + j0;
-                    for (std::size_t k = 0; k < w; ++k)
-                    {
-                        sum[k] += static_cast<double>(in[k]);
-                    }
-                    if (check_name != nullptr)
-                    {
-                        for (std::size_t k = 0; k < w; ++k)
-                        {
-                            flags |= non_finite_flag(in[k]);
-                        }
-                    }
-                }
-                bad = has_non_finite_flag<T>(flags);
+                bad = column_sums_pass(x, j0, w, check_name != nullptr, sum);
             }
             else
             {
@@ -213,20 +290,13 @@ namespace detail
             {
                 centre[k] = sum[k] / static_cast<double>(n);
             }
-            for (std::size_t i = 0; i < n; ++i)
+            if (signs_after)
+            {
+                centred_sums_pass(x, t, t_origin, t_shift, j0, w, centre, tx, xx);
+            }
+            for (std::size_t i = 0; !signs_after && i < n; ++i)
             {
                 const double tc = (t[i] - t_origin) - t_shift;
-                if (signs_after)
-                {
-                    const T* in = x.raw(i) + j0;
-                    for (std::size_t k = 0; k < w; ++k)
-                    {
-                        const double xc = static_cast<double>(in[k]) - centre[k];
-                        tx[k] += tc * xc;
-                        xx[k] += xc * xc;
-                    }
-                }
-                else
                 {
                     x.load(i, j0, j1, row);
                     for (std::size_t k = 0; k < w; ++k)
