@@ -79,7 +79,7 @@ ap::head_result many_rows()
     for (std::size_t e = 0; e < 3000; ++e)
     {
         ap::sequence_influence s;
-        s.example_id = static_cast<std::int64_t>(e % 50);
+        s.document_id = static_cast<std::int64_t>(e % 50);
         s.quantity = ap::influence_quantity::ap_bucket;
         s.q_bucket = static_cast<std::int64_t>(1 + e / 50);
         s.influence = value_of(++i);

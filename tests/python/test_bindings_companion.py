@@ -85,8 +85,9 @@ def test_analyze_head_columns():
     r = ap.analyze_head(queries, keys, options=options)
     assert np.isnan(r.metrics.bias_strength) and r.metrics.pca_class == roles["pca_class"]
     table = r.tables()["head_metrics"]
-    assert list(table.columns[-7:]) == ["bias_strength", "bias_strength_se", "drift_slope_k", "drift_query_mean",
-                                        "pc0_r_q", "pc0_r_k", "pca_class"]
+    # The companion columns (§8.5), then n_documents (§8.3, added after them: columns only append).
+    assert list(table.columns[-8:]) == ["bias_strength", "bias_strength_se", "drift_slope_k", "drift_query_mean",
+                                        "pc0_r_q", "pc0_r_k", "pca_class", "n_documents"]
 
 
 def test_compare_runs_refuses_a_string_for_a_list(tmp_path):

@@ -72,8 +72,7 @@ def monitor_trajectory(data, *, layer="all", title=None, figsize=None):
     if missing:
         raise T.PlotInputError(f"{source}: no column {', '.join(missing)}")
     key = str(layer)
-    from ._trajectory import _layer_key
-    df = df[_layer_key(df["layer"]) == key]
+    df = df[T.layer_key(df["layer"]) == key]
     if df.empty:
         raise T.PlotInputError(f"{source}: no rows for layer {key}")
     fig = Figure(figsize=figsize or (8.0, 6.5), layout="constrained")

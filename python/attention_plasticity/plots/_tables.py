@@ -170,3 +170,12 @@ def no_pairs_is_nan(df):
     df = df.copy()
     df.loc[df["n_pairs"] == 0, "plasticity"] = np.nan
     return df
+
+
+def layer_key(layers):
+    """A trajectory's layer column as text keys: "all" on the model-level rows (NA, empty, or
+    "all" in tables written before), else the layer's number."""
+    import pandas as pd
+
+    return pd.Series(["all" if pd.isna(v) or str(v) in ("", "all") else str(int(float(v))) for v in layers],
+                     index=layers.index, dtype=object)

@@ -19,7 +19,7 @@ TRAJECTORY_COLUMNS = ("order", "n_heads", "mean", "se", "ci_low", "ci_high")
 TRAJECTORY_INT_COLUMNS = ("order", "n_heads")
 HEADS_COLUMNS = ("layer", "q_head", "difference", "se", "q_bh", "significant")
 # Names, read as they are: the sets, the quantity, the layer (a number; NA or empty on the
-# model-level rows, "all" in tables written before: _layer_key).
+# model-level rows, "all" in tables written before: T.layer_key).
 TRAJECTORY_TEXT_COLUMNS = ("set", "quantity", "layer")
 HEADS_TEXT_COLUMNS = ("set_a", "set_b", "quantity")
 HEADS_INT_COLUMNS = ("layer", "q_head", "significant")
@@ -67,7 +67,7 @@ def trajectory(data, *, layers=None, title=None, figsize=None, source=None) -> F
                                     int_columns=TRAJECTORY_INT_COLUMNS, source=source,
                                     text_columns=TRAJECTORY_TEXT_COLUMNS, aliases=("trajectory",))
     layer_keys = ["all"] if chosen is None else [str(x) for x in sorted(chosen)]
-    missing = [k for k in layer_keys if not (_layer_key(df["layer"]) == k).any()]
+    missing = [k for k in layer_keys if not (T.layer_key(df["layer"]) == k).any()]
     if missing:
         raise T.PlotInputError(f"{source}: no rows for layer {', '.join(missing)}")
     return _draw_trajectory(df, layer_keys,
@@ -134,17 +134,8 @@ def changes(data, *, quantity="ap_overall", pair=None, title=None, figsize=None,
     return fig
 
 
-def _layer_key(layers):
-    """A trajectory's layer column as text keys: "all" on the model-level rows (NA, empty, or
-    "all" in tables written before), else the layer's number."""
-    import pandas as pd
-
-    return pd.Series(["all" if pd.isna(v) or str(v) in ("", "all") else str(int(float(v))) for v in layers],
-                     index=layers.index, dtype=object)
-
-
 def _series(df, quantity, layer):
-    return df[(df["quantity"] == quantity) & (_layer_key(df["layer"]) == layer)].sort_values("order")
+    return df[(df["quantity"] == quantity) & (T.layer_key(df["layer"]) == layer)].sort_values("order")
 
 
 def _draw_trajectory(df, layer_keys, title, figsize):
