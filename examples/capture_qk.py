@@ -97,6 +97,7 @@ from attention_plasticity import capture as capture_module  # noqa: E402
 from attention_plasticity import capture_sniffer as sniffer_module  # noqa: E402  (qk_sniffer and profile)
 from attention_plasticity import documents as documents_module  # noqa: E402  (examples.csv, the choice)
 from attention_plasticity.layout import HEAD_FOLDER_RE  # noqa: E402  (the head folders' names, one home)
+from attention_plasticity._core.dump import _refuse_result_state_folder  # noqa: E402
 
 head_counts = capture_module.head_counts
 default_model_dir = capture_module.default_model_dir
@@ -439,6 +440,10 @@ def prepare_output(out, force):
     with --force (other files, e.g. a README, stay)."""
     if os.path.exists(out) and not os.path.isdir(out):
         raise UsageError(f"--out {out}: exists and is not a folder")
+    try:  # never into a result folder's .ap_results (output_folder.hpp, the rule of every writer)
+        _refuse_result_state_folder(out, "--out")
+    except OSError as exc:
+        raise UsageError(str(exc)) from None
     try:
         os.makedirs(out, exist_ok=True)
         old = sorted(n for n in os.listdir(out) if HEAD_FOLDER_RE.match(n) or n in (METADATA, EXAMPLES))
@@ -449,7 +454,8 @@ def prepare_output(out, force):
                          f"to replace it")
     for name in old:
         path = os.path.join(out, name)
-        shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+        # a symbolic link is removed itself, never followed (what it names is outside --out)
+        shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.remove(path)
 
 
 def write_whole(path, text):

@@ -805,6 +805,18 @@ void bind_dump(nb::module_& m)
         "(checked and locked folder, all files or none; examples/README.md, 'The result set'): what\n"
         "DumpResult.write does for a result set read back with read_results.");
     m.def(
+        "_refuse_result_state_folder",
+        [](const std::string& output_dir, const std::string& argument) {
+            run::output_folder_words words;
+            words.output = argument.c_str();
+            run::refuse_result_state_folder<run::output_error>(output_dir, words);
+        },
+        "output_dir"_a, "argument"_a = "output_dir",
+        "Raises OutputError, naming the result folder, when output_dir is or lies inside the state folder\n"
+        "(.ap_results) of a result folder: the first refusal of every writer of a result set\n"
+        "(include/attention_plasticity/run/output_folder.hpp), for writers of other folders (a capture's\n"
+        "dump). `argument`: the name the message gives the folder (e.g. '--out').");
+    m.def(
         "set_blas_threads", [](int n) { openblas_set_num_threads(n < 1 ? 1 : n); }, "n"_a,
         "Sets the number of threads of OpenBLAS (Debian's, which the module links) for the calls made from\n"
         "Python. The module starts with one (docs/method.md §7.7), as every front end runs: more threads\n"

@@ -36,7 +36,7 @@ if(AP_BUILD_EXAMPLES)
   # compare_objects: compare_runs on result objects, in memory, against ap_compare on their folders.
   # report: ap.report's pages opened in headless chromium (test_report.py; about 25 s).
   list(APPEND _ap_binding_tests bindings_head bindings_dump bindings_shards bindings_documents results_api
-       compare_objects report)
+       compare_objects report output_folders)
   set(_ap_binding_env AP_ANALYZE=$<TARGET_FILE:ap_analyze> AP_SYNTH=$<TARGET_FILE:ap_synth>
                       AP_MERGE=$<TARGET_FILE:ap_merge> AP_COMPARE=$<TARGET_FILE:ap_compare>)
 endif()

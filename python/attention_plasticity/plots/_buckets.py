@@ -128,15 +128,15 @@ def bucket_heatmap(data, *, profile=None, layers=None, stat="mean", vmin=None, v
 
 def cell_matrix(df, stat):
     """(q_buckets, k_buckets, values [nq, nk], head counts [nq, nk])."""
-    q_buckets = np.arange(df["q_bucket"].min(), df["q_bucket"].max() + 1)
-    k_buckets = np.arange(df["k_bucket"].min(), df["k_bucket"].max() + 1)
+    q_buckets = S.index_axis(df["q_bucket"])
+    k_buckets = S.index_axis(df["k_bucket"])
     g = df.groupby(["q_bucket", "k_bucket"])["plasticity"]
     agg = g.median() if stat == "median" else g.mean()
     count = g.count()
     values = np.full((q_buckets.size, k_buckets.size), np.nan)
     counts = np.zeros_like(values, dtype=int)
-    qi = agg.index.get_level_values(0).to_numpy() - q_buckets[0]
-    ki = agg.index.get_level_values(1).to_numpy() - k_buckets[0]
+    qi = S.axis_positions(q_buckets, agg.index.get_level_values(0).to_numpy())
+    ki = S.axis_positions(k_buckets, agg.index.get_level_values(1).to_numpy())
     values[qi, ki] = agg.to_numpy()
     counts[qi, ki] = count.to_numpy()
     return q_buckets, k_buckets, values, counts

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from . import _style as S
 from . import _tables as T
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def component_weights(data, *, layers=None, errorbars=True, logy=False, title=No
                                          layers=layers, source=source)
 
     stats = df.groupby("component")["weight"].agg(["mean", "std", "count"])
-    components = np.arange(df["component"].min(), df["component"].max() + 1)
+    components = S.index_axis(df["component"])
     stats = stats.reindex(components)
     mean = stats["mean"].to_numpy()
     std = np.nan_to_num(stats["std"].to_numpy(), nan=0.0)

@@ -38,6 +38,10 @@ def discrete_layer_colours(layers, cmap_name="viridis"):
     lo, hi = layers[0], layers[-1]
     n = hi - lo + 1
     base = matplotlib.colormaps[cmap_name]  # cm.get_cmap is gone in matplotlib 3.9
+    if n > SPAN_FACTOR * len(layers) + SPAN_SLACK:
+        # Values far apart (index_axis): a continuous scale over lo..hi, 256 colours, not one per value.
+        cmap = colors.ListedColormap(base(np.linspace(0.0, 0.88, 256)))
+        return cmap, colors.Normalize(vmin=lo - 0.5, vmax=hi + 0.5)
     # Stop short of viridis' light yellow end so that thin lines stay visible on white.
     cmap = colors.ListedColormap(base(np.linspace(0.0, 0.88, max(n, 2)))[:n] if n > 1
                                  else base([0.35]))
@@ -80,22 +84,50 @@ def colour_range(values, vmin=None, vmax=None):
     return finite, vmin, vmax
 
 
+# An index axis spans every index from the first to the last present while that span is at most
+# this many times the indices present, plus SPAN_SLACK; beyond, only the indices present (issue 33,
+# item 6: memory and drawing proportional to the rows, not to the largest index).
+SPAN_FACTOR = 4
+SPAN_SLACK = 64
+
+
+def index_axis(values):
+    """The axis of an integer index column (layer, q_head, q_bucket, component, ...): every index
+    from the smallest to the largest present, the missing ones drawn as gaps, when that span is at
+    most SPAN_FACTOR times the distinct indices plus SPAN_SLACK; else only the distinct indices
+    present, in order (compacted: a q_head of 2**20 beside 0 to 7 gives nine columns, not a
+    million). Memory proportional to the rows either way."""
+    present = np.unique(np.asarray(values, dtype=np.int64))
+    if present.size == 0:
+        return present
+    span = int(present[-1]) - int(present[0]) + 1  # Python ints: no int64 overflow
+    if span <= SPAN_FACTOR * present.size + SPAN_SLACK:
+        return np.arange(present[0], present[-1] + 1, dtype=np.int64)
+    return present
+
+
+def axis_positions(axis, values):
+    """The positions on ``axis`` (index_axis, sorted) of ``values``, all present on it."""
+    return np.searchsorted(axis, np.asarray(values, dtype=np.int64))
+
+
 def head_grid(df, column, layers=None):
     """layers, heads, values [n_layers, n_heads] with NaN where there is no value.
 
-    Rows are ``layers`` (default: every layer from the first to the last in ``df``);
-    columns every query head from the first to the last.
+    Rows are ``layers`` (default: index_axis of the layers in ``df``: every layer from the first
+    to the last); columns index_axis of the query heads (every query head from the first to the
+    last, or only those present when the span is far beyond them).
     """
     if layers is None:
-        layers = np.arange(df["layer"].min(), df["layer"].max() + 1)
+        layers = index_axis(df["layer"])
     layers = np.asarray(sorted(layers))
-    heads = np.arange(df["q_head"].min(), df["q_head"].max() + 1)
+    heads = index_axis(df["q_head"])
     values = np.full((layers.size, heads.size), np.nan)
     g = df.groupby(["layer", "q_head"])[column].mean()
     row = {int(layer): i for i, layer in enumerate(layers)}
     for (layer, q_head), v in g.items():
         if int(layer) in row:
-            values[row[int(layer)], int(q_head) - heads[0]] = v
+            values[row[int(layer)], int(axis_positions(heads, [int(q_head)])[0])] = v
     return layers, heads, values
 
 
