@@ -373,7 +373,7 @@ def main():
     merged([s0, s1, s2], s1, 2, ["--output-dir '%s' is the shard folder '%s'" % (s1, s1)])
     ck.check(manifest(s1)["shard"] == 1, "a merge refused into a shard folder changed it")
     inner = os.path.join(s0, u.STATE, "current")
-    merged([s0, s1, s2], inner, 2, ["--output-dir '%s' is inside the shard folder '%s'" % (inner, s0)])
+    merged([s0, s1, s2], inner, 2, ["--output-dir '%s' is inside the state folder of the result folder '%s'" % (inner, os.path.realpath(s0))])
     # Issue 25: a link to a shard is refused as well; a folder holding the shards (the Slurm layout,
     # OUT/shard-I merged into OUT) is merged into, the shards left as they were.
     holder = os.path.dirname(s0)

@@ -46,7 +46,7 @@ def sets(tmp_path_factory):
     root = tmp_path_factory.mktemp("nesting")
     dump = str(root / "dump")
     bu.check_run([bu.ap_synth(), "--out", dump, "--num-layers", 1, "--num-q-heads", 2, "--num-k-heads", 1,
-                  "--dim", 8, "--tokens", 512, "--examples", 12, "--buckets", 4, "--seed", 5])
+                  "--dim", 8, "--tokens", 512, "--examples", 16, "--buckets", 4, "--seed", 5])
     x, y, c = str(root / "X"), str(root / "Y"), str(root / "C")
     bu.check_run([bu.ap_analyze(), "--data-root", dump, "--output-dir", x] + FLAGS)
     bu.check_run([bu.ap_analyze(), "--data-root", dump, "--output-dir", y, "--seed", "7"] + FLAGS)
