@@ -65,11 +65,15 @@ inline const option_table<compare_config>& compare_option_table()
          [](compare_config& c, const std::string& label, const std::string& text) {
              c.options.same_dump = parse_on_off(label, text);
          }},
-        {"design", "paired|unpaired",
-         "paired: the sets analyzed the same texts (each with --sequence-influences on); unpaired: "
-         "independent samples of texts [unpaired]",
+        {"design", "auto|paired|unpaired",
+         "auto: paired when the sets hold the same documents (equal document fingerprints in their examples.csv) "
+         "and have their influences, else unpaired; paired: the sets analyzed the same texts (each with "
+         "--sequence-influences on; refused when their fingerprints show other documents); unpaired: "
+         "independent samples of texts (docs/method.md §8.6) [auto]",
          [](compare_config& c, const std::string& label, const std::string& text) {
-             c.options.design = parse_design(text, label);
+             c.options.requested = parse_design(text, label);
+             c.options.design = c.options.requested == design_choice::paired ? compare_design::paired
+                                                                              : compare_design::unpaired;
          }},
     };
     return table;

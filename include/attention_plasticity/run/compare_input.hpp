@@ -23,6 +23,7 @@
 #include "../io/bounded_read.hpp"
 #include "../io/csv_rows.hpp"
 #include "../io/csv_reader.hpp"
+#include "../io/examples_table.hpp"
 #include "errors.hpp"
 #include "result_set_reader.hpp"
 
@@ -98,6 +99,10 @@ struct loaded_set
     std::string name, folder;
     std::map<head_key, head> heads;
     bool has_influences = false;  // head_sequence_influence.csv was read
+    // The set's examples.csv (docs/method.md §1.1): the documents and their fingerprints, by
+    // which pairing is checked (§8.6); none: older sets, or dumps without one.
+    std::optional<io::examples_table> examples;
+    std::string examples_file;  // names it in messages
 };
 
 inline std::string head_text(std::int64_t layer, std::int64_t q_head)
@@ -240,8 +245,28 @@ inline std::size_t read_influences(loaded_set& s, const result_set_reader& reade
 /// another run, or cut short, would pair the wrong numbers); else compare_error naming `file`.
 inline void check_influences(const loaded_set& s, const std::string& file)
 {
+    std::set<std::int64_t> documents;
+    if (s.examples)
+    {
+        for (const io::example_row& r : s.examples->rows)
+        {
+            documents.insert(r.document_id);
+        }
+    }
     for (const auto& [key, h] : s.heads)
     {
+        for (const auto& [quantity, list] : h.influences)
+        {
+            for (const auto& [id, influence] : list)
+            {
+                if (s.examples && documents.count(id) == 0)
+                {
+                    throw compare_error(file + ": " + head_text(key.first, key.second) + ", " + quantity.first
+                                        + ": document_id " + std::to_string(id) + " is not a document of "
+                                        + s.examples_file + " (files of different runs?)");
+                }
+            }
+        }
         std::vector<quantity_key> needed;
         for (const head_quantity& q : head_quantities)
         {
@@ -397,6 +422,11 @@ inline loaded_set load_set(const result_set_reader& reader, const std::string& n
     const io::parsed_table metrics = read_table(reader, io::metrics_csv);
     const io::parsed_table profile = read_table(reader, io::profile_csv);
     loaded_set s = load_heads(metrics, profile, name, folder, "result set '" + folder + "'");
+    if (reader.holds(io::examples_csv))
+    {
+        s.examples_file = reader.display(io::examples_csv);
+        s.examples = io::parse_examples_csv(reader.read(io::examples_csv, io::max_examples_csv_bytes), s.examples_file);
+    }
     if (reader.holds(io::influence_csv))
     {
         // A table of its header only: the set was analyzed without the influences.
@@ -557,13 +587,20 @@ private:
 
 /// A set held in memory (`label` naming it in the messages, as a folder would be): its
 /// head_metrics and head_profile tables and, when it has one, its head_sequence_influence table
-/// (nullptr: none), loaded and checked as load_set checks a folder's files (compare_error).
+/// (nullptr: none) and the text of its examples.csv (nullptr: none), loaded and checked as
+/// load_set checks a folder's files (compare_error).
 inline loaded_set load_set(const column_table& metrics, const column_table& profile, const column_table* influences,
-                           const std::string& label, const std::string& name)
+                           const std::string& label, const std::string& name,
+                           const std::string* examples_csv = nullptr)
 {
     try
     {
         loaded_set s = load_heads(metrics, profile, name, label, "result set '" + label + "'");
+        if (examples_csv != nullptr)
+        {
+            s.examples_file = label + ": " + io::examples_csv;
+            s.examples = io::parse_examples_csv(*examples_csv, s.examples_file);
+        }
         if (influences != nullptr)
         {
             check_influence_columns(influences->header(), influences->file());
