@@ -200,7 +200,13 @@ void add_influence(loaded_set& s, const Row& row, const char* unit_column)
     {
         throw row.error("influence", row.text("influence") + " is not an influence (finite or nan)");
     }
-    it->second.influences[{quantity, bucket}].emplace_back(row.integer(unit_column), influence);
+    // The document id exactly as an int64 (ids beyond 2^53 are not doubles); else as the reader's integer.
+    std::int64_t id = 0;
+    if (!io::detail::parse_int64_exact(row.text(unit_column), id))
+    {
+        id = row.integer(unit_column);
+    }
+    it->second.influences[{quantity, bucket}].emplace_back(id, influence);
 }
 
 /// The influence lists of `s` in increasing example_id; compare_error naming `file` for an id
@@ -267,30 +273,88 @@ inline void check_influences(const loaded_set& s, const std::string& file)
                 }
             }
         }
-        std::vector<quantity_key> needed;
+        std::vector<std::pair<quantity_key, double>> needed;  // each quantity with a standard error, and it
         for (const head_quantity& q : head_quantities)
         {
             const estimate& e = h.*q.member;
             if (std::isfinite(e.value) && std::isfinite(e.se))
             {
-                needed.push_back({q.name(), -1});
+                needed.push_back({{q.name(), -1}, e.se});
             }
         }
         for (const bucket_row& b : h.buckets)
         {
             if (std::isfinite(b.ap.value) && std::isfinite(b.ap.se))
             {
-                needed.push_back({"ap_bucket", b.q_bucket});
+                needed.push_back({{"ap_bucket", b.q_bucket}, b.ap.se});
             }
         }
-        for (const quantity_key& q : needed)
+        const auto quantity_text = [](const quantity_key& q) {
+            return q.first + (q.second >= 0 ? " " + std::to_string(q.second) : "");
+        };
+        const std::string where = file + ": " + head_text(key.first, key.second);
+        std::set<std::int64_t> units;  // every document of the head's quantities with an error
+        for (const auto& [q, se] : needed)
         {
-            if (h.influences_of(q) == nullptr)
+            const influence_list* list = h.influences_of(q);
+            if (list == nullptr)
             {
-                throw compare_error(file + ": " + head_text(key.first, key.second) + " has no rows of " + q.first
-                                    + (q.second >= 0 ? " " + std::to_string(q.second) : "")
-                                    + ", which has a standard error in " + io::metrics_csv + "/" + io::profile_csv
-                                    + " (files of different runs?)");
+                throw compare_error(where + " has no rows of " + quantity_text(q) + ", which has a standard error in "
+                                    + io::metrics_csv + "/" + io::profile_csv + " (files of different runs?)");
+            }
+            for (const auto& entry : *list)
+            {
+                units.insert(entry.first);
+            }
+        }
+        for (const auto& [q, se] : needed)
+        {
+            const influence_list& list = *h.influences_of(q);
+            // Every document has a row of every quantity with an error (§8.3: the influences of
+            // all the head's documents, centred); a row left out would count as 0.
+            if (list.size() != units.size())
+            {
+                std::size_t i = 0;
+                for (const std::int64_t id : units)
+                {
+                    if (i >= list.size() || list[i].first != id)
+                    {
+                        throw compare_error(where + ", " + quantity_text(q) + ": document_id " + std::to_string(id)
+                                            + " has no row (it has rows of the head's other quantities; a table cut "
+                                              "or edited?)");
+                    }
+                    ++i;
+                }
+            }
+            double squares = 0.0;
+            for (const auto& [id, influence] : list)
+            {
+                if (std::isnan(influence))
+                {
+                    throw compare_error(where + ", " + quantity_text(q) + ": document_id " + std::to_string(id)
+                                        + " has influence nan, but the quantity has a standard error ("
+                                        + io::format_number(se) + ")");
+                }
+                squares += influence * influence;
+            }
+            // The standard error is sqrt(G/(G-1) sum Phi^2) of the influences written (§8.3, §8.6):
+            // both round-trip exactly (%.17g), so they differ only by the order of the float64 sum,
+            // a relative (2G + 16) epsilon at most (docs/method.md §8.6).
+            const double g = static_cast<double>(list.size());
+            if (list.size() >= 2)
+            {
+                const double from_influences = std::sqrt(g / (g - 1.0) * squares);
+                const double tolerance = (2.0 * g + 16.0) * std::numeric_limits<double>::epsilon() * se;
+                if (!(std::abs(from_influences - se) <= tolerance))
+                {
+                    throw compare_error(where + ", " + quantity_text(q)
+                                        + ": the influences do not give the head's standard error (sqrt(G/(G-1) "
+                                          "sum Phi^2) = "
+                                        + io::format_number(from_influences) + " over " + std::to_string(list.size())
+                                        + " documents, standard error " + io::format_number(se) + " in "
+                                        + io::metrics_csv + "/" + io::profile_csv
+                                        + "): a table of another run, or edited (docs/method.md §8.6)");
+                }
             }
         }
     }
