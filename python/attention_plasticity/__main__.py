@@ -43,8 +43,8 @@ def report_main(argv):
     parser.add_argument("--quantity", default="ap_overall", choices=[q for q, _d, _s in QUANTITIES],
                         help="the map's first quantity [ap_overall]")
     parser.add_argument("--alpha", type=float, default=None, help="several inputs: the BH level [0.05]")
-    parser.add_argument("--design", choices=["unpaired", "paired"], default=None,
-                        help="several inputs: the comparison's design [unpaired]")
+    parser.add_argument("--design", choices=["auto", "unpaired", "paired"], default=None,
+                        help="several inputs: the comparison's design (docs/method.md §8.6) [auto]")
     parser.add_argument("--method-url", default=None, metavar="URL",
                         help="where docs/method.md can be read: definitions link to its sections [none: named]")
     args = parser.parse_args(argv)

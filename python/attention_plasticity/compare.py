@@ -63,7 +63,7 @@ def _columns(frame):
 
 
 def compare_runs(sets, output_dir=None, names=None, alpha=0.05, common_heads=False, same_dump=False,
-                 design="unpaired"):
+                 design="auto"):
     """Compares result sets, given in order (checkpoints, variants), each with the next, head by
     head. A set is a folder (the output of ap_analyze, ap_merge, ``analyze_dump`` or a result's
     ``write``) or a result object (``analyze_dump``'s DumpResult, ``profile_model``'s
@@ -88,15 +88,22 @@ def compare_runs(sets, output_dir=None, names=None, alpha=0.05, common_heads=Fal
     row has no p (``identical``, ``equal within rounding``, ``no estimate``, ``no standard
     error``, ``zero standard error``), and a note counts them.
 
-    ``design``: ``"unpaired"`` (default) takes the sets as independent samples of texts, the
-    standard error sqrt(s_A^2 + s_B^2); ``"paired"`` states that the sets were analyzed on the same
-    texts (the same example_id is the same text in every set; ids alone do not show it) and takes
-    the standard error of the per-sequence differences of the two sets' influences
-    (head_sequence_influence.csv): each set must have been analyzed with
-    ``sequence_influences="on"`` (``--sequence-influences on``), else UsageError. The design used
-    is in ``heads.design`` and in ``notes``. When the sets have influence tables, the model-level
-    means over heads (``summary``, ``trajectory``) have errors that account for the heads sharing
-    sequences; otherwise the heads are taken as independent (a note says so).
+    ``design``: ``"auto"`` (default), ``"paired"`` or ``"unpaired"`` (docs/method.md §8.6). Documents
+    are the same when their ``document_fingerprint`` (examples.csv: a hash of the document's token ids)
+    is equal, whatever their ids. ``"auto"`` is paired when every set has a fingerprint for each
+    document, consecutive sets hold the same documents (same texts with other token draws count as
+    the same) and each set has its influences; else unpaired. ``"paired"`` takes the standard error
+    of the per-document differences of the two sets' influences (head_sequence_influence.csv; each
+    set analyzed with ``sequence_influences="on"``, else UsageError); it is refused, naming the first
+    unmatched documents, when the fingerprints show other documents; sets without fingerprints (older
+    sets, no examples.csv) are paired only when stated, by document id, with the note "pairing could
+    not be checked from the texts". ``"unpaired"``: independent samples of texts, the standard error
+    sqrt(s_A^2 + s_B^2). The design used and why are in ``notes``; ``heads.design`` is the design,
+    with how auto chose it (e.g. ``paired (auto: same documents)``, ``unpaired (auto: other
+    documents)``, ``unpaired (auto: no fingerprints)``, ``paired (by id: unchecked)``). When the sets
+    have influence tables, the model-level means over heads (``summary``, ``trajectory``) have errors
+    that account for the heads sharing documents; otherwise the heads are taken as independent (a
+    note says so).
 
     Returns CompareResult: ``heads`` holds one row per (pair of sets, head, quantity); its
     ``significant`` is 1 when the row is selected by the hierarchical selection; ``q_bh`` and
@@ -126,7 +133,12 @@ def compare_runs(sets, output_dir=None, names=None, alpha=0.05, common_heads=Fal
             if len(tables["head_metrics"]) == 0:
                 raise ValueError(f"compare_runs: sets[{i}] has no analyzed head to compare")
             folders.append(f"set{i + 1}")
-            held.append({name: _columns(tables[name]) for name in _COMPARED_TABLES if name in tables})
+            entry = {name: _columns(tables[name]) for name in _COMPARED_TABLES if name in tables}
+            # Its examples.csv (the documents and their fingerprints: pairing checked, §8.6).
+            examples = getattr(s, "examples_csv", None)
+            if examples is not None:
+                entry["examples_csv"] = str(examples)
+            held.append(entry)
         else:
             folders.append(os.fspath(s))
             held.append(None)

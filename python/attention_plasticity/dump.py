@@ -76,6 +76,8 @@ class DumpResult(ResultSet):
         self.shard = run.shard
         self.output_dir = output_dir
         self.notes = run.notes()
+        # The text of the run's examples.csv (None without one): compare_runs checks pairing by it.
+        self.examples_csv = run.examples_csv
 
     @property
     def analyzed(self):

@@ -31,6 +31,10 @@ class ResultSet:
         The folder a set read back came from.
     """
 
+    # The text of the set's examples.csv (docs/method.md §1.1), None without one: compare_runs
+    # checks pairing from its document fingerprints (§8.6).
+    examples_csv = None
+
     def __init__(self, tables, texts, summary, errors=(), source=None):
         """A set of ``tables`` ({name: DataFrame}) and their CSV ``texts`` ({name: str}); made by
         result_set, read_results and the runs, not usually by hand."""
@@ -151,7 +155,11 @@ def read_results(folder):
     schema = result_schema()
     tables = {name: _frame(text, schema[name], os.path.join(folder, file))
               for file, name in files.items() for text in [texts.get(name)] if text is not None}
-    return ResultSet(tables, texts, f"{len(tables['head_metrics'])} heads read from {folder}", source=folder)
+    result = ResultSet(tables, texts, f"{len(tables['head_metrics'])} heads read from {folder}", source=folder)
+    examples = dict(_read_result_set(folder, ["examples.csv"])).get("examples.csv")
+    if examples is not None:
+        result.examples_csv = examples
+    return result
 
 
 __all__ = ["ResultSet", "result_set", "read_results", "analysis_options"]

@@ -148,10 +148,12 @@ namespace
         std::string label;
         compare_detail::column_table metrics, profile;
         std::optional<compare_detail::column_table> influences;
+        std::optional<std::string> examples_csv;  // the text of its examples.csv (§8.6: pairing checked)
 
         compare_detail::loaded_set load(const std::string& name) const
         {
-            return compare_detail::load_set(metrics, profile, influences ? &*influences : nullptr, label, name);
+            return compare_detail::load_set(metrics, profile, influences ? &*influences : nullptr, label, name,
+                                            examples_csv ? &*examples_csv : nullptr);
         }
     };
 
@@ -207,7 +209,11 @@ namespace
                         const std::string& label = folders[i];
                         held[i] = held_set{label, compare_table(label + ": head_metrics", nb::cast<nb::dict>(t["head_metrics"])),
                                            compare_table(label + ": head_profile", nb::cast<nb::dict>(t["head_profile"])),
-                                           std::nullopt};
+                                           std::nullopt, std::nullopt};
+                        if (t.contains("examples_csv"))
+                        {
+                            held[i]->examples_csv = nb::cast<std::string>(t["examples_csv"]);
+                        }
                         if (t.contains("head_sequence_influence"))
                         {
                             held[i]->influences = compare_table(label + ": head_sequence_influence",

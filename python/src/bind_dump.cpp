@@ -697,6 +697,13 @@ void bind_dump(nb::module_& m)
                                                       : std::optional<std::string>(run::no_examples_note);
                      },
                      "The note of a run without examples.csv (docs/method.md §8.3), None with one.")
+        .def_prop_ro("examples_csv",
+                     [](const dump_run& r) {
+                         return r.engine().examples() ? std::optional<std::string>(io::examples_csv_text(*r.engine().examples()))
+                                                      : std::optional<std::string>();
+                     },
+                     "The text of the run's examples.csv (docs/method.md §1.1), None without one: a comparison\n"
+                     "checks pairing from its document fingerprints (§8.6).")
         .def("run", &dump_run::run, "parquet_reader"_a, "on_progress"_a = nb::none(),
              "Analyzes the heads on the run's threads with the GIL released. parquet_reader(folder) -> dict of\n"
              "arrays (attention_plasticity.sniffed.read_sniffed_folder) reads Parquet folders;\n"

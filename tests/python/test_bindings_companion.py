@@ -114,5 +114,5 @@ def test_compare_runs_options_come_from_ap_compare_option_table(tmp_path):
     for alpha in (2, 0, 1):
         with pytest.raises(ap.UsageError, match=r"^compare_runs: alpha: %s must be in \(0, 1\)$" % float(alpha)):
             ap.compare_runs(sets, alpha=alpha)
-    with pytest.raises(ap.UsageError, match="^compare_runs: design: 'both' is not paired or unpaired$"):
+    with pytest.raises(ap.UsageError, match="^compare_runs: design: 'both' is not auto, paired or unpaired$"):
         ap.compare_runs(sets, design="both")

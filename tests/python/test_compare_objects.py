@@ -152,3 +152,72 @@ def test_objects_are_refused_as_folders_are(analyzed):
     empty.tables = {k: v.iloc[:0] for k, v in results[1].tables.items()}
     with pytest.raises(ValueError, match=r"compare_runs: sets\[1\] has no analyzed head to compare"):
         ap.compare_runs([results[0], empty])
+
+
+@pytest.fixture(scope="module")
+def documents(tmp_path_factory):
+    """Analyses (in memory) of the same documents (examples.csv: 2 examples each) with other token
+    draws (--query-seed), and of other documents (--seed 4), with their saved folders."""
+    work = tmp_path_factory.mktemp("compare_documents")
+    shape = list(SHAPE)
+    for flag in ("--seed", "--examples"):  # given below
+        at = shape.index(flag)
+        del shape[at:at + 2]
+    results, folders = {}, {}
+    for name, extra in (("A", ["--seed", "3"]), ("A2", ["--seed", "3", "--query-seed", "9"]), ("B", ["--seed", "4"])):
+        dump = work / ("dump_" + name)
+        subprocess.run([SYNTH, "--out", str(dump), *shape, *extra, "--examples", "32", "--examples-per-document", "2"],
+                       check=True, capture_output=True)
+        result = ap.analyze_dump(dump, sequence_influences="on", threads=1, progress=False, warn=False)
+        assert result.write(work / name)
+        results[name], folders[name] = result, str(work / name)
+    return results, folders
+
+
+def test_objects_carry_their_documents_to_the_design(documents, no_temporary_folder):
+    """design auto (docs/method.md §8.6) on result objects: their examples.csv goes with their tables."""
+    results, folders = documents
+    assert results["A"].examples_csv is not None and results["A"].examples_csv == results["A2"].examples_csv
+    same = ap.compare_runs([results["A"], results["A2"]])
+    assert set(same.heads["design"]) == {"paired (auto: same documents)"}
+    on_disk = ap.compare_runs([folders["A"], folders["A2"]], names=["set1", "set2"])
+    pd.testing.assert_frame_equal(same.heads, on_disk.heads, check_exact=True)
+    read_back = ap.compare_runs([ap.read_results(folders["A"]), ap.read_results(folders["A2"])])
+    pd.testing.assert_frame_equal(same.heads, read_back.heads, check_exact=True)
+    other = ap.compare_runs([results["A"], results["B"]])
+    assert set(other.heads["design"]) == {"unpaired (auto: other documents)"}
+    with pytest.raises(ap.UsageError, match="do not hold the same documents.*document_id 0 "):
+        ap.compare_runs([results["A"], results["B"]], design="paired")
+    bare = copy.copy(results["A2"])
+    bare.examples_csv = None
+    assert set(ap.compare_runs([results["A"], bare]).heads["design"]) == {"unpaired (auto: no fingerprints)"}
+    unchecked = ap.compare_runs([results["A"], bare], design="paired")
+    assert any("pairing could not be checked from the texts" in note for note in unchecked.notes)
+
+
+def test_filtered_influences_are_refused_not_read_from_the_folder(documents):
+    """A result object whose influence table the user cut compares what it holds: refused (the
+    table no longer gives the heads' errors), though the folder behind it is whole."""
+    results, folders = documents
+    cut = copy.copy(results["A2"])
+    frame = results["A2"].tables["head_sequence_influence"]
+    cut.tables = dict(results["A2"].tables, head_sequence_influence=frame[frame["document_id"] != 3])
+    # Every head loses a document: the rows left no longer give the heads' errors.
+    with pytest.raises(ap.UsageError, match=r"set2: head_sequence_influence: head layer 0 q_head 0, ap_overall: "
+                                            r"the influences do not give the head's standard error"):
+        ap.compare_runs([results["A"], cut])
+    # One row cut: a missing (head, document, quantity) row.
+    one = copy.copy(results["A2"])
+    one.tables = dict(results["A2"].tables, head_sequence_influence=frame.drop(index=frame.index[1]))
+    with pytest.raises(ap.UsageError, match=r"set2: head_sequence_influence: head layer 0 q_head 0, ap_overall: "
+                                            r"document_id \d+ has no row"):
+        ap.compare_runs([results["A"], one])
+    scaled = copy.copy(results["A2"])
+    frame = frame.copy()
+    frame["influence"] = frame["influence"] * 1.01
+    scaled.tables = dict(results["A2"].tables, head_sequence_influence=frame)
+    with pytest.raises(ap.UsageError, match=r"set2: head_sequence_influence: head layer 0 q_head 0, .*"
+                                            r"do not give the head's standard error"):
+        ap.compare_runs([results["A"], scaled])
+    # The folders behind them compare (paired by fingerprint).
+    assert set(ap.compare_runs([folders["A"], folders["A2"]]).heads["design"]) == {"paired (auto: same documents)"}

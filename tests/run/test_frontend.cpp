@@ -825,7 +825,7 @@ TEST_CASE("option tables: every domain a help text or metavar states is the one 
     // p_alpha, max_rel_dist [0, 1]; confidence_level (0, 1); distance_bins_per_octave 1-1024;
     // six on|off and sampling_unit
     CHECK(check_stated_domains(analyze_options()) == 2 + 1 + 1 + 7);
-    // alpha (0, 1); common_heads, same_dump on|off; design paired|unpaired
+    // alpha (0, 1); common_heads, same_dump on|off; design auto|paired|unpaired
     CHECK(check_stated_domains(compare_option_table()) == 1 + 3);
     // a planted wrong statement would be seen: alpha's setter refuses 0, so "in [0, 1]" fails the check
     CHECK_FALSE(takes(compare_option_table()[2], "0"));

@@ -65,11 +65,15 @@ inline const option_table<compare_config>& compare_option_table()
          [](compare_config& c, const std::string& label, const std::string& text) {
              c.options.same_dump = parse_on_off(label, text);
          }},
-        {"design", "paired|unpaired",
-         "paired: the sets analyzed the same texts (each with --sequence-influences on); unpaired: "
-         "independent samples of texts [unpaired]",
+        {"design", "auto|paired|unpaired",
+         "auto: paired when the sets hold the same documents (equal document fingerprints in their examples.csv) "
+         "and have their influences, else unpaired; paired: the sets analyzed the same texts (each with "
+         "--sequence-influences on; refused when their fingerprints show other documents); unpaired: "
+         "independent samples of texts (docs/method.md §8.6) [auto]",
          [](compare_config& c, const std::string& label, const std::string& text) {
-             c.options.design = parse_design(text, label);
+             c.options.requested = parse_design(text, label);
+             c.options.design = c.options.requested == design_choice::paired ? compare_design::paired
+                                                                              : compare_design::unpaired;
          }},
     };
     return table;
@@ -92,9 +96,13 @@ inline std::string compare_help()
            "samples; docs/method.md §8.3). A head's quantity \"changed\" when its Benjamini-Hochberg q-value\n"
            "is at most alpha: the difference is larger than that sampling explains, in a selection whose\n"
            "false discovery rate is alpha for independent heads. The design (--design, said in compare_heads.csv's column design\n"
-           "and printed): unpaired, the sets are independent samples of texts (s = sqrt(s_A^2 + s_B^2));\n"
-           "paired, the sets were analyzed on the same texts, and s is the spread of the per-sequence\n"
-           "differences of the two sets' influences (head_sequence_influence.csv). With the influence tables,\n"
+           "and printed): auto (default), paired when the sets hold the same documents (equal\n"
+           "document_fingerprint in their examples.csv, whatever their ids) and have their influences, else\n"
+           "unpaired; unpaired, the sets are independent samples of texts (s = sqrt(s_A^2 + s_B^2));\n"
+           "paired, the sets were analyzed on the same texts, and s is the spread of the per-document\n"
+           "differences of the two sets' influences (head_sequence_influence.csv); refused when the\n"
+           "fingerprints show other documents, by document id with a note for sets without them.\n"
+           "The influence table is checked on reading (docs/method.md §8.6). With the influence tables,\n"
            "the model-level means over heads account for the heads sharing sequences; without them the\n"
            "heads are taken as independent (a note says so).\n\n"
            + options_help(compare_option_table(), false)

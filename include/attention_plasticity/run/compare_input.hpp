@@ -23,6 +23,7 @@
 #include "../io/bounded_read.hpp"
 #include "../io/csv_rows.hpp"
 #include "../io/csv_reader.hpp"
+#include "../io/examples_table.hpp"
 #include "errors.hpp"
 #include "result_set_reader.hpp"
 
@@ -98,6 +99,10 @@ struct loaded_set
     std::string name, folder;
     std::map<head_key, head> heads;
     bool has_influences = false;  // head_sequence_influence.csv was read
+    // The set's examples.csv (docs/method.md §1.1): the documents and their fingerprints, by
+    // which pairing is checked (§8.6); none: older sets, or dumps without one.
+    std::optional<io::examples_table> examples;
+    std::string examples_file;  // names it in messages
 };
 
 inline std::string head_text(std::int64_t layer, std::int64_t q_head)
@@ -195,7 +200,13 @@ void add_influence(loaded_set& s, const Row& row, const char* unit_column)
     {
         throw row.error("influence", row.text("influence") + " is not an influence (finite or nan)");
     }
-    it->second.influences[{quantity, bucket}].emplace_back(row.integer(unit_column), influence);
+    // The document id exactly as an int64 (ids beyond 2^53 are not doubles); else as the reader's integer.
+    std::int64_t id = 0;
+    if (!io::detail::parse_int64_exact(row.text(unit_column), id))
+    {
+        id = row.integer(unit_column);
+    }
+    it->second.influences[{quantity, bucket}].emplace_back(id, influence);
 }
 
 /// The influence lists of `s` in increasing example_id; compare_error naming `file` for an id
@@ -240,32 +251,110 @@ inline std::size_t read_influences(loaded_set& s, const result_set_reader& reade
 /// another run, or cut short, would pair the wrong numbers); else compare_error naming `file`.
 inline void check_influences(const loaded_set& s, const std::string& file)
 {
+    std::set<std::int64_t> documents;
+    if (s.examples)
+    {
+        for (const io::example_row& r : s.examples->rows)
+        {
+            documents.insert(r.document_id);
+        }
+    }
     for (const auto& [key, h] : s.heads)
     {
-        std::vector<quantity_key> needed;
+        for (const auto& [quantity, list] : h.influences)
+        {
+            for (const auto& [id, influence] : list)
+            {
+                if (s.examples && documents.count(id) == 0)
+                {
+                    throw compare_error(file + ": " + head_text(key.first, key.second) + ", " + quantity.first
+                                        + ": document_id " + std::to_string(id) + " is not a document of "
+                                        + s.examples_file + " (files of different runs?)");
+                }
+            }
+        }
+        std::vector<std::pair<quantity_key, double>> needed;  // each quantity with a standard error, and it
         for (const head_quantity& q : head_quantities)
         {
             const estimate& e = h.*q.member;
             if (std::isfinite(e.value) && std::isfinite(e.se))
             {
-                needed.push_back({q.name(), -1});
+                needed.push_back({{q.name(), -1}, e.se});
             }
         }
         for (const bucket_row& b : h.buckets)
         {
             if (std::isfinite(b.ap.value) && std::isfinite(b.ap.se))
             {
-                needed.push_back({"ap_bucket", b.q_bucket});
+                needed.push_back({{"ap_bucket", b.q_bucket}, b.ap.se});
             }
         }
-        for (const quantity_key& q : needed)
+        const auto quantity_text = [](const quantity_key& q) {
+            return q.first + (q.second >= 0 ? " " + std::to_string(q.second) : "");
+        };
+        const std::string where = file + ": " + head_text(key.first, key.second);
+        std::set<std::int64_t> units;  // every document of the head's quantities with an error
+        for (const auto& [q, se] : needed)
         {
-            if (h.influences_of(q) == nullptr)
+            const influence_list* list = h.influences_of(q);
+            if (list == nullptr)
             {
-                throw compare_error(file + ": " + head_text(key.first, key.second) + " has no rows of " + q.first
-                                    + (q.second >= 0 ? " " + std::to_string(q.second) : "")
-                                    + ", which has a standard error in " + io::metrics_csv + "/" + io::profile_csv
-                                    + " (files of different runs?)");
+                throw compare_error(where + " has no rows of " + quantity_text(q) + ", which has a standard error in "
+                                    + io::metrics_csv + "/" + io::profile_csv + " (files of different runs?)");
+            }
+            for (const auto& entry : *list)
+            {
+                units.insert(entry.first);
+            }
+        }
+        for (const auto& [q, se] : needed)
+        {
+            const influence_list& list = *h.influences_of(q);
+            // Every document has a row of every quantity with an error (§8.3: the influences of
+            // all the head's documents, centred); a row left out would count as 0.
+            if (list.size() != units.size())
+            {
+                std::size_t i = 0;
+                for (const std::int64_t id : units)
+                {
+                    if (i >= list.size() || list[i].first != id)
+                    {
+                        throw compare_error(where + ", " + quantity_text(q) + ": document_id " + std::to_string(id)
+                                            + " has no row (it has rows of the head's other quantities; a table cut "
+                                              "or edited?)");
+                    }
+                    ++i;
+                }
+            }
+            double squares = 0.0;
+            for (const auto& [id, influence] : list)
+            {
+                if (std::isnan(influence))
+                {
+                    throw compare_error(where + ", " + quantity_text(q) + ": document_id " + std::to_string(id)
+                                        + " has influence nan, but the quantity has a standard error ("
+                                        + io::format_number(se) + ")");
+                }
+                squares += influence * influence;
+            }
+            // The standard error is sqrt(G/(G-1) sum Phi^2) of the influences written (§8.3, §8.6):
+            // both round-trip exactly (%.17g), so they differ only by the order of the float64 sum,
+            // a relative (2G + 16) epsilon at most (docs/method.md §8.6).
+            const double g = static_cast<double>(list.size());
+            if (list.size() >= 2)
+            {
+                const double from_influences = std::sqrt(g / (g - 1.0) * squares);
+                const double tolerance = (2.0 * g + 16.0) * std::numeric_limits<double>::epsilon() * se;
+                if (!(std::abs(from_influences - se) <= tolerance))
+                {
+                    throw compare_error(where + ", " + quantity_text(q)
+                                        + ": the influences do not give the head's standard error (sqrt(G/(G-1) "
+                                          "sum Phi^2) = "
+                                        + io::format_number(from_influences) + " over " + std::to_string(list.size())
+                                        + " documents, standard error " + io::format_number(se) + " in "
+                                        + io::metrics_csv + "/" + io::profile_csv
+                                        + "): a table of another run, or edited (docs/method.md §8.6)");
+                }
             }
         }
     }
@@ -397,6 +486,11 @@ inline loaded_set load_set(const result_set_reader& reader, const std::string& n
     const io::parsed_table metrics = read_table(reader, io::metrics_csv);
     const io::parsed_table profile = read_table(reader, io::profile_csv);
     loaded_set s = load_heads(metrics, profile, name, folder, "result set '" + folder + "'");
+    if (reader.holds(io::examples_csv))
+    {
+        s.examples_file = reader.display(io::examples_csv);
+        s.examples = io::parse_examples_csv(reader.read(io::examples_csv, io::max_examples_csv_bytes), s.examples_file);
+    }
     if (reader.holds(io::influence_csv))
     {
         // A table of its header only: the set was analyzed without the influences.
@@ -557,13 +651,20 @@ private:
 
 /// A set held in memory (`label` naming it in the messages, as a folder would be): its
 /// head_metrics and head_profile tables and, when it has one, its head_sequence_influence table
-/// (nullptr: none), loaded and checked as load_set checks a folder's files (compare_error).
+/// (nullptr: none) and the text of its examples.csv (nullptr: none), loaded and checked as
+/// load_set checks a folder's files (compare_error).
 inline loaded_set load_set(const column_table& metrics, const column_table& profile, const column_table* influences,
-                           const std::string& label, const std::string& name)
+                           const std::string& label, const std::string& name,
+                           const std::string* examples_csv = nullptr)
 {
     try
     {
         loaded_set s = load_heads(metrics, profile, name, label, "result set '" + label + "'");
+        if (examples_csv != nullptr)
+        {
+            s.examples_file = label + ": " + io::examples_csv;
+            s.examples = io::parse_examples_csv(*examples_csv, s.examples_file);
+        }
         if (influences != nullptr)
         {
             check_influence_columns(influences->header(), influences->file());

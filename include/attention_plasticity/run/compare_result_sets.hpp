@@ -46,18 +46,31 @@ inline const char* design_name(compare_design design)
     return design == compare_design::paired ? "paired" : "unpaired";
 }
 
-/// "paired" or "unpaired"; anything else: usage_error naming `label` (the option) and the text.
-inline compare_design parse_design(const std::string& text, const std::string& label)
+/// The design asked for (docs/method.md §8.6): auto (paired when the sets hold the same documents,
+/// by their fingerprints, else unpaired), paired or unpaired.
+enum class design_choice
 {
+    automatic,
+    paired,
+    unpaired
+};
+
+/// "auto", "paired" or "unpaired"; anything else: usage_error naming `label` (the option) and the text.
+inline design_choice parse_design(const std::string& text, const std::string& label)
+{
+    if (text == "auto")
+    {
+        return design_choice::automatic;
+    }
     if (text == "paired")
     {
-        return compare_design::paired;
+        return design_choice::paired;
     }
     if (text == "unpaired")
     {
-        return compare_design::unpaired;
+        return design_choice::unpaired;
     }
-    throw usage_error(label + ": '" + text + "' is not paired or unpaired");
+    throw usage_error(label + ": '" + text + "' is not auto, paired or unpaired");
 }
 
 /// What to compare and how.
@@ -68,7 +81,9 @@ struct compare_options
     double alpha = 0.05;               // level of the BH procedure (and of the intervals: 1 - alpha)
     bool common_heads = false;         // compare the heads common to all sets instead of refusing
     bool same_dump = false;            // the sets analyzed the same dump (different options)
-    compare_design design = compare_design::unpaired;  // paired: the sets share their sequences
+    design_choice requested = design_choice::automatic;  // the design asked for (§8.6)
+    compare_design design = compare_design::unpaired;  // the design used (set by compare_result_sets)
+    std::string design_label;  // compare_heads.csv's `design` (set by compare_result_sets; empty: design's name)
 };
 
 /// The compared result sets as rows and files (compare_heads.csv, compare_changed.csv,
@@ -170,7 +185,7 @@ namespace compare_detail
             {
                 sets.push_back(load_set(options.folders[i], name));
             }
-            if (options.design == compare_design::paired && !sets.back().has_influences)
+            if (options.requested == design_choice::paired && !sets.back().has_influences)
             {
                 throw compare_error("design paired (--design paired, design='paired'): result set '" + options.folders[i]
                                     + "' has no per-sequence influences (" + io::influence_csv
@@ -258,8 +273,8 @@ namespace compare_detail
         notes.push_back(
             options.design == compare_design::paired
                 ? "design paired: a head's change has the standard error of the per-sequence differences of the two "
-                  "sets' influences (head_sequence_influence.csv), the sets taken to share their sequences (the same "
-                  "example_id is the same text in both, as stated by choosing paired); the errors cover what the "
+                  "sets' influences (head_sequence_influence.csv), the sets taken to share their documents (matched by "
+                  "document_fingerprint, or by document_id when the sets have none); the errors cover what the "
                   "analyses' errors cover (by default sequence-level: the sampling of the texts and of the tokens, "
                   "docs/method.md §8.3, §8.6)"
                 : "design unpaired: a head's change has the standard error sqrt(s_A^2 + s_B^2) of the two sets' own "
@@ -365,9 +380,166 @@ namespace compare_detail
         {
             notes.push_back("design paired: '" + A.name + "' and '" + B.name + "' have " + std::to_string(all - common)
                             + " of their " + std::to_string(all)
-                            + " example ids in one set only (their influences count as 0 in the other): "
-                              "pairing assumes the same example_id is the same text in both sets");
+                            + " document ids in one set only (their influences count as 0 in the other): "
+                              "pairing assumes the same document_id is the same text in both sets");
         }
+    }
+
+    /// The document fingerprint of each document of `s` (docs/method.md §8.6), or false when the
+    /// set cannot show its documents' texts: no examples.csv, an empty document_fingerprint, or
+    /// two documents of one fingerprint (pairing by text would be ambiguous); `why` says which.
+    inline bool document_prints(const loaded_set& s, std::map<std::int64_t, std::string>& prints, std::string& why)
+    {
+        prints.clear();
+        if (!s.examples)
+        {
+            why = "'" + s.name + "' has no examples.csv";
+            return false;
+        }
+        std::map<std::string, std::int64_t> seen;
+        for (const io::example_row& r : s.examples->rows)
+        {
+            if (r.document_fingerprint.empty())
+            {
+                why = "'" + s.name + "' has documents without a document_fingerprint (" + s.examples_file + ")";
+                return false;
+            }
+            const auto [it, added] = seen.emplace(r.document_fingerprint, r.document_id);
+            if (!added && it->second != r.document_id)
+            {
+                why = "'" + s.name + "' has two documents of one text (document_id " + std::to_string(it->second)
+                      + " and " + std::to_string(r.document_id) + ", document_fingerprint " + r.document_fingerprint
+                      + ")";
+                return false;
+            }
+            prints[r.document_id] = r.document_fingerprint;
+        }
+        if (prints.empty())
+        {
+            why = "'" + s.name + "' has an empty examples.csv";
+            return false;
+        }
+        return true;
+    }
+
+    /// The first (up to 3) documents of `a` (id -> fingerprint) whose text is not in `b`, as text.
+    inline std::string unmatched_documents(const loaded_set& A, const std::map<std::int64_t, std::string>& a,
+                                           const loaded_set& B, const std::map<std::int64_t, std::string>& b,
+                                           std::size_t& count)
+    {
+        std::set<std::string> in_b;
+        for (const auto& entry : b)
+        {
+            in_b.insert(entry.second);
+        }
+        std::string text;
+        count = 0;
+        for (const auto& [id, print] : a)
+        {
+            if (in_b.count(print) == 0 && count++ < 3)
+            {
+                text += (text.empty() ? "" : ", ") + std::string("document_id ") + std::to_string(id)
+                        + " (document_fingerprint " + print + ")";
+            }
+        }
+        return count == 0 ? std::string()
+                          : std::to_string(count) + " documents of '" + A.name + "' are not in '" + B.name
+                                + "', the first " + text;
+    }
+
+    /// The design used (docs/method.md §8.6) from the one asked for: auto is paired when every set
+    /// has a document_fingerprint for each document and consecutive sets hold the same documents
+    /// (and every set has its influences), else unpaired; paired on sets of other documents is
+    /// refused (compare_error naming the first unmatched documents); paired on sets without
+    /// fingerprints pairs by document id, with a note. Paired by fingerprint, every set's influences
+    /// are put on the first set's document ids (ids may differ between sets). The note says which
+    /// design and why.
+    inline compare_design resolve_design(std::vector<loaded_set>& sets, compare_options& options, std::string& reason)
+    {
+        std::string& label = options.design_label;
+        if (options.requested == design_choice::unpaired)
+        {
+            reason = "as asked (--design unpaired, design='unpaired')";
+            return compare_design::unpaired;
+        }
+        std::vector<std::map<std::int64_t, std::string>> prints(sets.size());
+        std::string unchecked;
+        for (std::size_t i = 0; i < sets.size() && unchecked.empty(); ++i)
+        {
+            document_prints(sets[i], prints[i], unchecked);
+        }
+        if (!unchecked.empty())
+        {
+            if (options.requested == design_choice::paired)
+            {
+                label = "paired (by id: unchecked)";
+                reason = "as asked (--design paired, design='paired'), documents matched by id: pairing could not be "
+                         "checked from the texts ("
+                         + unchecked + ")";
+                return compare_design::paired;
+            }
+            label = "unpaired (auto: no fingerprints)";
+            reason = "auto: pairing could not be checked from the texts (" + unchecked
+                     + "); --design paired (design='paired') pairs by document id if the sets analyzed the same texts";
+            return compare_design::unpaired;
+        }
+        for (std::size_t i = 0; i + 1 < sets.size(); ++i)
+        {
+            std::size_t only_a = 0, only_b = 0;
+            const std::string a = unmatched_documents(sets[i], prints[i], sets[i + 1], prints[i + 1], only_a);
+            const std::string b = unmatched_documents(sets[i + 1], prints[i + 1], sets[i], prints[i], only_b);
+            if (only_a + only_b > 0)
+            {
+                const std::string what = "'" + sets[i].name + "' and '" + sets[i + 1].name
+                                         + "' do not hold the same documents (document_fingerprint of examples.csv): "
+                                         + a + (a.empty() || b.empty() ? "" : "; ") + b;
+                if (options.requested == design_choice::paired)
+                {
+                    throw compare_error("design paired (--design paired, design='paired'): " + what
+                                        + " (docs/method.md §8.6): compare them unpaired (--design unpaired)");
+                }
+                label = "unpaired (auto: other documents)";
+                reason = "auto: " + what;
+                return compare_design::unpaired;
+            }
+        }
+        for (const loaded_set& s : sets)
+        {
+            if (!s.has_influences)
+            {
+                // Only auto comes here: paired without influences was refused by load_sets.
+                label = "unpaired (auto: no influences)";
+                reason = "auto: the sets hold the same documents, but '" + s.name + "' has no per-sequence influences ("
+                         + io::influence_csv + "; analyze it with --sequence-influences on for the paired design)";
+                return compare_design::unpaired;
+            }
+        }
+        // Every set's influences on the first set's document ids, matched by fingerprint.
+        std::map<std::string, std::int64_t> first;
+        for (const auto& [id, print] : prints[0])
+        {
+            first[print] = id;
+        }
+        for (std::size_t i = 1; i < sets.size(); ++i)
+        {
+            for (auto& [key, h] : sets[i].heads)
+            {
+                for (auto& [quantity, list] : h.influences)
+                {
+                    for (auto& entry : list)
+                    {
+                        // check_influences: every id is a document of the set's examples.csv.
+                        entry.first = first.at(prints[i].at(entry.first));
+                    }
+                    std::sort(list.begin(), list.end(), [](const auto& u, const auto& v) { return u.first < v.first; });
+                }
+            }
+        }
+        label = options.requested == design_choice::paired ? "paired" : "paired (auto: same documents)";
+        reason = std::string(options.requested == design_choice::paired ? "as asked" : "auto")
+                 + ": the sets hold the same documents (equal document_fingerprint in their examples.csv), "
+                   "matched by fingerprint";
+        return compare_design::paired;
     }
 
     /// The families (one per quantity and bucket, across heads) adjusted, and the hierarchical
@@ -454,7 +626,7 @@ namespace compare_detail
             tables.heads.push_back({A.name, B.name, r.a->layer, r.a->q_head, r.a->k_head, r.quantity,
                                     r.quantity == "ap_bucket" ? std::to_string(r.q_bucket) : "", c.a.value, c.b.value,
                                     c.difference, c.se, c.z, c.p, c.q_bh, c.p_holm, r.selected ? 1 : 0,
-                                    design_name(options.design), r.head_p, r.head_q, r.q_within, c.resolution,
+                                    options.design_label.empty() ? std::string(design_name(options.design)) : options.design_label, r.head_p, r.head_q, r.q_within, c.resolution,
                                     untested_reason_text(c.reason)});
             if (r.selected)
             {
@@ -587,28 +759,33 @@ inline compare_result compare_result_sets(const compare_options& options, const 
 {
     using namespace compare_detail;
     check_options(options);
-    const std::vector<loaded_set> sets = load_sets(options, given);
+    std::vector<loaded_set> sets = load_sets(options, given);
     compare_result result;
-    result.design = options.design;
-    const std::vector<head_key> keys = match_heads(sets, options, result.notes);
+    std::string design_reason;
+    compare_options resolved = options;
+    resolved.design = resolve_design(sets, resolved, design_reason);
+    result.design = resolved.design;
+    const std::vector<head_key> keys = match_heads(sets, resolved, result.notes);
     result.compared_heads = keys.size();
-    design_notes(sets, options, result.notes);
+    design_notes(sets, resolved, result.notes);
+    result.notes.push_back("design " + std::string(design_name(resolved.design)) + ", " + design_reason
+                           + " (docs/method.md §8.6)");
     for (std::size_t s = 0; s + 1 < sets.size(); ++s)
     {
-        std::vector<comparison> rows = compare_heads(sets[s], sets[s + 1], keys, options.design, result.notes);
-        if (options.design == compare_design::paired)
+        std::vector<comparison> rows = compare_heads(sets[s], sets[s + 1], keys, resolved.design, result.notes);
+        if (resolved.design == compare_design::paired)
         {
             pairing_note(sets[s], sets[s + 1], keys, result.notes);
         }
-        adjust_families(rows, options.alpha, "'" + sets[s].name + "' and '" + sets[s + 1].name + "'", result.notes);
-        result.changed_heads += head_rows(sets[s], sets[s + 1], rows, options, result.tables);
-        summary_rows(sets[s], sets[s + 1], rows, options, result.tables);
+        adjust_families(rows, resolved.alpha, "'" + sets[s].name + "' and '" + sets[s + 1].name + "'", result.notes);
+        result.changed_heads += head_rows(sets[s], sets[s + 1], rows, resolved, result.tables);
+        summary_rows(sets[s], sets[s + 1], rows, resolved, result.tables);
     }
-    trajectory_rows(sets, keys, options, result.tables);
-    if (options.same_dump)
+    trajectory_rows(sets, keys, resolved, result.tables);
+    if (resolved.same_dump)
     {
         result.notes.push_back(
-            options.design == compare_design::paired
+            resolved.design == compare_design::paired
                 ? "same dump, design paired: the per-sequence differences of the influences account for the "
                   "sequences and tokens the two analyses share (docs/method.md §8.6)"
                 : "same dump: the standard errors add the two analyses' variances as for independent samples; the "
