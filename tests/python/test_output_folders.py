@@ -22,8 +22,8 @@ import attention_plasticity as ap
 sys.path.insert(0, os.path.join(bu.ROOT, "examples"))
 import capture_qk as cap  # noqa: E402
 
-FLAGS = ["--num-pairs-per-bucket", "16", "--min-bucket-size", "16", "--threads", "1"]
-OPTIONS = {"num_pairs_per_bucket": 16, "min_bucket_size": 16}
+FLAGS = ["--num-pairs-per-bucket", "16", "--min-bucket-queries", "16", "--threads", "1"]
+OPTIONS = {"num_pairs_per_bucket": 16, "min_bucket_queries": 16}
 
 
 def ap_compare():

@@ -117,6 +117,13 @@ class DumpRun:
         The note of a run without examples.csv (docs/method.md §8.3), None with one.
         """
 
+    @property
+    def examples_csv(self) -> str | None:
+        """
+        The text of the run's examples.csv (docs/method.md §1.1), None without one: a comparison
+        checks pairing from its document fingerprints (§8.6).
+        """
+
     def run(self, parquet_reader: object, on_progress: object | None = None) -> None:
         """
         Analyzes the heads on the run's threads with the GIL released. parquet_reader(folder) -> dict of
