@@ -130,6 +130,29 @@ def main():
         c.check(read(out_renamed, name).replace(",A3,", ",A2,").replace("A3,", "A2,") == read(out_paired, name),
                 "ids renamed: %s differs from the same documents' (documents not matched by fingerprint)" % name)
 
+    # A corpus that holds one text twice (documents 0 and 1 of one fingerprint in both sets, as
+    # the pydoc topics hold two identical texts): still the same documents, paired one for one in
+    # increasing document_id order, the same numbers as above.
+    def duplicate_text(header, rows):
+        i_d, i_p = header.index("document_id"), header.index("document_fingerprint")
+        first = next(r[i_p] for r in rows if r[i_d] == "0")
+        for r in rows:
+            if r[i_d] == "1":
+                r[i_p] = first
+        return rows
+    dup_a = plain_copy(A, os.path.join(work, "A_dup"))
+    dup_a2 = plain_copy(A2, os.path.join(work, "A2_dup"))
+    for folder in (dup_a, dup_a2):
+        edit(os.path.join(folder, EXAMPLES), duplicate_text)
+    out_dup = os.path.join(work, "auto_duplicates")
+    rc, _o, err = compare(ap_compare, out_dup, [dup_a, dup_a2])
+    c.check(rc == 0 and designs(out_dup) == {"paired (auto: same documents)"},
+            "a text held twice: auto should be paired: %s %s" % (rc, err))
+    if rc == 0:
+        c.check(read(out_dup, "compare_heads.csv").replace("A2_dup", "A2").replace("A_dup", "A")
+                .replace("paired (auto: same documents)", "paired") == read(out_paired, "compare_heads.csv"),
+                "a text held twice: the paired numbers differ from the same documents'")
+
     # Other documents: auto unpaired, paired refused naming the first unmatched documents.
     out_other = os.path.join(work, "auto_other")
     rc, _o, err = compare(ap_compare, out_other, [A, B])

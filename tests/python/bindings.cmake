@@ -30,6 +30,8 @@ set(_ap_binding_tests bindings_kernel bindings_steps bindings_extensions binding
     capture_dispatch documents capture_computed capture_sweep)
 # scripts/train_decoder.py at a tiny scale (the decoder of tests/data/real_decoder).
 list(APPEND _ap_binding_tests train_decoder monitor)
+# Issue 32: A/A on all-MiniLM-L6-v2 with documents cut into several examples (about 3 minutes).
+list(APPEND _ap_binding_tests aa_documents)
 set(_ap_binding_env "")
 if(AP_BUILD_EXAMPLES)
   # The comparisons with the C++ programs (same rows, same CSV bytes, same shards).

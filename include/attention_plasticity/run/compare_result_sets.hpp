@@ -385,9 +385,12 @@ namespace compare_detail
         }
     }
 
-    /// The document fingerprint of each document of `s` (docs/method.md §8.6), or false when the
-    /// set cannot show its documents' texts: no examples.csv, an empty document_fingerprint, or
-    /// two documents of one fingerprint (pairing by text would be ambiguous); `why` says which.
+    /// The text key of each document of `s` (docs/method.md §8.6): its document_fingerprint, and for
+    /// the second and later documents of one text in the set (a corpus that holds a text twice)
+    /// the fingerprint with "#k" (k-th document of that text by increasing document_id), so that
+    /// sets holding the same texts, duplicates included, match document for document. False when
+    /// the set cannot show its documents' texts (no examples.csv, an empty document_fingerprint);
+    /// `why` says which.
     inline bool document_prints(const loaded_set& s, std::map<std::int64_t, std::string>& prints, std::string& why)
     {
         prints.clear();
@@ -396,7 +399,7 @@ namespace compare_detail
             why = "'" + s.name + "' has no examples.csv";
             return false;
         }
-        std::map<std::string, std::int64_t> seen;
+        std::map<std::int64_t, std::string> documents;
         for (const io::example_row& r : s.examples->rows)
         {
             if (r.document_fingerprint.empty())
@@ -404,20 +407,18 @@ namespace compare_detail
                 why = "'" + s.name + "' has documents without a document_fingerprint (" + s.examples_file + ")";
                 return false;
             }
-            const auto [it, added] = seen.emplace(r.document_fingerprint, r.document_id);
-            if (!added && it->second != r.document_id)
-            {
-                why = "'" + s.name + "' has two documents of one text (document_id " + std::to_string(it->second)
-                      + " and " + std::to_string(r.document_id) + ", document_fingerprint " + r.document_fingerprint
-                      + ")";
-                return false;
-            }
-            prints[r.document_id] = r.document_fingerprint;
+            documents.emplace(r.document_id, r.document_fingerprint);
         }
-        if (prints.empty())
+        if (documents.empty())
         {
             why = "'" + s.name + "' has an empty examples.csv";
             return false;
+        }
+        std::map<std::string, std::size_t> seen;
+        for (const auto& [id, print] : documents)
+        {
+            const std::size_t k = ++seen[print];
+            prints[id] = k == 1 ? print : print + "#" + std::to_string(k);
         }
         return true;
     }
