@@ -249,7 +249,9 @@ def compare(study, folders, out, design):
         result = ap.compare_runs(folders, target, names=names, design=design)
     except ap.UsageError as exc:
         raise StudyError(f"compare_runs (design {design}): {exc}") from None
-    used = sorted(set(result.heads["design"]))
+    # The design column says the design, then how it was chosen ("paired (by id: unchecked)" for
+    # sets without document fingerprints, as the committed checkpoints: docs/method.md §8.6).
+    used = sorted({str(d).split(" ")[0] for d in result.heads["design"]})
     if used != [design]:
         raise StudyError(f"compare_runs: design {used} in compare_heads.csv, asked for {design}")
     why = ("the same texts and tokens in every set" if design == "paired"
