@@ -5,7 +5,10 @@
 # exercising no code the other tests do not), the strace test (LeakSanitizer cannot run under
 # ptrace), the Slurm test (a second cluster; e2e_shards runs ap_analyze --shard and ap_merge here),
 # the BLAS kernel policy test (it preloads a library and times CPU use; the policy's code runs in
-# every other test here), the plasticity study (Python front end and plots only) and the
+# every other test here), the plasticity study (Python front end and plots only), the A/A
+# calibration on real captures (e2e_aa_real: hundreds of analyses and comparisons of two
+# fixtures, past its 600 s under the sanitizers since it covers the encoder too; ap_analyze and
+# ap_compare run here in e2e_compare_*, e2e_documents and e2e_real_*) and the
 # front-end comparisons again on a simulated OpenBLAS fallback (the same code, a preload).
 # Sanitizer reports go to files under BUILD_DIR/sanitizer-reports: the test fails when any
 # appears, even if the program's exit status was what a test expected.
@@ -26,7 +29,7 @@ foreach(finding ${known_findings})
   message(WARNING "NOT RUN under the sanitizers (a known finding in the library, see run_sanitized_tests.cmake): ${finding}")
 endforeach()
 string(REPLACE ";" "|" known "${known_findings}")
-set(excluded "^(python_|install_consumer$|e2e_synthetic_accuracy$|e2e_interval_calibration$|e2e_demo$|e2e_kill_random$|e2e_kill_every_step$|e2e_slurm$|e2e_blas_core$|e2e_plasticity_study$|.*_blas_fallback$)")
+set(excluded "^(python_|install_consumer$|e2e_synthetic_accuracy$|e2e_interval_calibration$|e2e_demo$|e2e_kill_random$|e2e_kill_every_step$|e2e_slurm$|e2e_aa_real$|e2e_blas_core$|e2e_plasticity_study$|.*_blas_fallback$)")
 if(known)
   set(excluded "${excluded}|^(${known})$")
 endif()
