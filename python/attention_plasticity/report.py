@@ -465,7 +465,7 @@ function drawMap() {
 }
 function placeCursor() { const c = $("map-cursor"); if (!c) return; const g = S.geom; c.setAttribute("x", g.left + S.cursor[1] * g.cs); c.setAttribute("y", g.top + S.cursor[0] * g.cs); }
 function placeSelected() { const c = $("map-selected"); if (!c || !S.selected) return; const g = S.geom; c.setAttribute("x", g.left + S.selected[1] * g.cs); c.setAttribute("y", g.top + S.selected[0] * g.cs); c.setAttribute("visibility", "visible"); }
-function tipText(l, h) { const mv = S.mv; const v = mv.value(l, h), se = mv.se(l, h); return "layer " + l + ", head " + h + "\n" + mv.label + " = " + fmt(v) + (se !== undefined ? " \u00b1 " + fmt(se) + " (se)" : "") + "\n" + mv.extra(l, h) + (mv.sig(l, h) ? "\nsignificant (BH q \u2264 alpha)" : ""); }
+function tipText(l, h) { const mv = S.mv; const v = mv.value(l, h), se = mv.se(l, h); return "layer " + l + ", head " + h + "\n" + mv.label + " = " + fmt(v) + (se !== undefined ? " \u00b1 " + fmt(se) + " (se)" : "") + "\n" + mv.extra(l, h) + (mv.sig(l, h) ? "\nselected (a changed head, docs/method.md \u00a78.6)" : ""); }
 function showTip(ev, l, h) { const t = $("tooltip"); t.textContent = tipText(l, h); t.hidden = false; t.style.left = (ev.clientX + 14) + "px"; t.style.top = (ev.clientY + 10) + "px"; }
 function hideTip() { $("tooltip").hidden = true; }
 function drawLegend(mv) {
@@ -673,7 +673,7 @@ function drawOverview() {
   if (D.kind === "comparison") {
     const t = S.cmp.heads; const design = t.n ? t.cols.design[0] : "?";
     $("subtitle").textContent = "set A " + (t.n ? t.cols.set_a[0] : "") + " vs set B " + (t.n ? t.cols.set_b[0] : "") + "; attention_plasticity " + D.version;
-    o.appendChild(el("p", {id: "design", class: "note"}, "Design: " + design + ". A head's difference is B - A of the bias-corrected values; marked heads (\u25cb) have BH q \u2264 alpha over all the heads' and buckets' tests (docs/method.md \u00a78.6)."));
+    o.appendChild(el("p", {id: "design", class: "note"}, "Design: " + design + ". A head's difference is B - A of the bias-corrected values; marked heads (\u25cb) are the changed heads: selected by the hierarchical rule, whose list has a false discovery rate of at most alpha (docs/method.md \u00a78.6)."));
     const s = S.cmp.summary; const tab = el("table", {id: "summary-table"}); const cols = ["quantity", "layer", "n_heads", "mean_a", "mean_b", "mean_difference", "se", "ci_low", "ci_high", "p", "n_significant"].filter((c) => s.has(c));
     const hr = el("tr"); cols.forEach((c) => hr.appendChild(el("th", {}, c))); tab.appendChild(hr);
     for (let i = 0; i < s.n; i++) { const tr = el("tr"); cols.forEach((c) => { const v = s.cols[c][i]; tr.appendChild(el("td", {"data-col": c, "data-value": String(v)}, fmt(v))); }); tab.appendChild(tr); }
