@@ -139,8 +139,10 @@ def read_results(folder):
     double exactly, docs/method.md §3.1), and the same bytes (``csv_text``). It is read by the
     reader of ap_merge and ap_compare (run/result_set_reader.hpp): under the folder's lock,
     shared, the current set resolved once (a run finishing meanwhile does not mix two sets), each
-    file bounded, a FIFO, device or folder refused. Raises ValueError naming the file for a
-    missing or unreadable table or a header of another version."""
+    file bounded, a FIFO, device or folder refused; the influence table line by line, bounded by
+    the set's heads and documents (docs/method.md §8.6: rows beyond a head's documents refused as
+    they are read). Raises ValueError naming the file for a missing or unreadable table or a
+    header of another version."""
     from ._core.dump import _read_result_set
     from ._core.tables import result_schema, result_tables
 
