@@ -139,8 +139,10 @@ def read_results(folder):
     double exactly, docs/method.md §3.1), and the same bytes (``csv_text``). It is read by the
     reader of ap_merge and ap_compare (run/result_set_reader.hpp): under the folder's lock,
     shared, the current set resolved once (a run finishing meanwhile does not mix two sets), each
-    file bounded, a FIFO, device or folder refused. Raises ValueError naming the file for a
-    missing or unreadable table or a header of another version."""
+    file bounded, a FIFO, device or folder refused; the influence table line by line, bounded by
+    the set's heads and documents (docs/method.md §8.6: rows beyond a head's documents refused as
+    they are read). Raises ValueError naming the file for a missing or unreadable table or a
+    header of another version."""
     from ._core.dump import _read_result_set
     from ._core.tables import result_schema, result_tables
 
@@ -148,18 +150,44 @@ def read_results(folder):
     if not os.path.isdir(folder):
         raise ValueError(f"read_results: {folder}: not a folder")
     files = {file: name for name, file, _header in result_tables()}
-    texts = {files[file]: text for file, text in _read_result_set(folder, list(files))}
+    # One reading of the set (its lock held, the current set resolved once): the tables, its
+    # examples.csv, and the influence table as columns, read line by line and bounded by the
+    # set's heads and documents (docs/method.md §8.6: a repeated or oversized table is refused by
+    # its content, before memory grows with the file).
+    texts, columns, examples = {}, {}, None
+    for entry in _read_result_set(folder, list(files) + ["examples.csv"], influence_columns=True):
+        if entry[0] == "examples.csv":
+            examples = entry[1]
+        elif len(entry) == 4:
+            file, text, arrays, quantities = entry
+            texts[files[file]] = text
+            columns[files[file]] = _influence_frame(arrays, quantities)
+        else:
+            texts[files[entry[0]]] = entry[1]
     if "head_metrics" not in texts:
         raise ValueError(f"read_results: {os.path.join(folder, 'head_metrics.csv')}: not found (not a result "
                          f"set of ap_analyze, ap_merge or analyze_dump)")
     schema = result_schema()
-    tables = {name: _frame(text, schema[name], os.path.join(folder, file))
+    tables = {name: columns[name] if name in columns else _frame(text, schema[name], os.path.join(folder, file))
               for file, name in files.items() for text in [texts.get(name)] if text is not None}
     result = ResultSet(tables, texts, f"{len(tables['head_metrics'])} heads read from {folder}", source=folder)
-    examples = dict(_read_result_set(folder, ["examples.csv"])).get("examples.csv")
     if examples is not None:
         result.examples_csv = examples
     return result
+
+
+def _influence_frame(arrays, quantities):
+    """The influence table's DataFrame from its columns (read by C++, run/influence_table.hpp):
+    the dtypes of _frame's (int64, str, float64), without parsing the text again."""
+    import numpy as np
+    import pandas as pd
+
+    frame = pd.DataFrame({name: np.asarray(arrays[name]) for name in ("layer", "q_head", "k_head", "document_id")},
+                         copy=False)
+    frame["quantity"] = pd.array(np.asarray(quantities, dtype=object)[np.asarray(arrays["quantity"])], dtype="str")
+    frame["q_bucket"] = np.asarray(arrays["q_bucket"])
+    frame["influence"] = np.asarray(arrays["influence"])
+    return frame
 
 
 __all__ = ["ResultSet", "result_set", "read_results", "analysis_options"]

@@ -39,6 +39,7 @@
 #include <attention_plasticity/run/config.hpp>
 #include <attention_plasticity/run/dump_layout.hpp>
 #include <attention_plasticity/run/head_runner.hpp>
+#include <attention_plasticity/run/influence_table.hpp>
 #include <attention_plasticity/run/output_folder.hpp>
 #include <attention_plasticity/run/result_set.hpp>
 #include <attention_plasticity/run/result_set_reader.hpp>
@@ -759,10 +760,13 @@ void bind_dump(nb::module_& m)
 
     m.def(
         "_read_result_set",
-        [](const std::string& folder, const std::vector<std::string>& names) {
+        [](const std::string& folder, const std::vector<std::string>& names, bool influence_columns) {
             // The one reader of result folders (result_set_reader.hpp): the shared lock, the
             // current set resolved once, each file bounded (a quarter of memory, as ap_compare).
+            // With influence_columns, the influence table is read as columns, bounded by the set's
+            // heads and documents (run/influence_table.hpp, docs/method.md §8.6).
             std::vector<std::pair<std::string, std::string>> out;
+            std::optional<run::influence_table> influences;
             {
                 nb::gil_scoped_release release;
                 try
@@ -771,7 +775,20 @@ void bind_dump(nb::module_& m)
                     const std::uintmax_t bound = attention_plasticity::io::physical_memory_bytes() / 4;
                     for (const auto& name : names)
                     {
-                        if (reader.holds(name))
+                        if (!reader.holds(name))
+                        {
+                            continue;
+                        }
+                        if (influence_columns && name == io::influence_csv && reader.holds(io::metrics_csv)
+                            && reader.holds(io::profile_csv))
+                        {
+                            const auto table = [&](const char* file) {
+                                return io::parsed_table(reader.read(file, bound), reader.display(file));
+                            };
+                            influences = run::read_influence_table(reader, table(io::metrics_csv),
+                                                                   table(io::profile_csv));
+                        }
+                        else
                         {
                             out.emplace_back(name, reader.read(name, bound));
                         }
@@ -786,12 +803,37 @@ void bind_dump(nb::module_& m)
                     throw std::invalid_argument(std::string("read_results: ") + e.what());
                 }
             }
-            return out;
+            nb::list result;
+            for (auto& [name, text] : out)
+            {
+                result.append(nb::make_tuple(name, nb::str(text.data(), text.size())));
+                std::string().swap(text);
+            }
+            if (influences)
+            {
+                run::influence_table& t = *influences;
+                nb::str text(t.text.data(), t.text.size());
+                std::string().swap(t.text);  // not held twice
+                nb::dict columns;
+                columns["layer"] = vector_to_numpy(std::move(t.layer));
+                columns["q_head"] = vector_to_numpy(std::move(t.q_head));
+                columns["k_head"] = vector_to_numpy(std::move(t.k_head));
+                columns["document_id"] = vector_to_numpy(std::move(t.document_id));
+                columns["quantity"] = vector_to_numpy(std::move(t.quantity));
+                columns["q_bucket"] = vector_to_numpy(std::move(t.q_bucket));
+                columns["influence"] = vector_to_numpy(std::move(t.influence));
+                result.append(nb::make_tuple(std::string(io::influence_csv), text, columns,
+                                             run::influence_quantity_names()));
+            }
+            return result;
         },
-        "folder"_a, "names"_a,
+        "folder"_a, "names"_a, "influence_columns"_a = false,
         "[(name, text)] of the files `names` of the result set current in `folder` that it holds, read\n"
         "under the folder's lock with the reader of ap_merge and ap_compare (result_set_reader.hpp): FIFOs,\n"
-        "devices and folders refused, each file bounded. Raises InvalidArgumentError naming the file.");
+        "devices and folders refused, each file bounded. With influence_columns, the influence table's\n"
+        "entry is (name, text, {column: array}, quantity names): read line by line, bounded by the set's\n"
+        "heads and documents (run/influence_table.hpp; quantity: int8 indices into the names). Raises\n"
+        "InvalidArgumentError naming the file.");
     m.def(
         "_write_result_set",
         [](const std::string& output_dir, const std::vector<std::pair<std::string, std::string>>& files) {

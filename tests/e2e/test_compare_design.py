@@ -17,7 +17,8 @@ usage: test_compare_design.py AP_SYNTH AP_ANALYZE AP_COMPARE WORK_DIR [--python]
   - tampered influence tables, each refused naming the file and the head: a document id not in
     examples.csv; a missing (head, document, quantity) row; a NaN influence of a quantity with a
     standard error; influences scaled by 1.01 (their sum of squares no longer gives the head's
-    standard error, §8.6);
+    standard error, §8.6); rows beyond the head's n_documents (50,000 more, or the table twice) and
+    a bucket not in head_profile.csv, refused as they are read (bounded reading, issue 33 item 3);
   - ids near 2^63: A and A2 with example and document ids 2^63 - 1000 + i, compared (kept exact).
 """
 
@@ -211,6 +212,40 @@ def main():
     tampered("nan_influence", nan_influence)
     err = tampered("scaled", scaled)
     c.check("standard error" in err, "scaled influences: the message should name the standard error: %s" % err)
+
+    # Bounded reading (issue 33 item 3): a quantity has a row per document of the head, so rows
+    # beyond the head's n_documents are refused as they are read (the line named is the first row
+    # beyond them, not the file's end: memory does not grow with the file), and so is a bucket
+    # the head does not have in head_profile.csv.
+    def oversized(header, rows):
+        first = [r for r in rows if r[header.index("quantity")] == "ap_overall" and r[1] == rows[0][1]]
+        extra = []
+        for k in range(50000):
+            r = list(first[0])
+            r[header.index("document_id")] = str(100000 + k)
+            extra.append(r)
+        return rows + extra
+
+    def repeated(header, rows):
+        return rows + rows
+
+    def other_bucket(header, rows):
+        i = header.index("q_bucket")
+        r = next(r for r in rows if r[header.index("quantity")] == "ap_bucket")
+        r[i] = "77"
+        return rows
+
+    with open(os.path.join(A2, INFLUENCE)) as f:
+        n_rows = sum(1 for _ in f) - 1
+    for name, change in (("oversized", oversized), ("repeated", repeated)):
+        err = tampered(name, change)
+        c.check("more rows than the head's 12 documents (n_documents in head_metrics.csv)" in err,
+                "%s: rows beyond the head's documents should be refused as read: %s" % (name, err))
+        line = err.split(": line ", 1)[1].split(":", 1)[0] if ": line " in err else ""
+        c.check(line.isdigit() and int(line) <= n_rows + 2,
+                "%s: refused at line %s, not as the rows beyond the documents are read (%d rows)" % (name, line, n_rows))
+    err = tampered("other_bucket", other_bucket)
+    c.check("has no bucket 77 in head_profile.csv" in err, "a bucket the head does not have: %s" % err)
 
     # Ids near 2^63 (beyond 2^53): kept exact.
     big = {}

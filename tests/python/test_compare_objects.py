@@ -8,6 +8,7 @@ Needs AP_SYNTH and AP_COMPARE (tests/python/bindings.cmake sets them)."""
 import copy
 import io
 import os
+import re
 import subprocess
 import tempfile
 
@@ -221,3 +222,52 @@ def test_filtered_influences_are_refused_not_read_from_the_folder(documents):
         ap.compare_runs([results["A"], scaled])
     # The folders behind them compare (paired by fingerprint).
     assert set(ap.compare_runs([folders["A"], folders["A2"]]).heads["design"]) == {"paired (auto: same documents)"}
+
+
+def test_read_results_reads_the_influence_table_bounded(documents, tmp_path):
+    """read_results reads the influence table line by line, bounded by the set's heads and
+    documents (docs/method.md §8.6; issue 33 item 3): a valid table value for value and byte for
+    byte; rows beyond a head's documents (extra ids, the table twice), a bucket the head does not
+    have, a sparse file: refused by their content at the first such row (the line named), before
+    memory grows with the file."""
+    results, folders = documents
+    back = ap.read_results(folders["A"])
+    for name in results["A"].tables:
+        pd.testing.assert_frame_equal(back.tables[name], results["A"].tables[name], check_exact=True)
+        assert back.csv_text(name) == results["A"].csv_text(name), name
+    text = back.csv_text("head_sequence_influence")
+    header, rows = text.split("\n", 1)
+    rows = rows.splitlines()
+    documents_of_head = int(back.head_metrics["n_documents"].iloc[0])
+    assert documents_of_head == 16
+
+    def tampered(name, body):
+        folder = tmp_path / name
+        folder.mkdir()
+        for file in os.listdir(folders["A"]):
+            if file.endswith(".csv") and file != "head_sequence_influence.csv":
+                with open(os.path.join(folders["A"], file), "rb") as f:
+                    (folder / file).write_bytes(f.read())
+        body(folder / "head_sequence_influence.csv")
+        with pytest.raises(ValueError) as refused:
+            ap.read_results(folder)
+        return str(refused.value)
+
+    first = rows[0].split(",")
+    extra = "".join(",".join(first[:3] + [str(10 ** 6 + k)] + first[4:]) + "\n" for k in range(200000))
+    for name, body in (("oversized", header + "\n" + "\n".join(rows) + "\n" + extra),
+                       ("repeated", header + "\n" + ("\n".join(rows) + "\n") * 2)):
+        message = tampered(name, lambda path, body=body: path.write_text(body))
+        assert "more rows than the head's 16 documents (n_documents in head_metrics.csv)" in message, message
+        line = int(re.search(r": line (\d+): head layer 0 q_head 0", message).group(1))
+        assert line <= len(rows) + 2, message  # the first row beyond, not the end of the file
+    bucket = next(r for r in rows if ",ap_bucket," in r).split(",")
+    bucket[5] = "77"
+    message = tampered("other_bucket", lambda path: path.write_text(
+        header + "\n" + ",".join(bucket) + "\n" + "\n".join(rows) + "\n"))
+    assert "line 2: column q_bucket: head layer" in message and "has no bucket 77 in head_profile.csv" in message
+
+    def sparse(path):
+        with open(path, "wb") as f:
+            f.truncate(1 << 28)
+    assert "a line longer than 65536 bytes" in tampered("sparse", sparse)

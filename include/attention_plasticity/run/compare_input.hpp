@@ -62,6 +62,11 @@ struct head
     double bias_strength = std::numeric_limits<double>::quiet_NaN();  // §8.5; NaN when not written
     std::vector<bucket_row> buckets;  // in q_bucket order
     std::map<quantity_key, influence_list> influences;  // empty without an influence table
+    // The head's documents (n_documents of head_metrics.csv; n_sequences in sets written before
+    // it, whose units are the examples; -1 when neither is written): no quantity has more rows
+    // in the influence table, so reading keeps at most heads x documents rows (§8.6).
+    std::int64_t documents = -1;
+    const char* documents_column = "n_documents";
 
     /// The influences of a quantity, or nullptr when the set has none for it.
     const influence_list* influences_of(const quantity_key& key) const
@@ -184,6 +189,12 @@ void add_influence(loaded_set& s, const Row& row, const char* unit_column)
     if (quantity == "ap_bucket")
     {
         bucket = row.integer("q_bucket");
+        const std::vector<bucket_row>& buckets = it->second.buckets;
+        if (std::none_of(buckets.begin(), buckets.end(), [&](const bucket_row& b) { return b.q_bucket == bucket; }))
+        {
+            throw row.error("q_bucket", head_text(layer, q_head) + " has no bucket " + row.text("q_bucket") + " in "
+                                            + io::profile_csv + " (a table of another run?)");
+        }
     }
     else if (std::none_of(std::begin(head_quantities), std::end(head_quantities),
                           [&](const head_quantity& q) { return quantity == q.name(); }))
@@ -206,7 +217,18 @@ void add_influence(loaded_set& s, const Row& row, const char* unit_column)
     {
         id = row.integer(unit_column);
     }
-    it->second.influences[{quantity, bucket}].emplace_back(id, influence);
+    influence_list& list = it->second.influences[{quantity, bucket}];
+    // Bounded by the data kept (§8.6): a quantity has a row per document of the head, so a row
+    // beyond the head's documents (rows repeated, a table of another run, an oversized file) is
+    // refused as it is read, before memory grows with the file.
+    if (it->second.documents >= 0 && list.size() >= static_cast<std::size_t>(it->second.documents))
+    {
+        throw row.error(head_text(layer, q_head) + ", " + quantity + (bucket >= 0 ? " " + std::to_string(bucket) : "")
+                        + ": more rows than the head's " + std::to_string(it->second.documents) + " documents ("
+                        + it->second.documents_column + " in " + io::metrics_csv
+                        + "): rows repeated, or a table of another run?");
+    }
+    list.emplace_back(id, influence);
 }
 
 /// The influence lists of `s` in increasing example_id; compare_error naming `file` for an id
@@ -417,6 +439,7 @@ loaded_set load_heads(const Table& metrics, const Table& profile, const std::str
         }
     }
     const bool with_sequences = metrics.header().has("n_sequences");
+    const bool with_documents = metrics.header().has("n_documents");
     const bool with_bias_strength = metrics.header().has("bias_strength");
     for (std::size_t r = 0; r < metrics.size(); ++r)
     {
@@ -431,6 +454,16 @@ loaded_set load_heads(const Table& metrics, const Table& profile, const std::str
             h.*q.member = read_estimate(row, q.columns);
         }
         h.context_length = row.real("context_length");
+        h.documents_column = with_documents ? "n_documents" : "n_sequences";
+        if (with_documents || with_sequences)
+        {
+            const std::string text = row.text(h.documents_column);
+            std::int64_t n = -1;
+            if (io::detail::parse_int64_exact(text, n) && n >= 0)
+            {
+                h.documents = n;
+            }
+        }
         if (with_bias_strength)
         {
             h.bias_strength = row.real("bias_strength");
