@@ -57,8 +57,8 @@ reference_case make_reference_case()
     const std::size_t na = std::size(ref::ids_a), nb = std::size(ref::ids_b);
     for (std::size_t h = 0; h < ref::num_heads; ++h)
     {
-        c.a.push_back({ref::value_a[h], ref::bias_a[h], ref::se_a[h]});
-        c.b.push_back({ref::value_b[h], ref::bias_b[h], ref::se_b[h]});
+        c.a.push_back({ref::value_a[h], ref::bias_a[h], ref::se_a[h], ref::df_a});
+        c.b.push_back({ref::value_b[h], ref::bias_b[h], ref::se_b[h], ref::df_b});
         ap::influence_list la, lb;
         for (std::size_t i = 0; i < na; ++i)
         {
@@ -363,6 +363,7 @@ TEST_CASE("the comparison agrees with the NumPy reference, both designs", "[comp
         const bool paired = design == ap::change_design::paired;
         INFO((paired ? "paired" : "unpaired"));
         const double* se = paired ? ref::paired_se : ref::unpaired_se;
+        const double* df = paired ? ref::paired_df : ref::unpaired_df;
         const double* z = paired ? ref::paired_z : ref::unpaired_z;
         const double* p = paired ? ref::paired_p : ref::unpaired_p;
         const double* q = paired ? ref::paired_q_bh : ref::unpaired_q_bh;
@@ -384,6 +385,10 @@ TEST_CASE("the comparison agrees with the NumPy reference, both designs", "[comp
             INFO("head " << h);
             AP_CHECK_SAME(changes[h].difference, ref::difference[h]);
             AP_CHECK_SAME(changes[h].se, se[h]);
+            if (std::isfinite(se[h]))
+            {
+                AP_CHECK_SAME(changes[h].df, df[h]);
+            }
             AP_CHECK_SAME(changes[h].z, z[h]);
             AP_CHECK_SAME(changes[h].p, p[h]);
             AP_CHECK_SAME(changes[h].q_bh, q[h]);
@@ -405,18 +410,19 @@ TEST_CASE("the comparison agrees with the NumPy reference, both designs", "[comp
             {
                 INFO("layer " << layer << (sequence_level ? ", sequence-level" : ", independent heads"));
                 const ap::mean_change_result m = ap::mean_change(members, design, ref::alpha, sequence_level);
-                const double* r = summary + 11 * row++;
+                const double* r = summary + 12 * row++;
                 CHECK(static_cast<double>(m.n_heads) == r[0]);
                 AP_CHECK_SAME(m.mean_a, r[1]);
                 AP_CHECK_SAME(m.mean_b, r[2]);
                 AP_CHECK_SAME(m.mean_difference, r[3]);
                 AP_CHECK_SAME(m.se, r[4]);
-                AP_CHECK_SAME(m.ci_low, r[5]);
-                AP_CHECK_SAME(m.ci_high, r[6]);
-                AP_CHECK_SAME(m.z, r[7]);
-                AP_CHECK_SAME(m.p, r[8]);
-                AP_CHECK_SAME(m.sd_difference, r[9]);
-                CHECK(static_cast<double>(m.n_significant) == r[10]);
+                AP_CHECK_SAME(m.df, r[5]);
+                AP_CHECK_SAME(m.ci_low, r[6]);
+                AP_CHECK_SAME(m.ci_high, r[7]);
+                AP_CHECK_SAME(m.z, r[8]);
+                AP_CHECK_SAME(m.p, r[9]);
+                AP_CHECK_SAME(m.sd_difference, r[10]);
+                CHECK(static_cast<double>(m.n_significant) == r[11]);
             }
         }
     }
@@ -434,12 +440,16 @@ TEST_CASE("the comparison agrees with the NumPy reference, both designs", "[comp
         {
             INFO(heads << " heads" << (sequence_level ? ", sequence-level" : ", independent heads"));
             const ap::set_mean_result m = ap::mean_over_heads(members, ref::alpha, sequence_level);
-            const double* r = ref::trajectory + 5 * row++;
+            const double* r = ref::trajectory + 6 * row++;
             CHECK(static_cast<double>(m.n_heads) == r[0]);
             AP_CHECK_SAME(m.mean, r[1]);
             AP_CHECK_SAME(m.se, r[2]);
-            AP_CHECK_SAME(m.ci_low, r[3]);
-            AP_CHECK_SAME(m.ci_high, r[4]);
+            if (std::isfinite(r[2]))
+            {
+                AP_CHECK_SAME(m.df, r[3]);
+            }
+            AP_CHECK_SAME(m.ci_low, r[4]);
+            AP_CHECK_SAME(m.ci_high, r[5]);
         }
     }
 }

@@ -3,7 +3,7 @@
 change between two of them, from the files of ap_compare / attention_plasticity.compare_runs
 (docs/method.md §8.6).
 
-Reads compare_trajectory.csv (set,order,quantity,layer,n_heads,mean,se,ci_low,ci_high): the top
+Reads compare_trajectory.csv (set,order,quantity,layer,n_heads,mean,se,df,ci_low,ci_high): the top
 panel shows, per set in order, the mean over heads of ap_first20 and ap_last20 with their
 intervals (error bars) and the gap between them shaded (red where ap_last20 is below
 ap_first20: the head loses plasticity late in the context); the bottom panel the mean

@@ -7,7 +7,8 @@
 //
 //   compare_quantity    the change of one quantity of one head: the bias-corrected difference,
 //                       its standard error by design (unpaired: sqrt(s_A^2 + s_B^2); paired: the
-//                       sequence-level error of the per-sequence differences), z and p
+//                       sequence-level error of the per-sequence differences), its degrees of
+//                       freedom (G - 1; unpaired: Welch's), z and p (Student's t law)
 //   sequence_se         the sequence-level standard error of a sum of per-sequence terms
 //   paired_se           the paired error of a change: sequence_se of D_e = Phi^B_e - Phi^A_e
 //   adjust_family       Benjamini-Hochberg q-values and Holm's adjusted p-values of one family
@@ -18,10 +19,12 @@
 //   select_changes      "changed": the hierarchical selection (Benjamini-Bogomolov): BH over the
 //                       heads' Simes p-values, then BH within each selected head at alpha R / m
 //   mean_se_of_set      the error of one set's mean over heads from the influences averaged
-//                       over the heads (they share their sequences)
-//   mean_se_of_changes  the error of the mean change over heads, by design
+//                       over the heads (they share their sequences); mean_error_of_set with its df
+//   mean_se_of_changes  the error of the mean change over heads, by design (mean_error_of_changes)
+//   satterthwaite_df    the degrees of freedom of a sum of independent variance estimates
 //   mean_change         the model-level summary: the mean change over heads, its error
-//                       (sequence-level with influences, sqrt(sum s^2)/n without), interval, z, p
+//                       (sequence-level with influences, sqrt(sum s^2)/n without), its degrees of
+//                       freedom, interval, z, p (Student's t law, student_t.hpp)
 //   mean_over_heads     one set's mean over heads and its error (a point of the trajectory)
 //
 // The influences are keyed by the sampling unit's id (unit_id: the example_id of §8.3): the
@@ -41,15 +44,19 @@
 
 #include "multiple_testing.hpp"
 #include "normal.hpp"
+#include "student_t.hpp"
 
 namespace attention_plasticity
 {
-/// One estimate: the reported value, its estimated bias and standard error (§8.3).
+/// One estimate: the reported value, its estimated bias and standard error (§8.3), and the
+/// degrees of freedom of that error (§8.6): G - 1 for a sequence-level error over G documents,
+/// infinity (the default) for an error referred to the normal law.
 struct estimate
 {
     double value = std::numeric_limits<double>::quiet_NaN();
     double bias = std::numeric_limits<double>::quiet_NaN();
     double se = std::numeric_limits<double>::quiet_NaN();
+    double df = std::numeric_limits<double>::infinity();
 };
 
 /// The id of a sampling unit of the influences: the example_id of head_sequence_influence.csv.
@@ -184,8 +191,9 @@ struct quantity_change
     const influence_list* influence_b = nullptr;
     double difference = std::numeric_limits<double>::quiet_NaN();  // (b - bias_b) - (a - bias_a)
     double se = std::numeric_limits<double>::quiet_NaN();
+    double df = std::numeric_limits<double>::quiet_NaN();  // of se: paired G - 1; unpaired Welch's
     double z = std::numeric_limits<double>::quiet_NaN();  // difference / se, when se > 0
-    double p = std::numeric_limits<double>::quiet_NaN();  // two-sided, erfc(|z| / sqrt 2)
+    double p = std::numeric_limits<double>::quiet_NaN();  // two-sided, of Student's t with df
     double q_bh = std::numeric_limits<double>::quiet_NaN();    // set by adjust_family
     double p_holm = std::numeric_limits<double>::quiet_NaN();  // set by adjust_family
     double resolution = std::numeric_limits<double>::quiet_NaN();  // resolution_bound(a, b)
@@ -193,9 +201,13 @@ struct quantity_change
 };
 
 /// The change from estimate `x` (influences `ia`) to `y` (`ib`): the bias-corrected difference,
-/// its standard error by `design`, z and the two-sided p (NaN unless the difference is finite,
-/// beyond resolution_bound(x, y), and the error > 0; `reason` says which). Paired, both estimates need an error of their own (a quantity without one is
-/// not tested in either design) and both their influences. The lists are referenced, not copied.
+/// its standard error by `design` and that error's degrees of freedom (paired: G - 1 over the G
+/// units of the differences; unpaired: welch_df of the two errors and their df), z and the
+/// two-sided p of Student's t law with those df (student_t.hpp; infinite df: the normal law).
+/// p is NaN unless the difference is finite, beyond resolution_bound(x, y), and the error > 0;
+/// `reason` says which. Paired, both estimates need an error of their own (a quantity without
+/// one is not tested in either design) and both their influences. The lists are referenced, not
+/// copied.
 inline quantity_change compare_quantity(const estimate& x, const estimate& y, const influence_list* ia,
                                         const influence_list* ib, change_design design)
 {
@@ -208,10 +220,17 @@ inline quantity_change compare_quantity(const estimate& x, const estimate& y, co
     if (design == change_design::paired)
     {
         c.se = std::isfinite(x.se) && std::isfinite(y.se) ? paired_se(ia, ib) : std::numeric_limits<double>::quiet_NaN();
+        if (ia != nullptr && ib != nullptr)
+        {
+            std::size_t units = 0;
+            for_union(*ia, *ib, [&](unit_id, double, double) { ++units; });
+            c.df = units >= 2 ? static_cast<double>(units - 1) : std::numeric_limits<double>::quiet_NaN();
+        }
     }
     else
     {
         c.se = std::sqrt(x.se * x.se + y.se * y.se);
+        c.df = welch_df(x.se, x.df, y.se, y.df);
     }
     c.resolution = resolution_bound(x, y);
     if (!std::isfinite(c.difference))
@@ -237,7 +256,7 @@ inline quantity_change compare_quantity(const estimate& x, const estimate& y, co
     else
     {
         c.z = c.difference / c.se;
-        c.p = std::erfc(std::abs(c.z) / std::sqrt(2.0));  // two-sided, accurate in the tail
+        c.p = student_t_two_sided_p(c.z, c.df);  // two-sided, accurate in the far tail
     }
     return c;
 }
@@ -372,10 +391,28 @@ inline change_selection select_changes(const std::vector<std::vector<double>>& p
     return s;
 }
 
+/// A sequence-level standard error and its degrees of freedom (G - 1 over G units; §8.6).
+struct sequence_error
+{
+    double se = std::numeric_limits<double>::quiet_NaN();
+    double df = std::numeric_limits<double>::quiet_NaN();
+};
+
+/// sequence_se of per-unit terms and its degrees of freedom, the units less one.
+template <class Values>
+sequence_error sequence_error_of(const Values& x)
+{
+    sequence_error e;
+    e.se = sequence_se(x);
+    e.df = x.size() >= 2 ? static_cast<double>(x.size() - 1) : std::numeric_limits<double>::quiet_NaN();
+    return e;
+}
+
 /// The sequence-level standard error of the mean over `members` (n heads) of one analysis'
 /// estimates: the per-unit influences averaged over the heads (an id a head lacks contributes
-/// 0), then sequence_se. NaN when a member has no influences (nullptr).
-inline double mean_se_of_set(const std::vector<const influence_list*>& members)
+/// 0), then sequence_error_of (df: the union of the heads' units, less one). NaN when a member
+/// has no influences (nullptr).
+inline sequence_error mean_error_of_set(const std::vector<const influence_list*>& members)
 {
     const double n = static_cast<double>(members.size());
     std::map<unit_id, double> sum;
@@ -383,20 +420,27 @@ inline double mean_se_of_set(const std::vector<const influence_list*>& members)
     {
         if (list == nullptr)
         {
-            return std::numeric_limits<double>::quiet_NaN();
+            return {};
         }
         for (const auto& [id, phi] : *list)
         {
             sum[id] += phi / n;
         }
     }
-    return sequence_se(sum);
+    return sequence_error_of(sum);
+}
+
+/// mean_error_of_set's standard error.
+inline double mean_se_of_set(const std::vector<const influence_list*>& members)
+{
+    return mean_error_of_set(members).se;
 }
 
 /// The standard error of the mean change over heads from the per-unit influences, the heads
-/// sharing their sequences: paired, sequence_se of the per-unit mean over heads of D_e; unpaired,
-/// each analysis' mean_se_of_set, variances added. NaN when a member lacks influences.
-inline double mean_se_of_changes(const std::vector<const quantity_change*>& members, change_design design)
+/// sharing their sequences, and its degrees of freedom: paired, sequence_error_of the per-unit
+/// mean over heads of D_e (G - 1); unpaired, each analysis' mean_error_of_set, variances added,
+/// welch_df of the two. NaN when a member lacks influences.
+inline sequence_error mean_error_of_changes(const std::vector<const quantity_change*>& members, change_design design)
 {
     if (design == change_design::unpaired)
     {
@@ -406,7 +450,8 @@ inline double mean_se_of_changes(const std::vector<const quantity_change*>& memb
             a.push_back(c->influence_a);
             b.push_back(c->influence_b);
         }
-        return std::hypot(mean_se_of_set(a), mean_se_of_set(b));
+        const sequence_error ea = mean_error_of_set(a), eb = mean_error_of_set(b);
+        return {std::hypot(ea.se, eb.se), welch_df(ea.se, ea.df, eb.se, eb.df)};
     }
     const double n = static_cast<double>(members.size());
     std::map<unit_id, double> sum;
@@ -414,11 +459,36 @@ inline double mean_se_of_changes(const std::vector<const quantity_change*>& memb
     {
         if (c->influence_a == nullptr || c->influence_b == nullptr)
         {
-            return std::numeric_limits<double>::quiet_NaN();
+            return {};
         }
         for_union(*c->influence_a, *c->influence_b, [&](unit_id id, double x, double y) { sum[id] += (y - x) / n; });
     }
-    return sequence_se(sum);
+    return sequence_error_of(sum);
+}
+
+/// mean_error_of_changes' standard error.
+inline double mean_se_of_changes(const std::vector<const quantity_change*>& members, change_design design)
+{
+    return mean_error_of_changes(members, design).se;
+}
+
+/// The Satterthwaite degrees of freedom of sum_i s_i^2, independent variance estimates with df_i
+/// each (infinite: known): (sum s_i^2)^2 / sum (s_i^4 / df_i); infinity when every df_i is.
+template <class Errors>
+double satterthwaite_df(const Errors& errors)
+{
+    double total = 0.0, denominator = 0.0;
+    for (const auto& [se, df] : errors)
+    {
+        const double v = se * se;
+        total += v;
+        denominator += std::isinf(df) ? 0.0 : v * v / df;
+    }
+    if (std::isnan(total) || std::isnan(denominator))
+    {
+        return std::numeric_limits<double>::quiet_NaN();
+    }
+    return denominator == 0.0 ? std::numeric_limits<double>::infinity() : total * total / denominator;
 }
 
 /// The mean change of one quantity over heads (a row of compare_summary.csv).
@@ -427,6 +497,7 @@ struct mean_change_result
     std::size_t n_heads = 0;
     double mean_a = 0, mean_b = 0, mean_difference = 0;  // means over heads of the values, differences
     double se = std::numeric_limits<double>::quiet_NaN();
+    double df = std::numeric_limits<double>::quiet_NaN();  // of se (§8.6)
     double ci_low = std::numeric_limits<double>::quiet_NaN(), ci_high = std::numeric_limits<double>::quiet_NaN();
     double z = std::numeric_limits<double>::quiet_NaN(), p = std::numeric_limits<double>::quiet_NaN();
     double sd_difference = std::numeric_limits<double>::quiet_NaN();  // of the heads' differences; NaN for 1
@@ -435,16 +506,18 @@ struct mean_change_result
 
 /// The mean over `members` (n heads, each tested: finite difference and error) of their changes:
 /// the means of the two values and of the differences, the standard error of the mean difference
-/// (`sequence_level`: mean_se_of_changes, the heads sharing their sequences; otherwise
-/// sqrt(sum s^2) / n, the heads taken as independent), the 1 - alpha interval, z, the two-sided
-/// p, the standard deviation of the heads' differences and how many have q_bh <= alpha.
+/// and its degrees of freedom (`sequence_level`: mean_error_of_changes, the heads sharing their
+/// sequences; otherwise sqrt(sum s^2) / n, the heads taken as independent, with
+/// satterthwaite_df of their errors), the 1 - alpha interval of Student's t law with those df,
+/// z, the two-sided p of that law, the standard deviation of the heads' differences and how many
+/// have q_bh <= alpha.
 inline mean_change_result mean_change(const std::vector<const quantity_change*>& members, change_design design,
                                       double alpha, bool sequence_level)
 {
     mean_change_result r;
-    const double z_level = normal_quantile(1.0 - 0.5 * alpha);
     const double n = static_cast<double>(members.size());
     double variance = 0.0, significant = 0.0;
+    std::vector<std::pair<double, double>> errors;
     for (const quantity_change* c : members)
     {
         r.mean_a += c->a.value / n;
@@ -452,6 +525,7 @@ inline mean_change_result mean_change(const std::vector<const quantity_change*>&
         r.mean_difference += c->difference / n;
         variance += c->se * c->se;
         significant += c->q_bh <= alpha ? 1.0 : 0.0;
+        errors.emplace_back(c->se, c->df);
     }
     double spread = 0.0;
     for (const quantity_change* c : members)
@@ -459,11 +533,22 @@ inline mean_change_result mean_change(const std::vector<const quantity_change*>&
         spread += (c->difference - r.mean_difference) * (c->difference - r.mean_difference);
     }
     r.n_heads = members.size();
-    r.se = sequence_level ? mean_se_of_changes(members, design) : std::sqrt(variance) / n;
+    if (sequence_level)
+    {
+        const sequence_error e = mean_error_of_changes(members, design);
+        r.se = e.se;
+        r.df = e.df;
+    }
+    else
+    {
+        r.se = std::sqrt(variance) / n;
+        r.df = satterthwaite_df(errors);
+    }
+    const double t_level = student_t_two_sided_quantile(alpha, r.df);
     r.z = r.se > 0.0 ? r.mean_difference / r.se : std::numeric_limits<double>::quiet_NaN();
-    r.ci_low = r.mean_difference - z_level * r.se;
-    r.ci_high = r.mean_difference + z_level * r.se;
-    r.p = std::erfc(std::abs(r.z) / std::sqrt(2.0));
+    r.ci_low = r.mean_difference - t_level * r.se;
+    r.ci_high = r.mean_difference + t_level * r.se;
+    r.p = student_t_two_sided_p(r.z, r.df);
     r.sd_difference = members.size() > 1 ? std::sqrt(spread / (n - 1.0)) : std::numeric_limits<double>::quiet_NaN();
     r.n_significant = static_cast<std::size_t>(significant);
     return r;
@@ -475,6 +560,7 @@ struct set_mean_result
     std::size_t n_heads = 0;
     double mean = 0;
     double se = std::numeric_limits<double>::quiet_NaN();
+    double df = std::numeric_limits<double>::quiet_NaN();  // of se (§8.6)
     double ci_low = std::numeric_limits<double>::quiet_NaN(), ci_high = std::numeric_limits<double>::quiet_NaN();
 };
 
@@ -486,25 +572,38 @@ struct head_estimate
 };
 
 /// The mean over `members` (n heads, each with a finite value) of their values, its standard
-/// error (`sequence_level`: mean_se_of_set of the members' influences, a member without an error
-/// counting as without influences; otherwise sqrt(sum s^2) / n) and the 1 - alpha interval.
+/// error and degrees of freedom (`sequence_level`: mean_error_of_set of the members' influences, a
+/// member without an error counting as without influences; otherwise sqrt(sum s^2) / n with
+/// satterthwaite_df of the members' errors) and the 1 - alpha interval of Student's t law.
 inline set_mean_result mean_over_heads(const std::vector<head_estimate>& members, double alpha, bool sequence_level)
 {
     set_mean_result r;
-    const double z_level = normal_quantile(1.0 - 0.5 * alpha);
     const double n = static_cast<double>(members.size());
     double variance = 0.0;
     std::vector<const influence_list*> lists;
+    std::vector<std::pair<double, double>> errors;
     for (const head_estimate& m : members)
     {
         r.mean += m.e.value / n;
         variance += m.e.se * m.e.se;
         lists.push_back(std::isfinite(m.e.se) ? m.influences : nullptr);
+        errors.emplace_back(m.e.se, m.e.df);
     }
     r.n_heads = members.size();
-    r.se = sequence_level ? mean_se_of_set(lists) : std::sqrt(variance) / n;
-    r.ci_low = r.mean - z_level * r.se;
-    r.ci_high = r.mean + z_level * r.se;
+    if (sequence_level)
+    {
+        const sequence_error e = mean_error_of_set(lists);
+        r.se = e.se;
+        r.df = e.df;
+    }
+    else
+    {
+        r.se = std::sqrt(variance) / n;
+        r.df = satterthwaite_df(errors);
+    }
+    const double t_level = student_t_two_sided_quantile(alpha, r.df);
+    r.ci_low = r.mean - t_level * r.se;
+    r.ci_high = r.mean + t_level * r.se;
     return r;
 }
 }  // namespace attention_plasticity

@@ -86,7 +86,10 @@ def compare_runs(sets, output_dir=None, names=None, alpha=0.05, common_heads=Fal
     changed, some head is reported in at most a share ``alpha`` of comparisons. A difference
     below the computation's rounding bound (``resolution``) is not tested; ``reason`` says why a
     row has no p (``identical``, ``equal within rounding``, ``no estimate``, ``no standard
-    error``, ``zero standard error``), and a note counts them.
+    error``, ``zero standard error``), and a note counts them. Each p is of Student's t law with
+    the error's degrees of freedom (``df``: G - 1 over the G documents, paired; Welch's of the
+    two sets' G - 1, unpaired; ``inf``, the normal law, for errors not over documents), since an
+    error estimated from G documents gives z heavier tails than the normal law.
 
     ``design``: ``"auto"`` (default), ``"paired"`` or ``"unpaired"`` (docs/method.md §8.6). Documents
     are the same when their ``document_fingerprint`` (examples.csv: a hash of the document's token ids)

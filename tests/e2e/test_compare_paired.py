@@ -163,6 +163,7 @@ def key_of(row):
 
 
 def check_heads(c, np, rows, ta, tb, design, label):
+    import scipy.stats
     c.check(len(rows) == len(HEADS) * (len(QUANTITIES) + len(BUCKETS)), "%s: %d rows" % (label, len(rows)))
     for r in rows:
         h, key = key_of(r)
@@ -174,13 +175,24 @@ def check_heads(c, np, rows, ta, tb, design, label):
         c.check(r["design"].split(" ")[0] == design, "%s: design %s" % (where, r["design"]))
         d = (vb - bb) - (va - ba)
         c.check(u.close(u.num(r["difference"]), d, REL), "%s: difference %s, expected %r" % (where, r["difference"], d))
+        # The degrees of freedom of the error (docs/method.md §8.6): paired, the union of the
+        # sequences less one; unpaired, Welch-Satterthwaite of the two errors, each with its set's
+        # n_sequences less one (the units of these older-style sets: every set has 14).
         if design == "paired":
             se = paired_se(np, pa, pb)
+            df = len(set(pa) | set(pb)) - 1
         else:
-            se = math.sqrt(se_of(pa) ** 2 + se_of(pb) ** 2)
+            sa, sb = se_of(pa), se_of(pb)
+            se = math.sqrt(sa ** 2 + sb ** 2)
+            ga = len(ta[(h, ("ap_overall", None))][2]) - 1
+            gb = len(tb[(h, ("ap_overall", None))][2]) - 1
+            df = (sa ** 2 + sb ** 2) ** 2 / (sa ** 4 / ga + sb ** 4 / gb) if se > 0 else float("nan")
         c.check(u.close(u.num(r["se"]), se, REL), "%s: se %s, expected %r" % (where, r["se"], se))
+        if math.isfinite(se):
+            c.check(u.close(u.num(r["df"]), df, REL), "%s: df %s, expected %r" % (where, r["df"], df))
         z = d / se if se > 0 else float("nan")
-        p = math.erfc(abs(z) / math.sqrt(2.0))
+        # Student's t law with those df (SciPy: an implementation other than the C++ one).
+        p = float(2.0 * scipy.stats.t.sf(abs(z), df)) if math.isfinite(z) else float("nan")
         c.check(u.close(u.num(r["z"]), z, 1e-10), "%s: z %s, expected %r" % (where, r["z"], z))
         c.check(u.close(u.num(r["p"]), p, 1e-9, 1e-300), "%s: p %s, expected %r" % (where, r["p"], p))
         if h == NO_FIRST20 and key[0] == "ap_first20":

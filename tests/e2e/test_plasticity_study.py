@@ -116,9 +116,21 @@ def bh_qvalues(pvalues):
     return q
 
 
+def units_df(row):
+    """The degrees of freedom of a set's errors (docs/method.md §8.6): its documents less one
+    (n_documents, or n_sequences in sets written before it), infinite without either."""
+    for column in ("n_documents", "n_sequences"):
+        if column in row and row[column] not in ("", "nan"):
+            g = int(row[column])
+            return float(g - 1) if g >= 2 else math.inf
+    return math.inf
+
+
 def head_tests(metrics_a, metrics_b, infl_a, infl_b):
     """The tests of the head-level quantities from set A to set B, recomputed: {quantity:
-    [(head, difference, se_paired, se_unpaired)]}, the heads with an error in both sets."""
+    [(head, difference, se_paired, se_unpaired, df_paired, df_unpaired)]}, the heads with an
+    error in both sets; the degrees of freedom as docs/method.md §8.6 states them (paired: the
+    union of the documents less one; unpaired: Welch-Satterthwaite of the two sets' errors)."""
     rows_a = {u.head_key(r): r for r in metrics_a}
     rows_b = {u.head_key(r): r for r in metrics_b}
     out = {}
@@ -135,14 +147,19 @@ def head_tests(metrics_a, metrics_b, infl_a, infl_b):
             pa, pb = infl_a.get(h + (q, 0), {}), infl_b.get(h + (q, 0), {})
             ids = sorted(set(pa) | set(pb))
             paired = cluster_se([pb.get(e, 0.0) - pa.get(e, 0.0) for e in ids])
-            tests.append((h, diff, paired, math.hypot(sa, sb)))
+            da, db = units_df(a), units_df(b)
+            denominator = (0.0 if math.isinf(da) else sa ** 4 / da) + (0.0 if math.isinf(db) else sb ** 4 / db)
+            welch = (sa ** 2 + sb ** 2) ** 2 / denominator if denominator > 0 else math.inf
+            tests.append((h, diff, paired, math.hypot(sa, sb), float(len(ids) - 1), welch))
         out[q] = tests
     return out
 
 
 def changed(tests, column):
-    """How many tests have BH q <= ALPHA with the standard error of `column` (2 paired, 3 unpaired)."""
-    p = [math.erfc(abs(t[1] / t[column]) / math.sqrt(2.0)) for t in tests]
+    """How many tests have BH q <= ALPHA with the standard error of `column` (2 paired, 3 unpaired)
+    and the p of Student's t law with its degrees of freedom (column + 2; SciPy)."""
+    import scipy.stats
+    p = [float(2.0 * scipy.stats.t.sf(abs(t[1] / t[column]), t[column + 2])) for t in tests]
     return sum(1 for q in bh_qvalues(p) if q <= ALPHA) if p else 0
 
 
@@ -246,7 +263,7 @@ def main():
         for q, rows in tests.items():
             got = {(int(r["layer"]), int(r["q_head"])): r for r in heads
                    if r["set_a"] == a and r["set_b"] == b and r["quantity"] == q}
-            for h, diff, se_p, _se_u in rows:
+            for h, diff, se_p, _se_u, _df_p, _df_u in rows:
                 r = got.get(h)
                 c.check(r is not None and u.close(u.num(r["se"]), se_p, rel=1e-9)
                         and u.close(u.num(r["difference"]), diff, rel=1e-9, abs_tol=1e-12),

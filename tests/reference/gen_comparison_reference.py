@@ -7,10 +7,13 @@ tests/reference/comparison_reference.hpp, the reference values of tests/test_com
 Written from docs/method.md §8.3 and §8.6 alone, as a NumPy user would write them (nothing is
 derived from the C++ code): the influences of each head as a dense matrix over the union of the
 example ids (an id a list lacks is 0), the sequence-level standard error as
-sqrt(G * var(x, ddof=1)) (G/(G-1) times the sum of squared deviations), the two-sided p-value
-as 2 * scipy.stats.norm.sf(|z|), the Benjamini-Hochberg and Holm adjustments as R's p.adjust
-defines them (written out with numpy.minimum.accumulate / numpy.maximum.accumulate), the
-interval's quantile scipy.stats.norm.ppf(1 - alpha / 2).
+sqrt(G * var(x, ddof=1)) (G/(G-1) times the sum of squared deviations) with G - 1 degrees of
+freedom (an analysis' error: its G example ids; paired: the union of the ids; unpaired: Welch-
+Satterthwaite, (s_A^2 + s_B^2)^2 / (s_A^4 / df_A + s_B^4 / df_B); a mean over heads taken as
+independent: Satterthwaite over the heads), the two-sided p-value as 2 * scipy.stats.t.sf(|z|,
+df), the Benjamini-Hochberg and Holm adjustments as R's p.adjust defines them (written out with
+numpy.minimum.accumulate / numpy.maximum.accumulate), the interval's quantile
+the t quantile by bisection in mpmath (gen_student_t_reference.py; SciPy's isf is a few 1e-9 off).
 
 The case: 6 heads in 2 layers, two analyses A and B; the influences of 12 example ids, with ids
 present in one analysis only; head 5 has no standard error in B (it is not tested).
@@ -29,6 +32,7 @@ import scipy.stats
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cpp_literals as cpp  # noqa: E402
+import gen_student_t_reference as student_t  # noqa: E402
 
 NAN = float("nan")
 ALPHA = 0.05
@@ -73,8 +77,23 @@ def dense(ids, phi, union):
     return out
 
 
-def two_sided(z):
-    return float(2.0 * scipy.stats.norm.sf(abs(z))) if np.isfinite(z) else NAN
+def two_sided(z, df):
+    return float(2.0 * scipy.stats.t.sf(abs(z), df)) if np.isfinite(z) and np.isfinite(df) else NAN
+
+
+def t_level(df):
+    # SciPy's t.isf is a few 1e-9 off at some df: the quantile by bisection in mpmath
+    # (gen_student_t_reference.py), to the last bit.
+    return float(student_t.quantile(ALPHA, df)) if np.isfinite(df) else NAN
+
+
+def welch(sa, dfa, sb, dfb):
+    return (sa ** 2 + sb ** 2) ** 2 / (sa ** 4 / dfa + sb ** 4 / dfb)
+
+
+def satterthwaite(se, df):
+    se, df = np.asarray(se, dtype=float), np.asarray(df, dtype=float)
+    return float(np.sum(se ** 2) ** 2 / np.sum(se ** 4 / df))
 
 
 def bh_holm(p):
@@ -129,17 +148,20 @@ def main():
     B = dense(c["ids_b"], c["phi_b"], union)
     diff = (c["value_b"] - c["bias_b"]) - (c["value_a"] - c["bias_a"])
     out = {}
-    zq = float(scipy.stats.norm.ppf(1.0 - ALPHA / 2.0))
+    # Each analysis' errors are over its own example ids: G - 1 degrees of freedom.
+    df_a, df_b = float(c["ids_a"].size - 1), float(c["ids_b"].size - 1)
     for design in ("unpaired", "paired"):
         if design == "unpaired":
             se = np.sqrt(c["se_a"] ** 2 + c["se_b"] ** 2)
+            df = np.array([welch(c["se_a"][h], df_a, c["se_b"][h], df_b) for h in range(c["heads"])])
         else:
             se = np.array([seq_se(B[h] - A[h]) if np.isfinite(c["se_a"][h]) and np.isfinite(c["se_b"][h]) else NAN
                            for h in range(c["heads"])])
+            df = np.full(c["heads"], float(union.size - 1))
         z = np.where(np.isfinite(se) & (se > 0), diff / se, NAN)
-        p = np.array([two_sided(v) for v in z])
+        p = np.array([two_sided(v, d) for v, d in zip(z, df)])
         q, holm = bh_holm(p)
-        out[design] = {"se": se, "z": z, "p": p, "q_bh": q, "p_holm": holm}
+        out[design] = {"se": se, "df": df, "z": z, "p": p, "q_bh": q, "p_holm": holm}
         # The model-level means over the tested heads: all layers, then layer 0 and 1.
         rows = []
         for members in (np.flatnonzero(np.isfinite(se)),
@@ -148,14 +170,16 @@ def main():
             mean_d = float(np.mean(diff[members]))
             if design == "unpaired":
                 # Independent samples: each set's error over its own sequences (its own ids).
-                seq = float(np.hypot(seq_se(c["phi_a"][members].mean(axis=0)),
-                                     seq_se(c["phi_b"][members].mean(axis=0))))
+                sa = seq_se(c["phi_a"][members].mean(axis=0))
+                sb = seq_se(c["phi_b"][members].mean(axis=0))
+                seq, seq_df = float(np.hypot(sa, sb)), welch(sa, df_a, sb, df_b)
             else:
-                seq = seq_se((B[members] - A[members]).mean(axis=0))
+                seq, seq_df = seq_se((B[members] - A[members]).mean(axis=0)), float(union.size - 1)
             independent = float(np.sqrt(np.sum(se[members] ** 2)) / n)
-            for s in (seq, independent):
+            independent_df = satterthwaite(se[members], df[members])
+            for s, d in ((seq, seq_df), (independent, independent_df)):
                 rows.append([n, float(np.mean(c["value_a"][members])), float(np.mean(c["value_b"][members])), mean_d,
-                             s, mean_d - zq * s, mean_d + zq * s, mean_d / s, two_sided(mean_d / s),
+                             s, d, mean_d - t_level(d) * s, mean_d + t_level(d) * s, mean_d / s, two_sided(mean_d / s, d),
                              float(np.std(diff[members], ddof=1)), int(np.sum(q[members] <= ALPHA))])
         out[design]["summary"] = np.array(rows, dtype=float)
     # The trajectory: set B's mean over heads (head 5 counts as without influences: no error).
@@ -165,9 +189,11 @@ def main():
         n = members.size
         mean = float(np.mean(values))
         seq = seq_se(c["phi_b"][members].mean(axis=0)) if np.all(np.isfinite(c["se_b"][members])) else NAN
+        seq_df = df_b if np.isfinite(seq) else NAN
         independent = float(np.sqrt(np.sum(c["se_b"][members] ** 2)) / n)
-        for s in (seq, independent):
-            traj.append([n, mean, s, mean - zq * s, mean + zq * s])
+        independent_df = satterthwaite(c["se_b"][members], np.full(n, df_b))
+        for s, d in ((seq, seq_df), (independent, independent_df)):
+            traj.append([n, mean, s, d, mean - t_level(d) * s, mean + t_level(d) * s])
     text = [
         "// Generated by tests/reference/gen_comparison_reference.py (docs/method.md §8.6); do not edit.\n",
         "// Regenerate: /usr/bin/python3 tests/reference/gen_comparison_reference.py\n",
@@ -186,16 +212,20 @@ def main():
     ]
     for name in ("value_a", "bias_a", "se_a", "value_b", "bias_b", "se_b"):
         text.append(cpp.array(name, c[name], nan_name="nan"))
+    text.append("// The degrees of freedom of A's and B's errors: their example ids less one.\n")
+    text.append(cpp.scalar("df_a", df_a))
+    text.append(cpp.scalar("df_b", df_b))
     text.append(cpp.array("difference", diff))
     for design in ("unpaired", "paired"):
-        for name in ("se", "z", "p", "q_bh", "p_holm"):
+        for name in ("se", "df", "z", "p", "q_bh", "p_holm"):
             text.append(cpp.array(f"{design}_{name}", out[design][name], nan_name="nan"))
         text.append("// Rows: all layers, layer 0, layer 1; each sequence-level, then independent heads. Columns:\n"
-                    "// n, mean_a, mean_b, mean_difference, se, ci_low, ci_high, z, p, sd_difference, n_significant.\n")
-        text.append(cpp.array(f"{design}_summary", out[design]["summary"].ravel(), per_line=11, nan_name="nan"))
+                    "// n, mean_a, mean_b, mean_difference, se, df, ci_low, ci_high, z, p, sd_difference,\n"
+                    "// n_significant.\n")
+        text.append(cpp.array(f"{design}_summary", out[design]["summary"].ravel(), per_line=12, nan_name="nan"))
     text.append("// B's mean over heads: all 6, then heads 0-2; each sequence-level, then independent heads.\n"
-                "// Columns: n, mean, se, ci_low, ci_high.\n")
-    text.append(cpp.array("trajectory", np.array(traj, dtype=float).ravel(), per_line=5, nan_name="nan"))
+                "// Columns: n, mean, se, df, ci_low, ci_high.\n")
+    text.append(cpp.array("trajectory", np.array(traj, dtype=float).ravel(), per_line=6, nan_name="nan"))
     hp = hierarchical_case()
     head_p, head_q, changed, level, q_within, selected = hierarchical(hp)
     text.append("// The hierarchical selection: hier_p[h * hier_tests + i] the p of test i of head h; per head its\n"

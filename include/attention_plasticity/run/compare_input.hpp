@@ -510,6 +510,22 @@ loaded_set load_heads(const Table& metrics, const Table& profile, const std::str
         b.ap = read_estimate(row, bucket_columns);
         it->second.buckets.push_back(b);
     }
+    // The degrees of freedom of the errors (§8.6): G - 1 for an error over the head's G documents
+    // (n_documents >= 2); a set whose errors are not over documents (sampling_unit token writes
+    // n_documents 0; older sets without the column) keeps the normal law (infinity).
+    for (auto& entry : s.heads)
+    {
+        head& h = entry.second;
+        const double df = h.documents >= 2 ? static_cast<double>(h.documents - 1) : std::numeric_limits<double>::infinity();
+        for (const head_quantity& q : head_quantities)
+        {
+            (h.*q.member).df = df;
+        }
+        for (bucket_row& b : h.buckets)
+        {
+            b.ap.df = df;
+        }
+    }
     return s;
 }
 

@@ -626,7 +626,7 @@ namespace compare_detail
             const quantity_change& c = r.change;
             tables.heads.push_back({A.name, B.name, r.a->layer, r.a->q_head, r.a->k_head, r.quantity,
                                     r.quantity == "ap_bucket" ? std::to_string(r.q_bucket) : "", c.a.value, c.b.value,
-                                    c.difference, c.se, c.z, c.p, c.q_bh, c.p_holm, r.selected ? 1 : 0,
+                                    c.difference, c.se, c.df, c.z, c.p, c.q_bh, c.p_holm, r.selected ? 1 : 0,
                                     options.design_label.empty() ? std::string(design_name(options.design)) : options.design_label, r.head_p, r.head_q, r.q_within, c.resolution,
                                     untested_reason_text(c.reason)});
             if (r.selected)
@@ -705,7 +705,7 @@ namespace compare_detail
                 }
                 tables.summary.push_back({A.name, B.name, q.name(), layer_text(layer),
                                           static_cast<std::int64_t>(m.n_heads), m.mean_a, m.mean_b, m.mean_difference,
-                                          m.se, m.ci_low, m.ci_high, m.z, m.p, m.sd_difference, selected[layer], bound,
+                                          m.se, m.df, m.ci_low, m.ci_high, m.z, m.p, m.sd_difference, selected[layer], bound,
                                           untested_reason_text(reason)});
             }
         }
@@ -745,7 +745,7 @@ namespace compare_detail
                     const set_mean_result m = mean_over_heads(members, options.alpha, sequence_level);
                     tables.trajectory.push_back({sets[s].name, static_cast<std::int64_t>(s), quantity,
                                                  layer_text(layer), static_cast<std::int64_t>(m.n_heads), m.mean,
-                                                 m.se, m.ci_low, m.ci_high});
+                                                 m.se, m.df, m.ci_low, m.ci_high});
                 }
             }
         }

@@ -31,7 +31,9 @@ struct compare_heads_row
     std::int64_t layer = 0, q_head = 0, k_head = 0;
     std::string quantity;
     std::string q_bucket;  // an integer column: the bucket of an ap_bucket row, empty (NA) for a head-level one
-    double value_a = 0, value_b = 0, difference = 0, se = 0, z = 0, p = 0, q_bh = 0, p_holm = 0;
+    double value_a = 0, value_b = 0, difference = 0, se = 0;
+    double df = 0;  // the degrees of freedom of se: Student's t law of z (§8.6); inf: the normal law
+    double z = 0, p = 0, q_bh = 0, p_holm = 0;
     std::int64_t significant = 0;  // 1 when selected as changed (the hierarchical selection, §8.6)
     std::string design;
     double head_p = 0, head_q = 0;  // the head's Simes p and its BH q across heads
@@ -55,8 +57,9 @@ struct compare_summary_row
 {
     std::string set_a, set_b, quantity, layer;
     std::int64_t n_heads = 0;
-    double mean_a = 0, mean_b = 0, mean_difference = 0, se = 0, ci_low = 0, ci_high = 0, z = 0, p = 0,
-           sd_difference = 0;
+    double mean_a = 0, mean_b = 0, mean_difference = 0, se = 0;
+    double df = 0;  // of se (§8.6)
+    double ci_low = 0, ci_high = 0, z = 0, p = 0, sd_difference = 0;
     std::int64_t n_significant = 0;
     double resolution = 0;  // the mean's rounding bound: the mean of its heads' (§8.6)
     std::string reason;     // why p is empty (as compare_heads'), empty when tested
@@ -69,7 +72,9 @@ struct compare_trajectory_row
     std::int64_t order = 0;
     std::string quantity, layer;
     std::int64_t n_heads = 0;
-    double mean = 0, se = 0, ci_low = 0, ci_high = 0;
+    double mean = 0, se = 0;
+    double df = 0;  // of se (§8.6)
+    double ci_low = 0, ci_high = 0;
 };
 
 // Captureless lambdas as the getters: one line per column, in the order of the file.
@@ -83,7 +88,8 @@ inline const io::column<compare_heads_row> compare_heads_columns[] = {
     AP_COMPARE_INTEGER(compare_heads_row, k_head),  AP_COMPARE_TEXT(compare_heads_row, quantity),
     AP_COMPARE_TEXT(compare_heads_row, q_bucket),   AP_COMPARE_REAL(compare_heads_row, value_a),
     AP_COMPARE_REAL(compare_heads_row, value_b),    AP_COMPARE_REAL(compare_heads_row, difference),
-    AP_COMPARE_REAL(compare_heads_row, se),         AP_COMPARE_REAL(compare_heads_row, z),
+    AP_COMPARE_REAL(compare_heads_row, se),         AP_COMPARE_REAL(compare_heads_row, df),
+    AP_COMPARE_REAL(compare_heads_row, z),
     AP_COMPARE_REAL(compare_heads_row, p),          AP_COMPARE_REAL(compare_heads_row, q_bh),
     AP_COMPARE_REAL(compare_heads_row, p_holm),     AP_COMPARE_INTEGER(compare_heads_row, significant),
     AP_COMPARE_TEXT(compare_heads_row, design),     AP_COMPARE_REAL(compare_heads_row, head_p),
@@ -102,7 +108,8 @@ inline const io::column<compare_summary_row> compare_summary_columns[] = {
     AP_COMPARE_TEXT(compare_summary_row, quantity),      AP_COMPARE_TEXT(compare_summary_row, layer),
     AP_COMPARE_INTEGER(compare_summary_row, n_heads),    AP_COMPARE_REAL(compare_summary_row, mean_a),
     AP_COMPARE_REAL(compare_summary_row, mean_b),        AP_COMPARE_REAL(compare_summary_row, mean_difference),
-    AP_COMPARE_REAL(compare_summary_row, se),            AP_COMPARE_REAL(compare_summary_row, ci_low),
+    AP_COMPARE_REAL(compare_summary_row, se),            AP_COMPARE_REAL(compare_summary_row, df),
+    AP_COMPARE_REAL(compare_summary_row, ci_low),
     AP_COMPARE_REAL(compare_summary_row, ci_high),       AP_COMPARE_REAL(compare_summary_row, z),
     AP_COMPARE_REAL(compare_summary_row, p),             AP_COMPARE_REAL(compare_summary_row, sd_difference),
     AP_COMPARE_INTEGER(compare_summary_row, n_significant), AP_COMPARE_REAL(compare_summary_row, resolution),
@@ -112,7 +119,8 @@ inline const io::column<compare_trajectory_row> compare_trajectory_columns[] = {
     AP_COMPARE_TEXT(compare_trajectory_row, set),        AP_COMPARE_INTEGER(compare_trajectory_row, order),
     AP_COMPARE_TEXT(compare_trajectory_row, quantity),   AP_COMPARE_TEXT(compare_trajectory_row, layer),
     AP_COMPARE_INTEGER(compare_trajectory_row, n_heads), AP_COMPARE_REAL(compare_trajectory_row, mean),
-    AP_COMPARE_REAL(compare_trajectory_row, se),         AP_COMPARE_REAL(compare_trajectory_row, ci_low),
+    AP_COMPARE_REAL(compare_trajectory_row, se),         AP_COMPARE_REAL(compare_trajectory_row, df),
+    AP_COMPARE_REAL(compare_trajectory_row, ci_low),
     AP_COMPARE_REAL(compare_trajectory_row, ci_high)};
 
 #undef AP_COMPARE_INTEGER
