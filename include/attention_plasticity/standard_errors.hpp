@@ -20,6 +20,7 @@
 #include "detail/errors.hpp"
 #include "detail/finite.hpp"
 #include "detail/matrix.hpp"
+#include "detail/parallel.hpp"
 #include "detail/rows.hpp"
 #include "query_influences.hpp"
 #include "query_model.hpp"
