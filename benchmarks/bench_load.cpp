@@ -15,8 +15,13 @@
 // process / analysis. The page cache is warm (the dump was just written or read): the
 // speed of the disk is the speed of the page cache here.
 //
-// usage: ap_bench_load --synth AP_SYNTH --analyze AP_ANALYZE [--baseline AP_ANALYZE]
-//                      [--rounds R] [--work DIR]
+// With --dump DIR the head of DIR (layer 0, query head 0 and its keys) is used instead of
+// the one ap_synth writes (issue 37 item 4: the 50-sequence head whose defaults compute the
+// sequence-level errors), and --threads T runs both the analysis and the processes on T
+// threads (ap_analyze --threads T: one head, so T threads inside it).
+//
+// usage: ap_bench_load (--synth AP_SYNTH | --dump DIR) --analyze AP_ANALYZE [--baseline AP_ANALYZE]
+//                      [--rounds R] [--work DIR] [--threads T]
 
 #include <algorithm>
 #include <chrono>
@@ -128,8 +133,8 @@ ap::head_tokens<float> tokens_in_memory(const ap::io::folder_data& f)
 
 int main(int argc, char** argv)
 {
-    std::string synth, analyze, baseline, work = "bench_load_work";
-    std::size_t rounds = 5;
+    std::string synth, analyze, baseline, work = "bench_load_work", given_dump;
+    std::size_t rounds = 5, threads = 1;
     for (int i = 1; i + 1 < argc; i += 2)
     {
         const std::string flag = argv[i];
@@ -143,21 +148,25 @@ int main(int argc, char** argv)
             rounds = std::max<std::size_t>(1, std::strtoull(argv[i + 1], nullptr, 10));
         else if (flag == "--work")
             work = argv[i + 1];
+        else if (flag == "--dump")
+            given_dump = argv[i + 1];
+        else if (flag == "--threads")
+            threads = std::max<std::size_t>(1, std::strtoull(argv[i + 1], nullptr, 10));
         else
         {
             std::fprintf(stderr, "ap_bench_load: unknown option %s\n", flag.c_str());
             return 2;
         }
     }
-    if (synth.empty() || analyze.empty() || argc % 2 == 0)
+    if ((synth.empty() && given_dump.empty()) || analyze.empty() || argc % 2 == 0)
     {
-        std::fprintf(stderr, "usage: ap_bench_load --synth AP_SYNTH --analyze AP_ANALYZE [--baseline AP_ANALYZE] "
-                             "[--rounds R] [--work DIR]\n");
+        std::fprintf(stderr, "usage: ap_bench_load (--synth AP_SYNTH | --dump DIR) --analyze AP_ANALYZE "
+                             "[--baseline AP_ANALYZE] [--rounds R] [--work DIR] [--threads T]\n");
         return 2;
     }
     std::printf("%s\n", ap::blas_report("ap_bench_load").c_str());
     const fs::path root = fs::absolute(work);
-    const fs::path dump = root / "dump";
+    const fs::path dump = given_dump.empty() ? root / "dump" : fs::absolute(given_dump);
     fs::create_directories(root);
     // The Qwen-shaped head: 50,000 tokens in 8 sequences, 12 buckets, d = 128, float32
     // (--true-pairs 1: the true AP ap_synth also writes is not used here, and exact it takes a minute).
@@ -195,7 +204,7 @@ int main(int argc, char** argv)
         const ap::head_tokens<float> queries = tokens_in_memory(qf);
         const ap::head_tokens<float> keys = tokens_in_memory(kf);
         ap::head_options options = ap::run::analyze_default_options();
-        options.threads = 1;
+        options.threads = threads;
         options.sliding_window = qf.sliding_window;
         for (std::size_t r = 0; r < rounds; ++r)
         {
@@ -225,7 +234,7 @@ int main(int argc, char** argv)
             {
                 const fs::path out = root / ("out" + std::to_string(v));
                 if (!run_process({variants[v].program, "--data-root", dump.string(), "--output-dir", out.string(),
-                                  "--threads", "1"},
+                                  "--threads", std::to_string(threads)},
                                  (root / ("log" + std::to_string(v))).string(), variants[v].mmap_off, variants[v].t))
                 {
                     std::fprintf(stderr, "ap_bench_load: %s failed, see %s\n", variants[v].program.c_str(),
@@ -257,7 +266,8 @@ int main(int argc, char** argv)
             }
         }
     }
-    std::printf("one head, 50000 queries and keys, d = 128, float32, --threads 1; min of %zu rounds\n", rounds);
+    std::printf("one head (%s), --threads %zu; min of %zu rounds\n",
+                given_dump.empty() ? "50000 queries and keys, d = 128, float32" : dump.c_str(), threads, rounds);
     std::printf("%-34s %9s %9s %12s %12s\n", "", "wall ms", "cpu ms", "wall/anal.", "cpu/anal.");
     std::printf("%-34s %9.1f %9.1f\n", "analysis alone (analyze_head)", 1e3 * analysis.wall, 1e3 * analysis.cpu);
     std::printf("%-34s %9.1f %9.1f %12.3f %12.3f\n", "analysis on the mapped folder", 1e3 * analysis_mapped.wall,

@@ -1382,3 +1382,40 @@ TEST_CASE("pipeline: any number of threads gives byte-identical results", "[pipe
     options.threads = 3;
     check_identical(compose_steps(queries, keys, id, options), one);
 }
+
+TEST_CASE("pipeline: with the sequence-level errors, any number of threads gives byte-identical results",
+          "[pipeline][threads]")
+{
+    // ap_analyze's default errors (§8.3, sequence unit: 100 sequences of 200 positions), the
+    // influences kept, the jackknife of bias_strength (§8.5) and extra pairs of the distance map
+    // (§8.1): the work that runs beside the kernel (one task per bucket, and the jackknife) and
+    // the influence passes shared by buckets, by blocks of rows and by ranges of columns.
+    auto queries = random_tokens(20000, 40, 93, 2.0);
+    auto keys = random_tokens(16000, 40, 94, 1.0);
+    ap::head_options options;
+    options.max_tokens_per_head = 15000;
+    options.normality_max_dims = 20;
+    options.num_pairs_per_bucket = 200;
+    options.confidence_intervals = true;
+    options.sequence_influences = true;
+    options.distance_map_extra_pairs = 16;
+    options.pca_roles = true;
+    const ap::head_id id{1, 3, 0};
+    options.threads = 1;
+    const ap::head_result one = ap::analyze_head(queries, keys, id, options);
+    REQUIRE(one.metrics.n_sequences >= 10);
+    REQUIRE(std::isfinite(one.metrics.ap_overall_se));
+    REQUIRE(std::isfinite(one.metrics.bias_strength_se));
+    REQUIRE(!one.sequence_influences.empty());
+    for (std::size_t threads : {0, 2, 3, 8})
+    {
+        CAPTURE(threads);
+        options.threads = threads;
+        const ap::head_result other = ap::analyze_head(queries, keys, id, options);
+        check_identical(other, one);
+        check_identical_extensions(other, one);
+        CHECK(same(other.metrics.bias_strength, one.metrics.bias_strength));
+        CHECK(same(other.metrics.bias_strength_se, one.metrics.bias_strength_se));
+        CHECK(same(other.metrics.pc0_r_q, one.metrics.pc0_r_q));
+    }
+}

@@ -374,14 +374,14 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     const detail::qk_moments moments =
         companion ? detail::qk_moments_of(q_rows, q.t.data(), k_rows, k.t.data(), threads, options.pca_roles)
                   : detail::qk_moments{};
-    // §8.3 of bias_strength: the delete-one-document jackknife (sequence-level errors only).
+    // §8.3 of bias_strength: the delete-one-document jackknife (sequence-level errors only), on
+    // the oriented rows before the rotation; it runs beside the kernel (below), as one more task.
     const bool sequence_errors = options.confidence_intervals && options.sampling_unit == sampling_unit::sequence
                                  && q.example_id != nullptr;
-    const double bias_strength_se =
-        sequence_errors && options.planar_rotation
-            ? detail::bias_strength_jackknife_raw(q_rows, q.t.data(), q.unit_id, k_rows, k.t.data(), k.unit_id,
-                                                  detail::head_sequences(q, k), uncertainty_design{}.min_sequences)
-            : std::numeric_limits<double>::quiet_NaN();
+    const bool jackknife = sequence_errors && options.planar_rotation;
+    const detail::row_source<TQ> q_oriented = q_rows;
+    const detail::row_source<TK> k_oriented = k_rows;
+    double bias_strength_se = std::numeric_limits<double>::quiet_NaN();
     clock.lap(&stage_timings::extensions);
     const detail::query_rotation rotated = detail::rotate_queries(q.t.data(), q_rows, fit, rotation, threads);
     q_rows.reflection = k_rows.reflection = rotation.is_identity() ? nullptr : rotation.v.data();
@@ -405,22 +405,43 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
         detail::group_key_buckets_raw(k.position, k.bucket, k.example_id, k.n);
     const auto cells = detail::model_cells(models, key_buckets, options, seeds.pair_sampler);
     clock.lap(&stage_timings::sampling);
-    // §2.13: one kernel call per query bucket, over the pairs' keys as they are read.
+    // §2.13: one kernel call per query bucket, over the pairs' keys as they are read, each
+    // followed by what the bucket's pairs give the extensions of §8 (prepare_bucket); the
+    // jackknife of bias_strength is one more task, the first (the largest). Each task writes
+    // only its own result: the same results for any number of threads.
+    detail::head_extensions<TQ, TK> extensions(options, q, k, q_rows, k_rows, seeds.pair_sampler);
+    using bucket_work = typename detail::head_extensions<TQ, TK>::bucket_work;
     std::vector<bucket_plasticity_result> buckets(models.size());
+    std::vector<bucket_work> works(models.size());
+    const bool prepare_here = extensions.prepares_in_parallel();
     const std::vector<std::size_t> order = detail::largest_first(cells);  // threads finish together
-    detail::parallel_for(models.size(), threads, [&](std::size_t task, std::size_t) {
-        const std::size_t j = order[task];
+    const std::size_t extra_tasks = jackknife ? 1 : 0;
+    detail::parallel_for(extra_tasks + models.size(), threads, [&](std::size_t task, std::size_t) {
+        if (task < extra_tasks)
+        {
+            bias_strength_se =
+                detail::bias_strength_jackknife_raw(q_oriented, q.t.data(), q.unit_id, k_oriented, k.t.data(),
+                                                    k.unit_id, extensions.sequences(), uncertainty_design{}.min_sequences);
+            return;
+        }
+        const std::size_t j = order[task - extra_tasks];
         buckets[j] = detail::query_bucket_plasticity_raw(k_rows, cells[j], models[j]);
+        if (prepare_here)
+        {
+            works[j] = extensions.prepare_bucket(models[j], key_buckets, cells[j], buckets[j]);
+        }
     });
     clock.lap(&stage_timings::kernel);
     // The rows of the buckets in order, each followed by what the extensions of
     // docs/method.md §8 add to it (they never change the rows of §2).
-    detail::head_extensions<TQ, TK> extensions(options, q, k, q_rows, k_rows, seeds.pair_sampler);
     for (std::size_t j = 0; j < models.size(); ++j)
     {
         result.cells.insert(result.cells.end(), buckets[j].cells.begin(), buckets[j].cells.end());
         result.profile.push_back(profile_row(models[j], buckets[j], options.min_bucket_queries));
-        extensions.add_bucket(models[j], key_buckets, cells[j], buckets[j], result);
+        extensions.add_bucket(models[j], cells[j], buckets[j],
+                              prepare_here ? std::move(works[j])
+                                           : extensions.prepare_bucket(models[j], key_buckets, cells[j], buckets[j]),
+                              result);
     }
     clock.lap(&stage_timings::extensions);
     // §2.14 and the metrics row.

@@ -20,6 +20,7 @@
 #include "detail/errors.hpp"
 #include "detail/finite.hpp"
 #include "detail/matrix.hpp"
+#include "detail/parallel.hpp"
 #include "query_model.hpp"
 #include "regression.hpp"
 #include "sensitivity.hpp"
@@ -109,11 +110,33 @@ namespace detail
         std::vector<double> bucket_cross;  // per model, m values: cov(component 0, component k)
     };
 
-    /// X: a matrix_view, or any rows x cols reader whose row(i) stays valid until its next call.
+    /// Components [j0, j1) of row i of x into out, in double: x.load_columns when x has it (a
+    /// reader of a row source reads only those components), else from x.row(i).
+    template <class X>
+    auto load_columns_of(const X& x, std::size_t i, std::size_t j0, std::size_t j1, double* out, int)
+        -> decltype(x.load_columns(i, j0, j1, out), void())
+    {
+        x.load_columns(i, j0, j1, out);
+    }
+
+    template <class X>
+    void load_columns_of(const X& x, std::size_t i, std::size_t j0, std::size_t j1, double* out, long)
+    {
+        const auto* row = x.row(i);
+        for (std::size_t j = j0; j < j1; ++j)
+        {
+            out[j - j0] = static_cast<double>(row[j]);
+        }
+    }
+
+    /// X: a matrix_view, or any rows x cols reader whose row(i) stays valid until its next call
+    /// (and, optionally, load_columns(i, j0, j1, out)). The semantic components' sums share the
+    /// threads by ranges of columns, each column summed over the rows in order: the same sums
+    /// for any number of threads.
     template <class X>
     query_statistics query_statistics_of(const double* t, const std::int64_t* buckets, const X& x,
                                          const double* residual, double sigma2,
-                                         const std::vector<bucket_query_model>& models)
+                                         const std::vector<bucket_query_model>& models, std::size_t threads = 1)
     {
         const std::size_t n = x.rows;
         const std::size_t m = x.cols - 1;
@@ -128,6 +151,7 @@ namespace detail
         s.bucket_cross.assign(count_models * m, 0.0);
         s.tau_shift.assign(count_models, 0.0);
         s.t_origin = n > 0 ? *std::min_element(t, t + n) : 0.0;
+        std::vector<double> x0(n);  // component 0 of every row
         for (std::size_t i = 0; i < n; ++i)
         {
             s.t_mean += t[i] - s.t_origin;
@@ -136,10 +160,11 @@ namespace detail
                                              [](const bucket_query_model& model, std::int64_t b) {
                                                  return model.bucket < b;
                                              });
+            load_columns_of(x, i, 0, 1, &x0[i], 0);
             if (it != models.end() && it->bucket == buckets[i])
             {
                 s.slot[i] = static_cast<std::size_t>(it - models.begin());
-                s.bucket_mean0[s.slot[i]] += static_cast<double>(x.row(i)[0]);
+                s.bucket_mean0[s.slot[i]] += x0[i];
                 s.tau_shift[s.slot[i]] += t[i] - s.t_origin;
             }
         }
@@ -150,7 +175,6 @@ namespace detail
             s.bucket_mean0[j] /= static_cast<double>(models[j].n_queries);
             s.tau_shift[j] /= static_cast<double>(models[j].n_queries);
         }
-        std::vector<double> semantic_sum(m, 0.0);
         for (std::size_t i = 0; i < n; ++i)
         {
             const double dt = s.centred_t(t[i]);
@@ -158,27 +182,44 @@ namespace detail
             const double r = residual[i] - s.residual_mean;
             const double e = r * r - sigma2;
             s.residual_fourth += e * e;
-            const auto* row = x.row(i);
-            for (std::size_t k = 0; k < m; ++k)
-            {
-                const auto xk = static_cast<double>(row[k + 1]);
-                semantic_sum[k] += xk;
-                s.residual_cross[k] += r * xk;  // sum r = 0: no centring of x needed
-            }
             const std::size_t j = s.slot[i];
             if (j < count_models)
             {
-                // sum_i (x0_i - a)(x_ik - mu_jk) is the same for every a, since sum_i (x_ik - mu_jk) = 0.
-                const double c0 = static_cast<double>(row[0]) - s.bucket_mean0[j];
+                const double c0 = x0[i] - s.bucket_mean0[j];
                 s.bucket_variance0[j] += c0 * c0;
-                double* cross = s.bucket_cross.data() + j * m;
-                const double* mu = models[j].semantic.mean.data();
-                for (std::size_t k = 0; k < m; ++k)
-                {
-                    cross[k] += c0 * (static_cast<double>(row[k + 1]) - mu[k]);
-                }
             }
         }
+        std::vector<double> semantic_sum(m, 0.0);
+        const chunks columns = even_chunks(m, worker_count(threads), 8);
+        parallel_for(columns.count(), threads, [&](std::size_t task, std::size_t) {
+            const X reader = x;  // a reader per task (a row source keeps its last row)
+            const std::size_t k0 = columns.begin(task);
+            const std::size_t k1 = columns.end(task);
+            std::vector<double> part(k1 - k0);
+            for (std::size_t i = 0; i < n; ++i)
+            {
+                load_columns_of(reader, i, 1 + k0, 1 + k1, part.data(), 0);
+                const double r = residual[i] - s.residual_mean;
+                for (std::size_t k = k0; k < k1; ++k)
+                {
+                    const double xk = part[k - k0];
+                    semantic_sum[k] += xk;
+                    s.residual_cross[k] += r * xk;  // sum r = 0: no centring of x needed
+                }
+                const std::size_t j = s.slot[i];
+                if (j < count_models)
+                {
+                    // sum_i (x0_i - a)(x_ik - mu_jk) is the same for every a, since sum_i (x_ik - mu_jk) = 0.
+                    const double c0 = x0[i] - s.bucket_mean0[j];
+                    double* cross = s.bucket_cross.data() + j * m;
+                    const double* mu = models[j].semantic.mean.data();
+                    for (std::size_t k = k0; k < k1; ++k)
+                    {
+                        cross[k] += c0 * (part[k - k0] - mu[k]);
+                    }
+                }
+            }
+        });
         s.residual_fourth /= count * count;
         for (std::size_t k = 0; k < m; ++k)
         {
@@ -333,14 +374,13 @@ namespace detail
                                            const std::vector<bucket_estimate>& estimates, const query_statistics& q,
                                            const targets_of_head& d, const std::vector<bucket_terms>& terms,
                                            double slope_norm, bool rotation_estimated, std::size_t stride,
-                                           std::vector<double>& influence)
+                                           std::vector<double>& influence, std::size_t threads = 1)
     {
         constexpr std::size_t block = 1024;
         const std::size_t n = x.rows;
         const std::size_t m = x.cols - 1;
         const std::size_t count_models = models.size();
         const std::size_t targets = d.in_d.size();
-        std::vector<double> centred(rotation_estimated ? std::min(n, block) * m : 0);
         std::vector<double> gradients(rotation_estimated ? m * targets : 0);
         for (std::size_t c = 0; c < targets && rotation_estimated; ++c)
         {
@@ -349,14 +389,24 @@ namespace detail
                 gradients[k * targets + c] = terms[c].rotation_gradient[k];
             }
         }
-        std::vector<double> own(std::min(n, block));
-        for (std::size_t start = 0; start < n; start += block)
+        // Each block of rows writes its own rows of `influence`: the blocks share the threads.
+        struct scratch
         {
+            std::vector<double> centred, own;
+        };
+        std::vector<scratch> workspaces(std::min(worker_count(threads), std::max<std::size_t>(1, (n + block - 1) / block)));
+        parallel_for((n + block - 1) / block, threads, [&](std::size_t b, std::size_t worker) {
+            const X rows_of_x = x;  // a reader per task (a row source keeps its last row)
+            std::vector<double>& centred = workspaces[worker].centred;
+            std::vector<double>& own = workspaces[worker].own;
+            centred.resize(rotation_estimated ? std::min(n, block) * m : 0);
+            own.resize(std::min(n, block));
+            const std::size_t start = b * block;
             const std::size_t size = std::min(block, n - start);
             std::fill(own.begin(), own.begin() + static_cast<std::ptrdiff_t>(size), 0.0);
             for (std::size_t i = 0; i < size; ++i)
             {
-                const auto* row = x.row(start + i);
+                const auto* row = rows_of_x.row(start + i);
                 const std::size_t target = d.target_of[std::min(q.slot[start + i], count_models)];
                 if (target > 0)
                 {
@@ -392,7 +442,7 @@ namespace detail
                     influence[(start + i) * stride + target - 1] += own[i];
                 }
             }
-        }
+        });
     }
 
     /// Influences through the positional line and sigma2 (every query) into columns
@@ -427,7 +477,8 @@ namespace detail
     template <class X>
     void add_covariance_influences(const X& x, const std::vector<bucket_query_model>& models,
                                    const std::vector<bucket_estimate>& estimates, const query_statistics& q,
-                                   const targets_of_head& d, std::size_t stride, std::vector<double>& influence)
+                                   const targets_of_head& d, std::size_t stride, std::vector<double>& influence,
+                                   std::size_t threads = 1)
     {
         constexpr std::size_t block = 256;
         const std::size_t n = x.rows;
@@ -446,9 +497,29 @@ namespace detail
                 rows[target - 1].push_back(i);
             }
         }
-        std::vector<double> u(block * m), y(block * m), upper(m * m);
+        // Each bucket writes its own column of its own rows: the buckets share the threads,
+        // the largest first (ties in order) so that the threads finish together.
+        std::vector<std::size_t> order(targets);
         for (std::size_t c = 0; c < targets; ++c)
         {
+            order[c] = c;
+        }
+        std::stable_sort(order.begin(), order.end(),
+                         [&](std::size_t a, std::size_t b) { return rows[a].size() > rows[b].size(); });
+        struct scratch
+        {
+            std::vector<double> u, y, upper;
+        };
+        std::vector<scratch> workspaces(std::min(worker_count(threads), std::max<std::size_t>(1, targets)));
+        parallel_for(targets, threads, [&](std::size_t task, std::size_t worker) {
+            const std::size_t c = order[task];
+            const X rows_of_x = x;  // a reader per task (a row source keeps its last row)
+            std::vector<double>& u = workspaces[worker].u;
+            std::vector<double>& y = workspaces[worker].y;
+            std::vector<double>& upper = workspaces[worker].upper;
+            u.resize(block * m);
+            y.resize(block * m);
+            upper.resize(m * m);
             const std::size_t j = d.in_d[c];
             const double* mu = models[j].semantic.mean.data();
             const double* weights = estimates[j].sensitivity.semantic_covariance.data();
@@ -467,7 +538,7 @@ namespace detail
                 const std::size_t size = std::min(block, own.size() - start);
                 for (std::size_t r = 0; r < size; ++r)
                 {
-                    const auto* row = x.row(own[start + r]);
+                    const auto* row = rows_of_x.row(own[start + r]);
                     for (std::size_t k = 0; k < m; ++k)
                     {
                         u[r * m + k] = static_cast<double>(row[k + 1]) - mu[k];
@@ -492,7 +563,7 @@ namespace detail
             {
                 influence[own[r] * stride + c] += (form[r] - mean) / dof;
             }
-        }
+        });
     }
 
     /// Sequence-level errors: the influence of each query through its bucket's mean position

@@ -20,6 +20,7 @@
 #include "detail/errors.hpp"
 #include "detail/finite.hpp"
 #include "detail/matrix.hpp"
+#include "detail/parallel.hpp"
 #include "detail/rows.hpp"
 #include "query_influences.hpp"
 #include "query_model.hpp"
@@ -257,17 +258,16 @@ namespace detail
             return out;
         }
         const std::size_t targets = d.in_d.size();
-        const query_statistics q = query_statistics_of(t, buckets, x, residual, sigma2, models);
+        const query_statistics q = query_statistics_of(t, buckets, x, residual, sigma2, models, design.threads);
         const bool rotation_estimated = m > 0 && q.t_spread > 0.0 && slope_norm >= 1e-12;  // §2.5's threshold
         const direction_covariances cov =
             direction_covariances_of(models, d.in_d, m, q.t_spread, slope_norm, rotation_estimated);
         std::vector<bucket_terms> terms(targets);
-        for (std::size_t c = 0; c < targets; ++c)
-        {
+        parallel_for(targets, design.threads, [&](std::size_t c, std::size_t) {
             const std::size_t j = d.in_d[c];
             terms[c] = bucket_terms_of(models[j], estimates[j].sensitivity, q, j, sigma2, static_cast<double>(n),
                                        cov.direction, cov.pooled, rotation_estimated);
-        }
+        });
 
         // The quantities: AP_j of the targets, then ap_overall, ap_first20, ap_last20, ap_drop (§2.14).
         double context_length = design.context_length;
@@ -325,7 +325,7 @@ namespace detail
         // Per-query influences phi on every AP_j of D (columns 0..targets-1).
         std::vector<double> influence(n * targets, 0.0);
         add_mean_and_direction_influences(t, x, models, estimates, q, d, terms, slope_norm, rotation_estimated, targets,
-                                          influence);
+                                          influence, design.threads);
         add_line_influences(t, n, estimates, q, d, residual, sigma2, targets, influence);
         unit_influences units;
         std::vector<double> separate(targets, 0.0);  // variance outside the influences (token unit)
@@ -340,7 +340,7 @@ namespace detail
                     separate[c] = nan;
                 }
             }
-            add_covariance_influences(x, models, estimates, q, d, targets, influence);
+            add_covariance_influences(x, models, estimates, q, d, targets, influence, design.threads);
             add_position_mean_influences(t, n, models, estimates, q, d, component0.beta, targets, influence);
             units = sequence_influences_of(example_ids, influence, n, estimates, q, d, sequences);
         }

@@ -113,6 +113,9 @@ struct uncertainty_design
     // from a handful of clusters is itself too uncertain to be an error bar).
     std::size_t min_sequences = 10;
     bool keep_influences = false;  // fill plasticity_uncertainty::influences
+    // Threads that share the passes over the queries' influences (0 or 1: the calling thread);
+    // each task writes its own rows or columns, so the results are the same for any number.
+    std::size_t threads = 1;
 };
 
 /// The largest tr Cov(delta) of the rotation's direction (docs/method.md §8.3, in squared

@@ -298,6 +298,60 @@ TEMPLATE_TEST_CASE("read_vectors: a non-finite value is named by row and column,
     }
 }
 
+TEMPLATE_TEST_CASE("read_vectors: the first non-finite value in row order is named, in any block of the check",
+                   "[npy]", float, double)
+{
+    // 3,000 x 3 values: the check counts them in blocks of 4,096 (values 0-4095, 4096-8191,
+    // 8192-8999); each case puts non-finite values at the given indices, the first one named.
+    temp_folder dir("nonfinite_blocks");
+    const fs::path file = dir.path / "vector.npy";
+    const TestType inf = std::numeric_limits<TestType>::infinity();
+    const TestType nan = std::numeric_limits<TestType>::quiet_NaN();
+    struct placed
+    {
+        std::vector<std::size_t> at;
+        std::string named;
+    };
+    const std::vector<placed> cases = {
+        {{0}, "(nan) at row 0, column 0"},
+        {{4095, 4096}, "(nan) at row 1365, column 0"},      // the last value of the first block
+        {{4096, 8191}, "(nan) at row 1365, column 1"},      // the first value of the second block
+        {{8999}, "(nan) at row 2999, column 2"},            // the very last value
+        {{5000, 5001, 8000}, "(nan) at row 1666, column 2"},  // several in one block: the first
+    };
+    for (const placed& c : cases)
+    {
+        std::string payload = payload_of<TestType>(3000, 3);
+        for (std::size_t k = 0; k < c.at.size(); ++k)
+        {
+            const TestType value = k == 0 ? nan : (k % 2 ? inf : -inf);
+            std::memcpy(&payload[c.at[k] * sizeof(TestType)], &value, sizeof(TestType));
+        }
+        write_file(file, npy_bytes(descr_of<TestType>(), false, "(3000, 3)", payload));
+        for (const bool mapped : {true, false})
+        {
+            INFO(c.named << (mapped ? " (mapping on)" : " (mapping off)"));
+            mapping_mode mode(mapped);
+            CHECK(error_of([&] { (void)io::read_vectors(file.string()); })
+                  == file.string() + ": non-finite value " + c.named);
+        }
+    }
+    // Infinities of either sign are named too, and the largest finite values pass.
+    std::string payload = payload_of<TestType>(3000, 3);
+    const TestType big = std::numeric_limits<TestType>::max();
+    for (const std::size_t k : {std::size_t{10}, std::size_t{6000}})
+    {
+        std::memcpy(&payload[k * sizeof(TestType)], &big, sizeof(TestType));
+    }
+    write_file(file, npy_bytes(descr_of<TestType>(), false, "(3000, 3)", payload));
+    CHECK(io::read_vectors(file.string()).rows() == 3000);
+    const TestType minus_inf = -inf;
+    std::memcpy(&payload[7000 * sizeof(TestType)], &minus_inf, sizeof(TestType));
+    write_file(file, npy_bytes(descr_of<TestType>(), false, "(3000, 3)", payload));
+    CHECK(error_of([&] { (void)io::read_vectors(file.string()); })
+          == file.string() + ": non-finite value (-inf) at row 2333, column 1");
+}
+
 TEMPLATE_TEST_CASE("load_folder: the mapping is owned by the folder and lives as long as it", "[npy]", float, double)
 {
     temp_folder dir("folder");

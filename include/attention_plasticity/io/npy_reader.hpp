@@ -578,17 +578,40 @@ namespace detail
 {
     /// Every value of the n x d vectors at `data` (count = n d) is finite; otherwise
     /// input_error naming `path`, the value, its row and column.
+    /// The values are counted by blocks without a branch per value (the exponent's bits all
+    /// set: an infinity or a NaN), a loop the compiler vectorizes, at the speed of memory; a
+    /// block with one is read again for the first.
     template <class T>
     void check_finite_vectors(const T* data, std::size_t count, std::size_t d, const std::string& path)
     {
-        for (std::size_t k = 0; k < count; ++k)
+        static_assert(sizeof(T) == 4 || sizeof(T) == 8, "float or double vectors");
+        using bits_type = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+        constexpr bits_type exponent =
+            sizeof(T) == 4 ? bits_type(0x7f800000u) : static_cast<bits_type>(0x7ff0000000000000ull);
+        constexpr std::size_t block = 4096;
+        for (std::size_t start = 0; start < count; start += block)
         {
-            if (!std::isfinite(data[k]))
+            const std::size_t end = std::min(count, start + block);
+            std::size_t non_finite = 0;
+            for (std::size_t k = start; k < end; ++k)
             {
-                std::ostringstream msg;
-                msg << "non-finite value (" << static_cast<double>(data[k]) << ") at row " << k / d << ", column "
-                    << k % d;
-                throw input_error(path, msg.str());
+                bits_type bits;
+                std::memcpy(&bits, data + k, sizeof bits);
+                non_finite += static_cast<std::size_t>((bits & exponent) == exponent);
+            }
+            if (non_finite == 0)
+            {
+                continue;
+            }
+            for (std::size_t k = start; k < end; ++k)
+            {
+                if (!std::isfinite(data[k]))
+                {
+                    std::ostringstream msg;
+                    msg << "non-finite value (" << static_cast<double>(data[k]) << ") at row " << k / d << ", column "
+                        << k % d;
+                    throw input_error(path, msg.str());
+                }
             }
         }
     }

@@ -51,6 +51,18 @@ namespace detail
             return m_row.data();
         }
 
+        /// Components [j0, j1) of row i into out (only those read, when the source can).
+        void load_columns(std::size_t i, std::size_t j0, std::size_t j1, double* out) const
+        {
+            if (m_source.reflection != nullptr && m_source.reflection_factors == nullptr)
+            {
+                const double* whole = row(i);  // the reflection needs the whole row
+                std::copy(whole + j0, whole + j1, out);
+                return;
+            }
+            m_source.load(i, j0, j1, out);
+        }
+
         std::size_t rows;
         std::size_t cols;
 
@@ -81,13 +93,33 @@ namespace detail
             }
         }
 
-        /// One query bucket: its cells and the Gaussian result (whose profile row and cells, the
-        /// last ones of `result`, get the empirical values). The differences w of the pairs
-        /// (§2.12, the kernel's W) are formed again here only when an extension needs them whole.
-        void add_bucket(const bucket_query_model& model, const std::vector<key_bucket>& key_buckets,
-                        const std::vector<cell_pairs>& cells, const bucket_plasticity_result& bucket,
-                        head_result& result)
+        /// What one query bucket's extensions read from its pairs, formed by prepare_bucket
+        /// (on any thread: it reads the head's rows and writes only its own result) and handed
+        /// to add_bucket, in the buckets' order.
+        struct bucket_work
         {
+            xt::xtensor<double, 2> w;  // the pairs' differences, kept for the empirical AP only
+            bucket_estimate estimate;  // §8.3 but the plasticity (add_bucket sets it)
+            pair_distances distances;  // §8.1, the bucket's pairs, then the extra pairs
+            pair_distances extra_distances;
+            xt::xtensor<double, 1> extra_plasticity;
+        };
+
+        /// §8.3, sequence unit: the head's sequences (head_sequences; empty without the
+        /// sequence-level errors).
+        const std::vector<std::int64_t>& sequences() const { return m_sequences; }
+
+        /// Whether prepare_bucket may run on the head's threads beside the kernel: not with the
+        /// empirical AP, whose differences w are kept for add_bucket (one bucket's at a time).
+        bool prepares_in_parallel() const { return !m_options.empirical_ap; }
+
+        /// The work of one query bucket that needs its pairs: the differences w of the pairs
+        /// (§2.12, the kernel's W) formed again when an extension needs them whole, the
+        /// sensitivity and pair terms of §8.3, the distances of §8.1.
+        bucket_work prepare_bucket(const bucket_query_model& model, const std::vector<key_bucket>& key_buckets,
+                                   const std::vector<cell_pairs>& cells, const bucket_plasticity_result& bucket) const
+        {
+            bucket_work work;
             xt::xtensor<double, 2> w;
             if ((m_options.empirical_ap && bucket.n_pairs > 0) || m_options.confidence_intervals)
             {
@@ -96,10 +128,52 @@ namespace detail
             }
             if (m_options.distance_map)
             {
-                add_distances(cells, model, bucket.pair_plasticity);
+                work.distances = distances_of(cells, model);
                 if (m_options.distance_map_extra_pairs > 0)
                 {
-                    add_extra_pairs(model, key_buckets, cells);
+                    const std::vector<cell_pairs> extra = extra_pairs(model, key_buckets, cells);
+                    work.extra_plasticity = query_bucket_plasticity_raw(m_k_rows, extra, model).pair_plasticity;
+                    work.extra_distances = distances_of(extra, model);
+                }
+            }
+            if (m_options.confidence_intervals)
+            {
+                bucket_estimate& estimate = work.estimate;
+                estimate.sensitivity =
+                    sensitivity_raw(matrix_of(w), bucket.moments.mean.data(), bucket.moments.variance.data(), model);
+                estimate.pair_variance = bucket.n_pairs > 0 ? pair_sampling_variance(bucket.pair_plasticity, cells)
+                                                            : std::numeric_limits<double>::quiet_NaN();
+                if (m_options.sampling_unit == sampling_unit::sequence && bucket.n_pairs > 0)
+                {
+                    for (const cell_pairs& cell : cells)
+                    {
+                        for (std::size_t p = 0; p < cell.pairs.size(); ++p)
+                        {
+                            estimate.pair_sequence.push_back(m_k.unit_id[cell.pairs.first(p)]);
+                        }
+                    }
+                    estimate.pair_deviation = pair_deviations(bucket.pair_plasticity, cells);
+                }
+            }
+            if (m_options.empirical_ap && bucket.n_pairs > 0)
+            {
+                work.w = std::move(w);
+            }
+            return work;
+        }
+
+        /// One query bucket: its cells, the Gaussian result (whose profile row and cells, the
+        /// last ones of `result`, get the empirical values) and its prepare_bucket.
+        void add_bucket(const bucket_query_model& model, const std::vector<cell_pairs>& cells,
+                        const bucket_plasticity_result& bucket, bucket_work&& work, head_result& result)
+        {
+            const xt::xtensor<double, 2>& w = work.w;
+            if (m_options.distance_map)
+            {
+                append_distances(work.distances, bucket.pair_plasticity);
+                if (m_options.distance_map_extra_pairs > 0)
+                {
+                    append_distances(work.extra_distances, work.extra_plasticity);
                 }
             }
             bucket_profile& row = result.profile.back();
@@ -157,24 +231,9 @@ namespace detail
             }
             if (m_options.confidence_intervals)
             {
-                bucket_estimate estimate;
+                bucket_estimate estimate = std::move(work.estimate);
                 // A small bucket: no interval of its own, no weight in ap_overall's.
                 estimate.plasticity = value_in_d(row, bucket.plasticity);
-                estimate.sensitivity =
-                    sensitivity_raw(matrix_of(w), bucket.moments.mean.data(), bucket.moments.variance.data(), model);
-                estimate.pair_variance = bucket.n_pairs > 0 ? pair_sampling_variance(bucket.pair_plasticity, cells)
-                                                            : std::numeric_limits<double>::quiet_NaN();
-                if (m_options.sampling_unit == sampling_unit::sequence && bucket.n_pairs > 0)
-                {
-                    for (const cell_pairs& cell : cells)
-                    {
-                        for (std::size_t p = 0; p < cell.pairs.size(); ++p)
-                        {
-                            estimate.pair_sequence.push_back(m_k.unit_id[cell.pairs.first(p)]);
-                        }
-                    }
-                    estimate.pair_deviation = pair_deviations(bucket.pair_plasticity, cells);
-                }
                 m_estimates.push_back(std::move(estimate));
             }
         }
@@ -227,9 +286,10 @@ namespace detail
                 design.unit = m_options.sampling_unit;
                 design.context_length = context_length;
                 design.keep_influences = m_options.sequence_influences;
+                design.threads = m_options.threads;
                 if (design.unit == sampling_unit::sequence && m_q.example_id != nullptr)
                 {
-                    design.sequences = head_sequences(m_q, m_k);
+                    design.sequences = m_sequences;  // head_sequences(m_q, m_k), formed once
                 }
                 plasticity_uncertainty u =
                     standard_errors_raw(m_q.t.data(), m_q.bucket, m_q.unit_id, rotated, component0, slope_norm,
@@ -272,19 +332,23 @@ namespace detail
         }
 
     private:
-        void add_distances(const std::vector<cell_pairs>& cells, const bucket_query_model& model,
-                           const xt::xtensor<double, 1>& pp)
+        /// §8.1: the key and query distances of the pairs, about the head's position origin
+        /// (§2.3): exact for positions far from 0.
+        pair_distances distances_of(const std::vector<cell_pairs>& cells, const bucket_query_model& model) const
         {
-            // About the head's position origin (§2.3): exact for positions far from 0.
-            const pair_distances d = pair_distances_raw(m_k.position, cells, model.tau_from_origin(), model.t_origin);
+            return pair_distances_raw(m_k.position, cells, model.tau_from_origin(), model.t_origin);
+        }
+
+        void append_distances(const pair_distances& d, const xt::xtensor<double, 1>& pp)
+        {
             m_key_distance.insert(m_key_distance.end(), d.key_distance.begin(), d.key_distance.end());
             m_query_distance.insert(m_query_distance.end(), d.query_distance.begin(), d.query_distance.end());
             m_plasticity.insert(m_plasticity.end(), pp.begin(), pp.end());
         }
 
         /// §8.1: extra pairs of every cell from their own streams, under the bucket's model.
-        void add_extra_pairs(const bucket_query_model& model, const std::vector<key_bucket>& key_buckets,
-                             const std::vector<cell_pairs>& cells)
+        std::vector<cell_pairs> extra_pairs(const bucket_query_model& model, const std::vector<key_bucket>& key_buckets,
+                                            const std::vector<cell_pairs>& cells) const
         {
             std::vector<cell_pairs> extra;
             for (const cell_pairs& cell : cells)
@@ -296,8 +360,7 @@ namespace detail
                                                        distance_map_pair_seed(m_pair_seed, model.bucket, cell.k_bucket),
                                                        "analyze_head"));
             }
-            const bucket_plasticity_result pp = query_bucket_plasticity_raw(m_k_rows, extra, model);
-            add_distances(extra, model, pp.pair_plasticity);
+            return extra;
         }
 
         /// §8.2: the kept rows of the bucket's queries it uses, all of them or a seeded subsample of the cap.
