@@ -204,28 +204,11 @@ namespace detail
                                   const householder& rotation, std::size_t threads)
     {
         query_rotation r;
-        const std::size_t d = rows.cols;
         const double* v = rotation.is_identity() ? nullptr : rotation.v.data();
         r.factors.resize(v != nullptr ? rows.rows : 0);
         r.component0.resize(rows.rows);
-        r.scalar = scalar_predictability_raw(
-            t, rows, fit.beta.data(), "analyze_head", threads,
-            [&](std::size_t first, std::size_t count, const double* block) {
-                if (v == nullptr)
-                {
-                    for (std::size_t i = 0; i < count; ++i)
-                    {
-                        r.component0[first + i] = block[i * d];
-                    }
-                    return;
-                }
-                double* factors = r.factors.data() + first;
-                reflection_scales(block, d, count, v, d, factors);
-                for (std::size_t i = 0; i < count; ++i)
-                {
-                    r.component0[first + i] = reflected(block[i * d], factors[i], v[0]);
-                }
-            });
+        r.scalar = scalar_predictability_raw(t, rows, fit.beta.data(), "analyze_head", threads, v,
+                                             v != nullptr ? r.factors.data() : nullptr, r.component0.data());
         return r;
     }
 
