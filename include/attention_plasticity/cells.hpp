@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "detail/finite.hpp"
 #include "detail/row_source.hpp"
 #include "detail/rows.hpp"
+#include "detail/simd.hpp"
 #include "plasticity.hpp"
 #include "query_model.hpp"
 #include "sampler.hpp"
@@ -324,6 +326,7 @@ namespace detail
         const std::size_t total = first.size();
         pair_moments moments{xt::xtensor<double, 1>::from_shape({total}), xt::xtensor<double, 1>::from_shape({total})};
         xt::xtensor<double, 1> pp = xt::xtensor<double, 1>::from_shape({total});
+        std::optional<structured_operands<double, double>> operands;
         for (std::size_t b0 = 0; b0 < total; b0 += kernel_block_rows)
         {
             const std::size_t rows = std::min(kernel_block_rows, total - b0);
@@ -334,8 +337,15 @@ namespace detail
             std::copy(second.begin() + static_cast<std::ptrdiff_t>(b0),
                       second.begin() + static_cast<std::ptrdiff_t>(b0 + rows), block_second.begin());
             const xt::xtensor<T, 2> w = differences(block_first, block_second);
-            const pair_moments block = structured_pair_moments<T>(
-                w, model.position_mean, model.position_variance, model.semantic.mean, model.semantic.covariance);
+            // structured_pair_moments, its checks of the model made once (at the first block).
+            if (!operands)
+            {
+                operands.emplace("structured_pair_moments", w.shape()[1], model.position_mean,
+                                 model.position_variance, model.semantic.mean, model.semantic.covariance);
+            }
+            const pair_moments block =
+                operands->template moments<T>("structured_pair_moments", as_matrix<T>(w, "structured_pair_moments",
+                                                                                      "differences"));
             for (std::size_t p = 0; p < rows; ++p)
             {
                 moments.mean(b0 + p) = block.mean(p);
@@ -353,15 +363,16 @@ namespace detail
     /// reflects them as it reads), the rows of the pairs after them requested from memory
     /// meanwhile. A difference that is not finite gets key_differences' error.
     template <class TK, class EI>
-    xt::xtensor<double, 2> key_row_differences(const row_source<TK>& keys, const EI& first, const EI& second)
+    AP_SIMD_INLINE void key_row_differences_body(const row_source<TK>& keys, const EI& first, const EI& second,
+                                                 xt::xtensor<double, 2>& w)
     {
         const std::size_t n = first.size();
         const std::size_t d = keys.cols;
-        xt::xtensor<double, 2> w = xt::xtensor<double, 2>::from_shape({n, d});
         constexpr std::size_t group = 4;  // pairs read together
         constexpr std::size_t ahead = 4;  // groups requested ahead
         std::size_t ids[2 * group];
         std::vector<double> rows(2 * group * d);
+        const std::vector<double> oriented = keys.oriented_reflection();
         for (std::size_t p = 0; p < n && p < ahead * group; ++p)
         {
             keys.prefetch(first(p));
@@ -380,7 +391,7 @@ namespace detail
                 ids[2 * p] = first(p0 + p);
                 ids[2 * p + 1] = second(p0 + p);
             }
-            keys.load_rows(ids, 2 * count, rows.data());
+            keys.load_rows(ids, 2 * count, rows.data(), oriented.empty() ? nullptr : oriented.data());
             for (std::size_t p = 0; p < count; ++p)
             {
                 const double* a = rows.data() + 2 * p * d;
@@ -393,6 +404,31 @@ namespace detail
                 check_difference_row("key_differences", out, a, b, ids[2 * p], ids[2 * p + 1], d);
             }
         }
+    }
+
+#ifdef AP_SIMD_DISPATCH
+    /// The same loops compiled for AVX2 without FMA: the same operations, the same bits
+    /// (detail/simd.hpp).
+    template <class TK, class EI>
+    AP_SIMD_AVX2 void key_row_differences_avx2(const row_source<TK>& keys, const EI& first, const EI& second,
+                                               xt::xtensor<double, 2>& w)
+    {
+        key_row_differences_body(keys, first, second, w);
+    }
+#endif
+
+    template <class TK, class EI>
+    xt::xtensor<double, 2> key_row_differences(const row_source<TK>& keys, const EI& first, const EI& second)
+    {
+        xt::xtensor<double, 2> w = xt::xtensor<double, 2>::from_shape({first.size(), keys.cols});
+#ifdef AP_SIMD_DISPATCH
+        if (cpu_has_avx2())
+        {
+            key_row_differences_avx2(keys, first, second, w);
+            return w;
+        }
+#endif
+        key_row_differences_body(keys, first, second, w);
         return w;
     }
 
