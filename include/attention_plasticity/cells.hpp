@@ -19,6 +19,7 @@
 #include <xtensor/xexpression.hpp>
 #include <xtensor/xtensor.hpp>
 
+#include "detail/dots.hpp"
 #include "detail/errors.hpp"
 #include "detail/matrix.hpp"
 #include "detail/finite.hpp"
@@ -358,21 +359,139 @@ namespace detail
         return result;
     }
 
+#ifdef AP_SIMD_DISPATCH
+    /// The differences of `count` pairs of float rows (rows[2p], rows[2p + 1]) of a source that
+    /// reflects them (factors computed, keys.reflection_factors null) or not (keys.reflection
+    /// null), in AVX2: each row's reflection factor 2 x.v from its float values with the signs
+    /// in `oriented` (s_j v_j; float_rows8_dots, eight rows at a time), then per component
+    /// ((s_j a_j) - f_a v_j) - ((s_j b_j) - f_b v_j): the operations of load and of the
+    /// difference, in their order, without FMA (the same bits). False when a difference is
+    /// not finite (the caller reports it).
+    AP_SIMD_AVX2 inline bool float_pair_differences_avx2(const row_source<float>& keys, const float* const* rows,
+                                                         std::size_t count, const double* oriented, double* out)
+    {
+        const std::size_t d = keys.cols;
+        const std::size_t d8 = d - d % 8;
+        const std::size_t d4 = d - d % 4;
+        const double* v = keys.reflection;
+        const double* sign = keys.sign;
+        double scale[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+        if (v != nullptr)
+        {
+            if (count == 4)
+            {
+                float_rows8_dots<false>(rows, d8, oriented, nullptr, scale, nullptr);
+                for (std::size_t r = 0; r < 8; ++r)
+                {
+                    for (std::size_t j = d8; j < d; ++j)
+                    {
+                        scale[r] += static_cast<double>(rows[r][j]) * oriented[j];
+                    }
+                }
+            }
+            else
+            {
+                for (std::size_t r = 0; r < 2 * count; ++r)
+                {
+                    for (std::size_t j = 0; j < d; ++j)
+                    {
+                        scale[r] += static_cast<double>(rows[r][j]) * oriented[j];
+                    }
+                }
+            }
+            for (std::size_t r = 0; r < 2 * count; ++r)
+            {
+                scale[r] = 2.0 * scale[r];
+            }
+        }
+        __m256d bad = _mm256_setzero_pd();
+        for (std::size_t p = 0; p < count; ++p)
+        {
+            const float* a = rows[2 * p];
+            const float* b = rows[2 * p + 1];
+            double* o = out + p * d;
+            const __m256d fa = _mm256_set1_pd(scale[2 * p]);
+            const __m256d fb = _mm256_set1_pd(scale[2 * p + 1]);
+            std::size_t j = 0;
+            for (; j < d4; j += 4)
+            {
+                __m256d xa = _mm256_cvtps_pd(_mm_loadu_ps(a + j));
+                __m256d xb = _mm256_cvtps_pd(_mm_loadu_ps(b + j));
+                if (sign != nullptr)
+                {
+                    const __m256d s = _mm256_loadu_pd(sign + j);
+                    xa = _mm256_mul_pd(s, xa);
+                    xb = _mm256_mul_pd(s, xb);
+                }
+                if (v != nullptr)
+                {
+                    const __m256d vj = _mm256_loadu_pd(v + j);
+                    xa = _mm256_sub_pd(xa, _mm256_mul_pd(fa, vj));
+                    xb = _mm256_sub_pd(xb, _mm256_mul_pd(fb, vj));
+                }
+                const __m256d diff = _mm256_sub_pd(xa, xb);
+                _mm256_storeu_pd(o + j, diff);
+                bad = _mm256_or_pd(bad, _mm256_cmp_pd(_mm256_sub_pd(diff, diff), _mm256_setzero_pd(), _CMP_NEQ_UQ));
+            }
+            bool tail_bad = false;
+            for (; j < d; ++j)
+            {
+                double xa = static_cast<double>(a[j]);
+                double xb = static_cast<double>(b[j]);
+                if (sign != nullptr)
+                {
+                    xa = sign[j] * xa;
+                    xb = sign[j] * xb;
+                }
+                if (v != nullptr)
+                {
+                    xa = reflected(xa, scale[2 * p], v[j]);
+                    xb = reflected(xb, scale[2 * p + 1], v[j]);
+                }
+                o[j] = xa - xb;
+                tail_bad = tail_bad || is_non_finite(o[j]);
+            }
+            if (tail_bad)
+            {
+                return false;
+            }
+        }
+        return _mm256_movemask_pd(bad) == 0;
+    }
+#endif
+
     /// Key differences W(p) = keys[first(p)] - keys[second(p)] of the rows of a source, in
     /// double: the rows of a few pairs are read together (the pipeline's source orients and
     /// reflects them as it reads), the rows of the pairs after them requested from memory
     /// meanwhile. A difference that is not finite gets key_differences' error.
     template <class TK, class EI>
-    AP_SIMD_INLINE void key_row_differences_body(const row_source<TK>& keys, const EI& first, const EI& second,
-                                                 xt::xtensor<double, 2>& w)
+    xt::xtensor<double, 2> key_row_differences(const row_source<TK>& keys, const EI& first, const EI& second)
     {
         const std::size_t n = first.size();
         const std::size_t d = keys.cols;
+        xt::xtensor<double, 2> w = xt::xtensor<double, 2>::from_shape({n, d});
         constexpr std::size_t group = 4;  // pairs read together
         constexpr std::size_t ahead = 4;  // groups requested ahead
         std::size_t ids[2 * group];
         std::vector<double> rows(2 * group * d);
-        const std::vector<double> oriented = keys.oriented_reflection();
+#ifdef AP_SIMD_DISPATCH
+        // Float rows with their factors computed here (the pipeline's keys): straight from the
+        // caller's values, the signs folded into v for the factors (s_j x_j v_j exactly).
+        std::vector<double> oriented;
+        bool fast = false;
+        if constexpr (std::is_same<TK, float>::value)
+        {
+            fast = cpu_has_avx2() && (keys.reflection == nullptr || keys.reflection_factors == nullptr);
+            if (fast && keys.reflection != nullptr)
+            {
+                oriented.resize(d);
+                for (std::size_t j = 0; j < d; ++j)
+                {
+                    oriented[j] = keys.sign != nullptr ? keys.sign[j] * keys.reflection[j] : keys.reflection[j];
+                }
+            }
+        }
+#endif
         for (std::size_t p = 0; p < n && p < ahead * group; ++p)
         {
             keys.prefetch(first(p));
@@ -391,7 +510,25 @@ namespace detail
                 ids[2 * p] = first(p0 + p);
                 ids[2 * p + 1] = second(p0 + p);
             }
-            keys.load_rows(ids, 2 * count, rows.data(), oriented.empty() ? nullptr : oriented.data());
+#ifdef AP_SIMD_DISPATCH
+            if constexpr (std::is_same<TK, float>::value)
+            {
+                if (fast)
+                {
+                    const float* in[2 * group];
+                    for (std::size_t r = 0; r < 2 * count; ++r)
+                    {
+                        in[r] = keys.raw(ids[r]);
+                    }
+                    if (float_pair_differences_avx2(keys, in, count, oriented.data(), w.data() + p0 * d))
+                    {
+                        continue;
+                    }
+                    // A difference that is not finite: the plain path below names it.
+                }
+            }
+#endif
+            keys.load_rows(ids, 2 * count, rows.data());
             for (std::size_t p = 0; p < count; ++p)
             {
                 const double* a = rows.data() + 2 * p * d;
@@ -404,31 +541,6 @@ namespace detail
                 check_difference_row("key_differences", out, a, b, ids[2 * p], ids[2 * p + 1], d);
             }
         }
-    }
-
-#ifdef AP_SIMD_DISPATCH
-    /// The same loops compiled for AVX2 without FMA: the same operations, the same bits
-    /// (detail/simd.hpp).
-    template <class TK, class EI>
-    AP_SIMD_AVX2 void key_row_differences_avx2(const row_source<TK>& keys, const EI& first, const EI& second,
-                                               xt::xtensor<double, 2>& w)
-    {
-        key_row_differences_body(keys, first, second, w);
-    }
-#endif
-
-    template <class TK, class EI>
-    xt::xtensor<double, 2> key_row_differences(const row_source<TK>& keys, const EI& first, const EI& second)
-    {
-        xt::xtensor<double, 2> w = xt::xtensor<double, 2>::from_shape({first.size(), keys.cols});
-#ifdef AP_SIMD_DISPATCH
-        if (cpu_has_avx2())
-        {
-            key_row_differences_avx2(keys, first, second, w);
-            return w;
-        }
-#endif
-        key_row_differences_body(keys, first, second, w);
         return w;
     }
 

@@ -9,13 +9,10 @@
 // is ever made (a pass converts each row, in double, while it is in cache).
 
 #include <cstddef>
-#include <type_traits>
 #include <vector>
 
-#include "dots.hpp"
 #include "matrix.hpp"
 #include "reflection.hpp"
-#include "simd.hpp"
 
 namespace attention_plasticity
 {
@@ -90,29 +87,9 @@ namespace detail
 #endif
         }
 
-        /// sign_j v_j of the reflection (sign_j = 1 without signs), for load_rows: the float
-        /// rows' reflection factors straight from the caller's values (x_j (s_j v_j) =
-        /// (s_j x_j) v_j exactly). Empty without a reflection.
-        std::vector<double> oriented_reflection() const
-        {
-            std::vector<double> w;
-            if (reflection != nullptr)
-            {
-                w.resize(cols);
-                for (std::size_t j = 0; j < cols; ++j)
-                {
-                    w[j] = sign != nullptr ? sign[j] * reflection[j] : reflection[j];
-                }
-            }
-            return w;
-        }
-
         /// Whole rows ids[0..count) into out (count x cols, dense): as load, with the rows'
-        /// reflection factors computed together (several rows at once) when not given;
-        /// `oriented` (from oriented_reflection, or null) lets float rows compute them eight at
-        /// a time from the caller's values (the same bits).
-        void load_rows(const std::size_t* ids, std::size_t count, double* out,
-                       const double* oriented = nullptr) const noexcept
+        /// reflection factors computed together (several rows at once) when not given.
+        void load_rows(const std::size_t* ids, std::size_t count, double* out) const noexcept
         {
             if (reflection == nullptr || reflection_factors != nullptr)
             {
@@ -124,40 +101,7 @@ namespace detail
             }
             constexpr std::size_t group = 8;
             double scale[group];
-            std::size_t r0 = 0;
-#ifdef AP_SIMD_DISPATCH
-            if constexpr (std::is_same<T, float>::value)
-            {
-                if (oriented != nullptr && cpu_has_avx2())
-                {
-                    const std::size_t d8 = cols - cols % 8;
-                    for (; r0 + group <= count; r0 += group)
-                    {
-                        const float* in[group];
-                        for (std::size_t r = 0; r < group; ++r)
-                        {
-                            in[r] = raw(ids[r0 + r]);
-                        }
-                        float_rows8_dots<false>(in, d8, oriented, nullptr, scale, nullptr);
-                        for (std::size_t r = 0; r < group; ++r)
-                        {
-                            for (std::size_t j = d8; j < cols; ++j)
-                            {
-                                scale[r] += static_cast<double>(in[r][j]) * oriented[j];
-                            }
-                            scale[r] = 2.0 * scale[r];
-                            double* row = out + (r0 + r) * cols;
-                            load_oriented(ids[r0 + r], 0, cols, row);
-                            for (std::size_t j = 0; j < cols; ++j)
-                            {
-                                row[j] = reflected(row[j], scale[r], reflection[j]);
-                            }
-                        }
-                    }
-                }
-            }
-#endif
-            for (; r0 < count; r0 += group)
+            for (std::size_t r0 = 0; r0 < count; r0 += group)
             {
                 const std::size_t m = count - r0 < group ? count - r0 : group;
                 double* block = out + r0 * cols;
