@@ -11,6 +11,7 @@
 // change is exact and rounding is symmetric).
 
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 #include <vector>
 
@@ -51,6 +52,101 @@ namespace detail
         }
     };
 
+
+#ifdef AP_SIMD_DISPATCH
+    /// One component c of eight rows (lo: rows 0-3, hi: 4-7) as row_source::load makes it:
+    /// the sign, then the reflection with the rows' factors; stored as one line at
+    /// out + (c - c0) ld (float_rows8_columns).
+    struct column_store
+    {
+        const double* sign;
+        const double* v;
+        __m256d f_lo, f_hi;
+        double* out;
+        std::size_t c0, ld;
+
+        AP_SIMD_AVX2 void operator()(std::size_t c, __m256d lo, __m256d hi) const noexcept
+        {
+            if (sign != nullptr)
+            {
+                const __m256d s = _mm256_broadcast_sd(sign + c);
+                lo = _mm256_mul_pd(s, lo);
+                hi = _mm256_mul_pd(s, hi);
+            }
+            if (v != nullptr)
+            {
+                const __m256d vc = _mm256_broadcast_sd(v + c);
+                lo = _mm256_sub_pd(lo, _mm256_mul_pd(f_lo, vc));
+                hi = _mm256_sub_pd(hi, _mm256_mul_pd(f_hi, vc));
+            }
+            double* dst = out + (c - c0) * ld;
+            if ((reinterpret_cast<std::uintptr_t>(dst) & 63u) == 0)
+            {
+                _mm256_stream_pd(dst, lo);
+                _mm256_stream_pd(dst + 4, hi);
+            }
+            else
+            {
+                _mm256_storeu_pd(dst, lo);
+                _mm256_storeu_pd(dst + 4, hi);
+            }
+        }
+    };
+
+    /// Components [c0, c1) of eight float rows (pointers) as the pipeline's source reads them,
+    /// laid out by component: out[(c - c0) ld + r] = x_r(c) for r < 8, with x_r(c) = s_c x (the
+    /// signs when given), then x - f_r v_c (the reflection when given, f_r = factors[r]): the
+    /// operations of row_source::load in their order (the same bits), the rows transposed in
+    /// registers. A component's eight values are stored as one line, without reading it into the
+    /// cache when the line is 64-byte aligned (store_line).
+    AP_SIMD_AVX2 inline void float_rows8_columns(const float* const* rows, std::size_t c0, std::size_t c1,
+                                                 const double* sign, const double* v, const double* factors,
+                                                 double* out, std::size_t ld) noexcept
+    {
+        const __m256d f_lo = v != nullptr ? _mm256_loadu_pd(factors) : _mm256_setzero_pd();
+        const __m256d f_hi = v != nullptr ? _mm256_loadu_pd(factors + 4) : _mm256_setzero_pd();
+        const column_store put{sign, v, f_lo, f_hi, out, c0, ld};
+        std::size_t c = c0;
+        for (; c + 8 <= c1; c += 8)
+        {
+            const __m256 t0 = _mm256_unpacklo_ps(_mm256_loadu_ps(rows[0] + c), _mm256_loadu_ps(rows[1] + c));
+            const __m256 t1 = _mm256_unpackhi_ps(_mm256_loadu_ps(rows[0] + c), _mm256_loadu_ps(rows[1] + c));
+            const __m256 t2 = _mm256_unpacklo_ps(_mm256_loadu_ps(rows[2] + c), _mm256_loadu_ps(rows[3] + c));
+            const __m256 t3 = _mm256_unpackhi_ps(_mm256_loadu_ps(rows[2] + c), _mm256_loadu_ps(rows[3] + c));
+            const __m256 t4 = _mm256_unpacklo_ps(_mm256_loadu_ps(rows[4] + c), _mm256_loadu_ps(rows[5] + c));
+            const __m256 t5 = _mm256_unpackhi_ps(_mm256_loadu_ps(rows[4] + c), _mm256_loadu_ps(rows[5] + c));
+            const __m256 t6 = _mm256_unpacklo_ps(_mm256_loadu_ps(rows[6] + c), _mm256_loadu_ps(rows[7] + c));
+            const __m256 t7 = _mm256_unpackhi_ps(_mm256_loadu_ps(rows[6] + c), _mm256_loadu_ps(rows[7] + c));
+            const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44);
+            const __m256 u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+            const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44);
+            const __m256 u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+            const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44);
+            const __m256 u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+            const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44);
+            const __m256 u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+            __m256 col[8];
+            col[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+            col[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+            col[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+            col[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+            col[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+            col[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+            col[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+            col[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+            for (std::size_t k = 0; k < 8; ++k)
+            {
+                put(c + k, _mm256_cvtps_pd(_mm256_castps256_ps128(col[k])),
+                    _mm256_cvtps_pd(_mm256_extractf128_ps(col[k], 1)));
+            }
+        }
+        for (; c < c1; ++c)
+        {
+            put(c, _mm256_setr_pd(rows[0][c], rows[1][c], rows[2][c], rows[3][c]),
+                _mm256_setr_pd(rows[4][c], rows[5][c], rows[6][c], rows[7][c]));
+        }
+    }
+#endif
 
     /// For rows [i0, i0 + count) of x (no reflection): out1[r] = sum_j x(i0 + r, j) w1_j and,
     /// when p.w2 is given, out2[r] = sum_j x(i0 + r, j) w2_j, each in the order of j (the bits of
