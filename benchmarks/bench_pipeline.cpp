@@ -20,6 +20,8 @@
 //     none (0), the planar rotation model (1), and the PCA roles too (2).
 // BM_pipeline_qwen3_8b_sequences/threads:T: ap_analyze's defaults on the same shape in 50
 //     sequences (the sequence-level errors of §8.3 need 10 or more), with the stage times.
+// BM_pipeline_qwen3_8b_errors/intervals:0|1: that head, one thread, without and with the
+//     intervals of §8.3 (what the errors cost over the method: issue 37 item 2).
 // BM_scaling_tokens/n, BM_scaling_dim/d, BM_scaling_buckets/b, BM_scaling_pairs/p: one
 //     thread, no subsampling; total time and peak memory.
 // After the run: the stage table (median of the rounds) and the fitted exponents of time ~ x^a.
@@ -500,6 +502,28 @@ void BM_pipeline_qwen3_8b_sequences(benchmark::State& state)
 }
 BENCHMARK(BM_pipeline_qwen3_8b_sequences)->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)
     ->UseRealTime()->MinTime(2.0);
+
+// What the errors of §8.3 cost (issue 37 item 2): the 50-sequence head of
+// BM_pipeline_qwen3_8b_sequences, one thread, with ap_analyze's defaults but the intervals off
+// (0: the method with the distance map and the companion measures) and on (1: the defaults);
+// run both in one invocation (--benchmark_filter=qwen3_8b_errors) and take the ratio of 1 to 0.
+void BM_pipeline_qwen3_8b_errors(benchmark::State& state)
+{
+    ap::head_options options;
+    options.confidence_intervals = state.range(0) != 0;
+    const auto& head = head_of(50000, 128, 12, 50);
+    std::vector<double> total, extensions;
+    for (auto _ : state)
+    {
+        const pipeline_run run = run_head(head, options);
+        total.push_back(run.stages.total);
+        extensions.push_back(run.stages.extensions);
+    }
+    state.counters["total_ms"] = median(total) * 1e3;
+    state.counters["extensions_ms"] = median(extensions) * 1e3;
+}
+BENCHMARK(BM_pipeline_qwen3_8b_errors)->ArgName("intervals")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime()->UseRealTime()->MinTime(2.0);
 
 // The companion measures of docs/method.md §8.5 on the same head, one thread, A/B in one
 // invocation (--benchmark_filter=qwen3_8b_companion): 0 neither, 1 the planar rotation model

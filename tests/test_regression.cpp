@@ -649,3 +649,81 @@ TEMPLATE_TEST_CASE("fit_linear_raw's row passes: the dispatched copy gives the b
     std::vector<double> sum(d, 0.0);
     CHECK(ad::column_sums_pass(x, 0, d, true, sum.data()));
 }
+
+TEMPLATE_TEST_CASE("scalar_predictability_raw's row pass: projections, reflection factors and component 0 have the "
+                   "bits of the plain loops on the oriented rows, for any d and block tail (docs/method.md §2.4-2.5)",
+                   "[regression]", float, double)
+{
+    namespace ad = attention_plasticity::detail;
+    for (const std::size_t d : {1u, 8u, 13u, 24u, 128u})  // below, at and past multiples of 8
+    {
+        const std::size_t n = 301;  // not a multiple of 8 or 16: every tail of a block
+        std::vector<TestType> data(n * d);
+        std::vector<double> t(n), sign(d), beta(d), v(d);
+        for (std::size_t i = 0; i < n * d; ++i)
+        {
+            data[i] = static_cast<TestType>(std::sin(0.37 * static_cast<double>(i)) *
+                                            (1.0 + static_cast<double>(i % 7)));
+        }
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            t[i] = static_cast<double>((i * 13) % 97);
+        }
+        double v2 = 0.0;
+        for (std::size_t j = 0; j < d; ++j)
+        {
+            sign[j] = j % 3 == 1 ? -1.0 : 1.0;
+            beta[j] = std::cos(1.3 * static_cast<double>(j)) + 0.1;
+            v[j] = std::sin(0.9 * static_cast<double>(j) + 0.2);
+            v2 += v[j] * v[j];
+        }
+        for (std::size_t j = 0; j < d; ++j)
+        {
+            v[j] /= std::sqrt(v2);
+        }
+        std::vector<std::size_t> index(n);
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            index[i] = (i * 11) % n;
+        }
+        ad::row_source<TestType> x;
+        x.data = data.data();
+        x.rows = n;
+        x.cols = d;
+        x.ld = d;
+        x.index = index.data();
+        x.sign = sign.data();
+        std::vector<double> factors(n), component0(n);
+        const auto with = ad::scalar_predictability_raw(t.data(), x, beta.data(), "test", 1, v.data(), factors.data(),
+                                                        component0.data());
+        const auto without = ad::scalar_predictability_raw(t.data(), x, beta.data(), "test", 3);
+        CHECK(with.r2 == without.r2);
+        CHECK(with.mae_projection == without.mae_projection);
+        // The plain loops, written out: the oriented row, each sum in the order of the components.
+        double norm2 = 0.0;
+        for (std::size_t j = 0; j < d; ++j)
+        {
+            norm2 += beta[j] * beta[j];
+        }
+        std::vector<double> s(n), y(n);
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            double pb = 0.0;
+            double pv = 0.0;
+            for (std::size_t j = 0; j < d; ++j)
+            {
+                const double xj = sign[j] * static_cast<double>(data[index[i] * d + j]);
+                pb += xj * beta[j];
+                pv += xj * v[j];
+            }
+            s[i] = pb * (1.0 / std::sqrt(norm2));
+            y[i] = std::log2(t[i] + 1.0);
+            CHECK(factors[i] == 2.0 * pv);
+            CHECK(component0[i] == sign[0] * static_cast<double>(data[index[i] * d]) - (2.0 * pv) * v[0]);
+        }
+        const auto plain = ad::scalar_fit(y, &s);
+        CHECK(with.r2 == plain.r2);
+        CHECK(with.mae_projection == plain.mae_projection);
+        CHECK(with.mae_baseline == plain.mae_baseline);
+    }
+}

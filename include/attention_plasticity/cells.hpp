@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -18,11 +19,13 @@
 #include <xtensor/xexpression.hpp>
 #include <xtensor/xtensor.hpp>
 
+#include "detail/dots.hpp"
 #include "detail/errors.hpp"
 #include "detail/matrix.hpp"
 #include "detail/finite.hpp"
 #include "detail/row_source.hpp"
 #include "detail/rows.hpp"
+#include "detail/simd.hpp"
 #include "plasticity.hpp"
 #include "query_model.hpp"
 #include "sampler.hpp"
@@ -324,6 +327,7 @@ namespace detail
         const std::size_t total = first.size();
         pair_moments moments{xt::xtensor<double, 1>::from_shape({total}), xt::xtensor<double, 1>::from_shape({total})};
         xt::xtensor<double, 1> pp = xt::xtensor<double, 1>::from_shape({total});
+        std::optional<structured_operands<double, double>> operands;
         for (std::size_t b0 = 0; b0 < total; b0 += kernel_block_rows)
         {
             const std::size_t rows = std::min(kernel_block_rows, total - b0);
@@ -334,8 +338,15 @@ namespace detail
             std::copy(second.begin() + static_cast<std::ptrdiff_t>(b0),
                       second.begin() + static_cast<std::ptrdiff_t>(b0 + rows), block_second.begin());
             const xt::xtensor<T, 2> w = differences(block_first, block_second);
-            const pair_moments block = structured_pair_moments<T>(
-                w, model.position_mean, model.position_variance, model.semantic.mean, model.semantic.covariance);
+            // structured_pair_moments, its checks of the model made once (at the first block).
+            if (!operands)
+            {
+                operands.emplace("structured_pair_moments", w.shape()[1], model.position_mean,
+                                 model.position_variance, model.semantic.mean, model.semantic.covariance);
+            }
+            const pair_moments block =
+                operands->template moments<T>("structured_pair_moments", as_matrix<T>(w, "structured_pair_moments",
+                                                                                      "differences"));
             for (std::size_t p = 0; p < rows; ++p)
             {
                 moments.mean(b0 + p) = block.mean(p);
@@ -347,6 +358,107 @@ namespace detail
         result.moments = std::move(moments);
         return result;
     }
+
+#ifdef AP_SIMD_DISPATCH
+    /// The differences of `count` pairs of float rows (rows[2p], rows[2p + 1]) of a source that
+    /// reflects them (factors computed, keys.reflection_factors null) or not (keys.reflection
+    /// null), in AVX2: each row's reflection factor 2 x.v from its float values with the signs
+    /// in `oriented` (s_j v_j; float_rows8_dots, eight rows at a time), then per component
+    /// ((s_j a_j) - f_a v_j) - ((s_j b_j) - f_b v_j): the operations of load and of the
+    /// difference, in their order, without FMA (the same bits). False when a difference is
+    /// not finite (the caller reports it).
+    AP_SIMD_AVX2 inline bool float_pair_differences_avx2(const row_source<float>& keys, const float* const* rows,
+                                                         std::size_t count, const double* oriented, double* out)
+    {
+        const std::size_t d = keys.cols;
+        const std::size_t d8 = d - d % 8;
+        const std::size_t d4 = d - d % 4;
+        const double* v = keys.reflection;
+        const double* sign = keys.sign;
+        double scale[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+        if (v != nullptr)
+        {
+            if (count == 4)
+            {
+                float_rows8_dots<false>(rows, d8, oriented, nullptr, scale, nullptr);
+                for (std::size_t r = 0; r < 8; ++r)
+                {
+                    for (std::size_t j = d8; j < d; ++j)
+                    {
+                        scale[r] += static_cast<double>(rows[r][j]) * oriented[j];
+                    }
+                }
+            }
+            else
+            {
+                for (std::size_t r = 0; r < 2 * count; ++r)
+                {
+                    for (std::size_t j = 0; j < d; ++j)
+                    {
+                        scale[r] += static_cast<double>(rows[r][j]) * oriented[j];
+                    }
+                }
+            }
+            for (std::size_t r = 0; r < 2 * count; ++r)
+            {
+                scale[r] = 2.0 * scale[r];
+            }
+        }
+        __m256d bad = _mm256_setzero_pd();
+        for (std::size_t p = 0; p < count; ++p)
+        {
+            const float* a = rows[2 * p];
+            const float* b = rows[2 * p + 1];
+            double* o = out + p * d;
+            const __m256d fa = _mm256_set1_pd(scale[2 * p]);
+            const __m256d fb = _mm256_set1_pd(scale[2 * p + 1]);
+            std::size_t j = 0;
+            for (; j < d4; j += 4)
+            {
+                __m256d xa = _mm256_cvtps_pd(_mm_loadu_ps(a + j));
+                __m256d xb = _mm256_cvtps_pd(_mm_loadu_ps(b + j));
+                if (sign != nullptr)
+                {
+                    const __m256d s = _mm256_loadu_pd(sign + j);
+                    xa = _mm256_mul_pd(s, xa);
+                    xb = _mm256_mul_pd(s, xb);
+                }
+                if (v != nullptr)
+                {
+                    const __m256d vj = _mm256_loadu_pd(v + j);
+                    xa = _mm256_sub_pd(xa, _mm256_mul_pd(fa, vj));
+                    xb = _mm256_sub_pd(xb, _mm256_mul_pd(fb, vj));
+                }
+                const __m256d diff = _mm256_sub_pd(xa, xb);
+                _mm256_storeu_pd(o + j, diff);
+                bad = _mm256_or_pd(bad, _mm256_cmp_pd(_mm256_sub_pd(diff, diff), _mm256_setzero_pd(), _CMP_NEQ_UQ));
+            }
+            bool tail_bad = false;
+            for (; j < d; ++j)
+            {
+                double xa = static_cast<double>(a[j]);
+                double xb = static_cast<double>(b[j]);
+                if (sign != nullptr)
+                {
+                    xa = sign[j] * xa;
+                    xb = sign[j] * xb;
+                }
+                if (v != nullptr)
+                {
+                    xa = reflected(xa, scale[2 * p], v[j]);
+                    xb = reflected(xb, scale[2 * p + 1], v[j]);
+                }
+                o[j] = xa - xb;
+                tail_bad = tail_bad || is_non_finite(o[j]);
+            }
+            if (tail_bad)
+            {
+                return false;
+            }
+        }
+        return _mm256_movemask_pd(bad) == 0;
+    }
+#endif
 
     /// Key differences W(p) = keys[first(p)] - keys[second(p)] of the rows of a source, in
     /// double: the rows of a few pairs are read together (the pipeline's source orients and
@@ -362,6 +474,24 @@ namespace detail
         constexpr std::size_t ahead = 4;  // groups requested ahead
         std::size_t ids[2 * group];
         std::vector<double> rows(2 * group * d);
+#ifdef AP_SIMD_DISPATCH
+        // Float rows with their factors computed here (the pipeline's keys): straight from the
+        // caller's values, the signs folded into v for the factors (s_j x_j v_j exactly).
+        std::vector<double> oriented;
+        bool fast = false;
+        if constexpr (std::is_same<TK, float>::value)
+        {
+            fast = cpu_has_avx2() && (keys.reflection == nullptr || keys.reflection_factors == nullptr);
+            if (fast && keys.reflection != nullptr)
+            {
+                oriented.resize(d);
+                for (std::size_t j = 0; j < d; ++j)
+                {
+                    oriented[j] = keys.sign != nullptr ? keys.sign[j] * keys.reflection[j] : keys.reflection[j];
+                }
+            }
+        }
+#endif
         for (std::size_t p = 0; p < n && p < ahead * group; ++p)
         {
             keys.prefetch(first(p));
@@ -380,6 +510,24 @@ namespace detail
                 ids[2 * p] = first(p0 + p);
                 ids[2 * p + 1] = second(p0 + p);
             }
+#ifdef AP_SIMD_DISPATCH
+            if constexpr (std::is_same<TK, float>::value)
+            {
+                if (fast)
+                {
+                    const float* in[2 * group];
+                    for (std::size_t r = 0; r < 2 * count; ++r)
+                    {
+                        in[r] = keys.raw(ids[r]);
+                    }
+                    if (float_pair_differences_avx2(keys, in, count, oriented.data(), w.data() + p0 * d))
+                    {
+                        continue;
+                    }
+                    // A difference that is not finite: the plain path below names it.
+                }
+            }
+#endif
             keys.load_rows(ids, 2 * count, rows.data());
             for (std::size_t p = 0; p < count; ++p)
             {

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <type_traits>
 #include <vector>
 
 #include <xtensor/xtensor.hpp>
@@ -31,6 +32,7 @@
 #include "detail/finite.hpp"
 #include "detail/matrix.hpp"
 #include "detail/parallel.hpp"
+#include "detail/row_projections.hpp"
 #include "detail/row_source.hpp"
 #include "detail/rows.hpp"
 #include "detail/stream_store.hpp"
@@ -204,28 +206,11 @@ namespace detail
                                   const householder& rotation, std::size_t threads)
     {
         query_rotation r;
-        const std::size_t d = rows.cols;
         const double* v = rotation.is_identity() ? nullptr : rotation.v.data();
         r.factors.resize(v != nullptr ? rows.rows : 0);
         r.component0.resize(rows.rows);
-        r.scalar = scalar_predictability_raw(
-            t, rows, fit.beta.data(), "analyze_head", threads,
-            [&](std::size_t first, std::size_t count, const double* block) {
-                if (v == nullptr)
-                {
-                    for (std::size_t i = 0; i < count; ++i)
-                    {
-                        r.component0[first + i] = block[i * d];
-                    }
-                    return;
-                }
-                double* factors = r.factors.data() + first;
-                reflection_scales(block, d, count, v, d, factors);
-                for (std::size_t i = 0; i < count; ++i)
-                {
-                    r.component0[first + i] = reflected(block[i * d], factors[i], v[0]);
-                }
-            });
+        r.scalar = scalar_predictability_raw(t, rows, fit.beta.data(), "analyze_head", threads, v,
+                                             v != nullptr ? r.factors.data() : nullptr, r.component0.data());
         return r;
     }
 
@@ -248,6 +233,29 @@ namespace detail
                 for (std::size_t t0 = i0; t0 < i1; t0 += tile)
                 {
                     const std::size_t rows = std::min(tile, i1 - t0);
+#ifdef AP_SIMD_DISPATCH
+                    // Float rows, whole tiles: straight from the caller's values (the same bits).
+                    if constexpr (std::is_same<T, float>::value)
+                    {
+                        if (rows == tile && (x_rot.reflection == nullptr || x_rot.reflection_factors != nullptr)
+                            && cpu_has_avx2())
+                        {
+                            const float* in[tile];
+                            for (std::size_t r = 0; r < tile; ++r)
+                            {
+                                if (t0 + r + 16 < i1)
+                                {
+                                    x_rot.prefetch(t0 + r + 16);
+                                }
+                                in[r] = x_rot.raw(t0 + r);
+                            }
+                            float_rows8_columns(in, 1 + j0, 1 + j1, x_rot.sign, x_rot.reflection,
+                                                x_rot.reflection != nullptr ? x_rot.reflection_factors + t0 : nullptr,
+                                                out + t0, ld);
+                            continue;
+                        }
+                    }
+#endif
                     for (std::size_t r = 0; r < rows; ++r)
                     {
                         if (t0 + r + 16 < i1)

@@ -95,16 +95,20 @@ namespace detail
             const std::size_t rows = std::min(block, n - start);
             const T* w_block = w + start * ldw;
             gemm<T>(false, false, rows, k, k, T(1), w_block, ldw, sigma, ld_sigma, T(0), product, k);
-            // Each row's sums in the order of j; two rows at a time, so that four independent
-            // chains of additions overlap.
+            // Each row's sums in the order of j; four rows at a time, so that eight independent
+            // chains of additions overlap (a row's order, and so its bits, whatever the grouping).
             std::size_t i = 0;
-            for (; i + 2 <= rows; i += 2)
+            for (; i + 4 <= rows; i += 4)
             {
                 const T* wa = w_block + i * ldw;
                 const T* wb = wa + ldw;
+                const T* wc = wb + ldw;
+                const T* wd = wc + ldw;
                 const T* pa = product + i * k;
                 const T* pb = pa + k;
-                double ma = 0.0, va = 0.0, mb = 0.0, vb = 0.0;
+                const T* pc = pb + k;
+                const T* pd = pc + k;
+                double ma = 0.0, va = 0.0, mb = 0.0, vb = 0.0, mc = 0.0, vc = 0.0, md = 0.0, vd = 0.0;
                 for (std::size_t j = 0; j < k; ++j)
                 {
                     const double muj = static_cast<double>(mu[j]);
@@ -112,11 +116,19 @@ namespace detail
                     va += static_cast<double>(wa[j]) * static_cast<double>(pa[j]);
                     mb += static_cast<double>(wb[j]) * muj;
                     vb += static_cast<double>(wb[j]) * static_cast<double>(pb[j]);
+                    mc += static_cast<double>(wc[j]) * muj;
+                    vc += static_cast<double>(wc[j]) * static_cast<double>(pc[j]);
+                    md += static_cast<double>(wd[j]) * muj;
+                    vd += static_cast<double>(wd[j]) * static_cast<double>(pd[j]);
                 }
                 mean_out[start + i] += ma;
                 var_out[start + i] += va;
                 mean_out[start + i + 1] += mb;
                 var_out[start + i + 1] += vb;
+                mean_out[start + i + 2] += mc;
+                var_out[start + i + 2] += vc;
+                mean_out[start + i + 3] += md;
+                var_out[start + i + 3] += vd;
             }
             for (; i < rows; ++i)
             {
@@ -172,18 +184,32 @@ namespace detail
             const S* row = w.row(i);
             if constexpr (std::is_floating_point<S>::value)
             {
-                S largest = S(0);
-                typename float_bits<S>::type flags = 0;  // one pass: largest |w| and the finite check
-                for (std::size_t j = 0; j < w.cols; ++j)
+                // One pass: largest |w| and the finite check, in four lanes (a maximum of finite
+                // values does not depend on their order), so that it vectorizes.
+                constexpr std::size_t lanes = 4;
+                S lane_max[lanes] = {S(0), S(0), S(0), S(0)};
+                typename float_bits<S>::type flags = 0;
+                std::size_t j = 0;
+                for (; j + lanes <= w.cols; j += lanes)
                 {
-                    largest = std::max(largest, std::fabs(row[j]));
+                    for (std::size_t l = 0; l < lanes; ++l)
+                    {
+                        const S a = std::fabs(row[j + l]);
+                        lane_max[l] = lane_max[l] < a ? a : lane_max[l];
+                        flags |= non_finite_flag(row[j + l]);
+                    }
+                }
+                for (; j < w.cols; ++j)
+                {
+                    lane_max[0] = std::max(lane_max[0], std::fabs(row[j]));
                     flags |= non_finite_flag(row[j]);
                 }
                 if (has_non_finite_flag<S>(flags))
                 {
-                    const std::size_t j = first_non_finite(row, w.cols);
-                    throw_non_finite(function, name, row[j], i, j);
+                    const std::size_t bad = first_non_finite(row, w.cols);
+                    throw_non_finite(function, name, row[bad], i, bad);
                 }
+                const S largest = std::max(std::max(lane_max[0], lane_max[1]), std::max(lane_max[2], lane_max[3]));
                 safe = safe && in_safe_range<T>(static_cast<double>(largest));
             }
             else
@@ -278,18 +304,37 @@ namespace detail
     /// pair is exactly what the unscaled arithmetic gives where it does not overflow, for any
     /// finite inputs (subnormals and values near DBL_MAX included); the double inputs of a
     /// float kernel are scaled before they are converted.
-    template <class T, class SW, class SMu, class SSigma>
-    pair_moments kernel_moments(const matrix_view<SW>& w, bool rows_safe, const vector_view<SMu>& mu,
-                                const matrix_view<SSigma>& sigma, const positional_block* position)
+    /// The largest magnitudes of the model's operands (the positional block's included): what
+    /// kernel_moments decides its scaling on, computed once for the blocks of one model.
+    struct operand_maxima
+    {
+        double mu_max;
+        double sigma_max;
+    };
+
+    template <class SMu, class SSigma>
+    operand_maxima maxima_of(const vector_view<SMu>& mu, const matrix_view<SSigma>& sigma,
+                             const positional_block* position)
     {
         const std::size_t k = sigma.rows;
-        double mu_max = max_abs(mu.data, 1, mu.size, mu.size);
-        double sigma_max = max_abs(sigma.data, k, k, sigma.ld);
+        operand_maxima m{max_abs(mu.data, 1, mu.size, mu.size), max_abs(sigma.data, k, k, sigma.ld)};
         if (position != nullptr)
         {
-            mu_max = std::max(mu_max, std::fabs(position->mean));
-            sigma_max = std::max(sigma_max, std::fabs(position->variance));
+            m.mu_max = std::max(m.mu_max, std::fabs(position->mean));
+            m.sigma_max = std::max(m.sigma_max, std::fabs(position->variance));
         }
+        return m;
+    }
+
+    template <class T, class SW, class SMu, class SSigma>
+    pair_moments kernel_moments(const matrix_view<SW>& w, bool rows_safe, const vector_view<SMu>& mu,
+                                const matrix_view<SSigma>& sigma, const positional_block* position,
+                                const operand_maxima* maxima = nullptr)
+    {
+        const std::size_t k = sigma.rows;
+        const operand_maxima m = maxima != nullptr ? *maxima : maxima_of(mu, sigma, position);
+        const double mu_max = m.mu_max;
+        const double sigma_max = m.sigma_max;
         const bool scaled = !rows_safe || !in_safe_range<T>(mu_max) || !in_safe_range<T>(sigma_max);
         const int mu_exponent = scaled ? power_of_two_exponent(mu_max) : 0;
         const int sigma_exponent = scaled ? even_power_of_two_exponent(sigma_max) : 0;
@@ -399,6 +444,67 @@ namespace detail
         sigma_rest.ld = sigma.ld;
         return kernel_moments<T>(w, rows_safe, mu_rest, sigma_rest, &position);
     }
+}  // namespace detail
+
+namespace detail
+{
+    /// The operands of structured_pair_moments but W, checked as it checks them, and their
+    /// largest magnitudes: made once for the blocks of W of one model (query_bucket_plasticity),
+    /// whose blocks then need only check_rows and kernel_moments. For a finite W (the blocks of
+    /// key differences, which are checked as they are formed) the same errors in the same order.
+    template <class SMu, class SSigma>
+    struct structured_operands
+    {
+        vector_view<SMu> mu;
+        matrix_view<SSigma> sigma;
+        positional_block position{};
+        operand_maxima maxima{};
+
+        template <class EMu, class ESigma>
+        structured_operands(const char* fn, std::size_t d, double position_mean, double position_variance,
+                            const xt::xexpression<EMu>& semantic_mean, const xt::xexpression<ESigma>& semantic_cov)
+            : mu(as_vector<SMu>(semantic_mean, fn, "semantic_mean")),
+              sigma(as_matrix<SSigma>(semantic_cov, fn, "semantic_cov"))
+        {
+            if (d == 0)
+            {
+                throw_invalid(fn, "differences has 0 columns (d = 0)");
+            }
+            const std::size_t k = d - 1;
+            if (mu.size != k)
+            {
+                throw_invalid(fn, "semantic_mean has ", mu.size, " entries but differences has d = ", d,
+                              " columns (d - 1 = ", k, " semantic components)");
+            }
+            if (sigma.rows != k || sigma.cols != k)
+            {
+                throw_invalid(fn, "semantic_cov must be ", k, " x ", k, " (d - 1 = ", k, "), got ", sigma.rows,
+                              " x ", sigma.cols);
+            }
+            require_finite(fn, "position_mean", position_mean);
+            require_finite(fn, "position_variance", position_variance);
+            if (position_variance < 0.0)
+            {
+                throw_domain(fn, "position_variance must be >= 0, got ", position_variance);
+            }
+            require_finite(fn, "semantic_mean", mu);
+            require_finite(fn, "semantic_cov", sigma);
+            require_nonnegative_diagonal(fn, "semantic_cov", sigma);
+            position = positional_block{position_mean, position_variance};
+            maxima = maxima_of(mu, sigma, &position);
+        }
+
+        structured_operands(const structured_operands&) = delete;
+        structured_operands& operator=(const structured_operands&) = delete;
+
+        /// structured_pair_moments of a block W of the model's differences, in precision T.
+        template <class T, class SW>
+        pair_moments moments(const char* fn, const matrix_view<SW>& w) const
+        {
+            const bool rows_safe = check_rows<T>(fn, "differences", w);
+            return kernel_moments<T>(w, rows_safe, mu, sigma, &position, &maxima);
+        }
+    };
 }  // namespace detail
 
 /// Projected moments of the structured query model of docs/method.md §2.10: the Gaussian with

@@ -21,6 +21,7 @@
 #include "detail/dots.hpp"
 #include "detail/matrix.hpp"
 #include "detail/parallel.hpp"
+#include "detail/row_projections.hpp"
 #include "detail/row_source.hpp"
 #include "detail/rows.hpp"
 #include "detail/simd.hpp"
@@ -481,18 +482,20 @@ namespace detail
 
     /// Rows per task of the row pass of scalar_predictability_raw, and rows read together.
     constexpr std::size_t scalar_task_rows = 4096;
-    constexpr std::size_t scalar_block_rows = 8;
+    constexpr std::size_t scalar_block_rows = 16;
 
     /// docs/method.md §2.4 over the rows of x: s_i = (x_i . beta) / ||beta|| (each dot product in
     /// the order of the components), then the fit of y = log2(t + 1) on s. The rows are read in
-    /// blocks of up to scalar_block_rows, in fixed tasks of scalar_task_rows rows shared by
-    /// `threads` threads; after_rows(first, count, block) is called for every block once its
-    /// rows are read (block: count x d, row-major, the rows as the step reads them), so a caller
-    /// can take what it needs from them while they are in cache (the pipeline: the reflection
-    /// factors of §2.5). after_rows may run on several threads at once, for different rows.
-    template <class T, class AfterRows>
+    /// blocks of scalar_block_rows, in fixed tasks of scalar_task_rows rows shared by `threads`
+    /// threads (any number gives the same bits). With a unit v (§2.5, the pipeline), the same
+    /// pass also gives each row's reflection factor factors[i] = 2 x_i . v (each sum in the order
+    /// of the components, as reflection_scale) and component 0 of the reflected row,
+    /// component0[i] = x_i0 - factors[i] v_0; without, component0[i] = x_i0 (either may be null).
+    /// The rows of x must not be reflected when v is given.
+    template <class T>
     scalar_predictability scalar_predictability_raw(const double* t, const row_source<T>& x, const double* beta,
-                                                    const char* fn, std::size_t threads, AfterRows&& after_rows)
+                                                    const char* fn, std::size_t threads, const double* v = nullptr,
+                                                    double* factors = nullptr, double* component0 = nullptr)
     {
         const std::size_t n = x.rows;
         const std::size_t d = x.cols;
@@ -506,38 +509,45 @@ namespace detail
         const double inv_norm = project ? 1.0 / std::sqrt(norm2) : 0.0;
         std::vector<double> s(project ? n : 0);
         const chunks tasks{n, scalar_task_rows};
+        const projection_vectors vectors(x, beta, v);
         std::vector<std::vector<double>> blocks(std::min(worker_count(threads), tasks.count()));
         parallel_for(tasks.count(), threads, [&](std::size_t task, std::size_t worker) {
             log2_positions(t, tasks.begin(task), tasks.end(task), y.data(), fn);
             std::vector<double>& block = blocks[worker];
             block.resize(scalar_block_rows * d);
             double dots[scalar_block_rows];
+            double scales[scalar_block_rows];
+            double first[scalar_block_rows];
             for (std::size_t i0 = tasks.begin(task); i0 < tasks.end(task); i0 += scalar_block_rows)
             {
                 const std::size_t count = std::min(scalar_block_rows, tasks.end(task) - i0);
+                row_projections(x, i0, count, vectors, dots, scales, first, block.data());
                 for (std::size_t r = 0; r < count; ++r)
                 {
-                    x.load(i0 + r, block.data() + r * d);
-                }
-                if (project)
-                {
-                    row_dots(block.data(), d, count, beta, d, dots);
-                    for (std::size_t r = 0; r < count; ++r)
+                    if (project)
                     {
                         s[i0 + r] = dots[r] * inv_norm;
                     }
+                    if (v != nullptr)
+                    {
+                        const double factor = 2.0 * scales[r];
+                        if (factors != nullptr)
+                        {
+                            factors[i0 + r] = factor;
+                        }
+                        if (component0 != nullptr)
+                        {
+                            component0[i0 + r] = reflected(first[r], factor, v[0]);
+                        }
+                    }
+                    else if (component0 != nullptr)
+                    {
+                        component0[i0 + r] = first[r];
+                    }
                 }
-                after_rows(i0, count, static_cast<const double*>(block.data()));
             }
         });
         return scalar_fit(y, project ? &s : nullptr);
-    }
-
-    template <class T>
-    scalar_predictability scalar_predictability_raw(const double* t, const row_source<T>& x, const double* beta,
-                                                    const char* fn)
-    {
-        return scalar_predictability_raw(t, x, beta, fn, 1, [](std::size_t, std::size_t, const double*) {});
     }
 }  // namespace detail
 
@@ -560,8 +570,7 @@ scalar_predictability scalar_position_predictability(const xt::xexpression<ET>& 
     detail::require_finite(fn, "t", tv);
     detail::require_finite(fn, "X", xm);
     detail::require_finite(fn, "beta", bv);
-    return detail::scalar_predictability_raw(tv.data, detail::rows_of(xm), bv.data, fn, threads,
-                                             [](std::size_t, std::size_t, const double*) {});
+    return detail::scalar_predictability_raw(tv.data, detail::rows_of(xm), bv.data, fn, threads);
 }
 
 /// The positional component of the rotated queries (docs/method.md §2.6): OLS of component 0
