@@ -9,12 +9,13 @@
 #
 # Two targets (AP_WHEEL_TARGET):
 # - cluster (the default): manylinux_2_28, for RHEL/Rocky 8 and 9 and everything newer. The
-#   module is compiled by zig's clang for glibc 2.28 (the pinned PyPI package ziglang), with
-#   LLVM's libc++ linked in statically and hidden (it cannot meet torch's libstdc++ in one
-#   process); yaml-cpp is linked in statically, built the same way from Debian's source; OpenBLAS
-#   is Debian's 0.3.21 source built by Debian's gcc with Debian's options and linked for glibc
-#   2.28, with Debian's LAPACK objects and no libgfortran (scripts/build_cluster_deps.sh, which
-#   keeps them in build/cluster-deps: built once, about N minutes on 2 cores).
+#   module is compiled by Debian's g++ exactly as for `pip install .` (the code of the C++
+#   programs, so their bytes) and linked by zig's linker (the pinned PyPI package ziglang)
+#   against glibc 2.28's symbols, with libstdc++ and yaml-cpp linked in statically and hidden (they
+#   cannot meet torch's libstdc++ or another yaml-cpp in one process); OpenBLAS is Debian's
+#   0.3.21 source built by Debian's gcc with Debian's options and LAPACK objects, linked for glibc
+#   2.28 without libgfortran (scripts/build_cluster_deps.sh, which keeps OpenBLAS and yaml-cpp in
+#   build/cluster-deps: built once, about 10 CPU-minutes).
 # - system: the module compiled by Debian's g++ against Debian's OpenBLAS (with libgfortran and
 #   libquadmath) and yaml-cpp, which are copied in: manylinux_2_35 (Debian 12's glibc).
 #
