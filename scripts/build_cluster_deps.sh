@@ -38,7 +38,7 @@ if ! "$python" -m ziglang version >/dev/null 2>&1; then
   echo "build_cluster_deps.sh: $python has no ziglang (pip install -r requirements.txt)" >&2
   exit 2
 fi
-for tool in gcc g++ make ar cmake ninja patch; do
+for tool in gcc g++ make ar cmake patch xz; do
   command -v "$tool" >/dev/null || { echo "build_cluster_deps.sh: needs $tool" >&2; exit 2; }
 done
 mkdir -p "$cache/src" "$cache/stage/lib"
@@ -142,7 +142,7 @@ if [[ ! -f "$stage/.yaml-cpp" || "$(cat "$stage/.yaml-cpp")" != "$yaml_digest" ]
   for source in "${yaml_sources[@]}"; do fetch "$source"; done
   unpack yaml-cpp_0.7.0+dfsg.orig.tar.xz yaml-cpp_0.7.0+dfsg-8.debian.tar.xz "$cache/yaml-cpp"
   rm -rf "$cache/yaml-cpp-build" "$stage/lib/cmake/yaml-cpp" "$stage/include/yaml-cpp"
-  cmake -S "$cache/yaml-cpp" -B "$cache/yaml-cpp-build" -G Ninja -DCMAKE_CXX_COMPILER=g++ "${yaml_options[@]}" \
+  cmake -S "$cache/yaml-cpp" -B "$cache/yaml-cpp-build" -DCMAKE_CXX_COMPILER=g++ "${yaml_options[@]}" \
     -DCMAKE_INSTALL_PREFIX="$stage" -DCMAKE_INSTALL_LIBDIR=lib > "$cache/yaml-cpp.log" 2>&1
   cmake --build "$cache/yaml-cpp-build" -j"$jobs" >> "$cache/yaml-cpp.log" 2>&1 \
     || { tail -30 "$cache/yaml-cpp.log" >&2; echo "build_cluster_deps.sh: yaml-cpp failed ($cache/yaml-cpp.log)" >&2; exit 1; }
