@@ -60,6 +60,38 @@ namespace detail
         }
     }
 #ifdef AP_SIMD_DISPATCH
+
+    /// Components [j, j + 8) of eight float rows (pointers), transposed in registers:
+    /// out[k] holds component j + k of rows 0-7 (the 8 x 8 transpose by unpack, shuffle and
+    /// lane permutes; exact: values are only moved).
+    AP_SIMD_AVX2 inline void transpose_float_rows8(const float* const* rows, std::size_t j, __m256* out) noexcept
+    {
+        const __m256 t0 = _mm256_unpacklo_ps(_mm256_loadu_ps(rows[0] + j), _mm256_loadu_ps(rows[1] + j));
+        const __m256 t1 = _mm256_unpackhi_ps(_mm256_loadu_ps(rows[0] + j), _mm256_loadu_ps(rows[1] + j));
+        const __m256 t2 = _mm256_unpacklo_ps(_mm256_loadu_ps(rows[2] + j), _mm256_loadu_ps(rows[3] + j));
+        const __m256 t3 = _mm256_unpackhi_ps(_mm256_loadu_ps(rows[2] + j), _mm256_loadu_ps(rows[3] + j));
+        const __m256 t4 = _mm256_unpacklo_ps(_mm256_loadu_ps(rows[4] + j), _mm256_loadu_ps(rows[5] + j));
+        const __m256 t5 = _mm256_unpackhi_ps(_mm256_loadu_ps(rows[4] + j), _mm256_loadu_ps(rows[5] + j));
+        const __m256 t6 = _mm256_unpacklo_ps(_mm256_loadu_ps(rows[6] + j), _mm256_loadu_ps(rows[7] + j));
+        const __m256 t7 = _mm256_unpackhi_ps(_mm256_loadu_ps(rows[6] + j), _mm256_loadu_ps(rows[7] + j));
+        const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44);
+        const __m256 u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+        const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44);
+        const __m256 u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+        const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44);
+        const __m256 u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+        const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44);
+        const __m256 u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+        out[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+        out[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+        out[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+        out[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+        out[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+        out[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+        out[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+        out[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+    }
+
     /// Eight float rows (pointers), components [0, d8) with d8 a multiple of 8: the sums of
     /// x_j w1_j (and x_j w2_j when Two) in the order of j, into out1 (and out2). The rows are
     /// transposed in registers (one vector: a component of four rows), so the eight sums go
@@ -72,39 +104,8 @@ namespace detail
         __m256d b_lo = _mm256_setzero_pd(), b_hi = _mm256_setzero_pd();
         for (std::size_t j = 0; j < d8; j += 8)
         {
-            const __m256 r0 = _mm256_loadu_ps(rows[0] + j);
-            const __m256 r1 = _mm256_loadu_ps(rows[1] + j);
-            const __m256 r2 = _mm256_loadu_ps(rows[2] + j);
-            const __m256 r3 = _mm256_loadu_ps(rows[3] + j);
-            const __m256 r4 = _mm256_loadu_ps(rows[4] + j);
-            const __m256 r5 = _mm256_loadu_ps(rows[5] + j);
-            const __m256 r6 = _mm256_loadu_ps(rows[6] + j);
-            const __m256 r7 = _mm256_loadu_ps(rows[7] + j);
-            const __m256 t0 = _mm256_unpacklo_ps(r0, r1);
-            const __m256 t1 = _mm256_unpackhi_ps(r0, r1);
-            const __m256 t2 = _mm256_unpacklo_ps(r2, r3);
-            const __m256 t3 = _mm256_unpackhi_ps(r2, r3);
-            const __m256 t4 = _mm256_unpacklo_ps(r4, r5);
-            const __m256 t5 = _mm256_unpackhi_ps(r4, r5);
-            const __m256 t6 = _mm256_unpacklo_ps(r6, r7);
-            const __m256 t7 = _mm256_unpackhi_ps(r6, r7);
-            const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44);
-            const __m256 u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-            const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44);
-            const __m256 u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-            const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44);
-            const __m256 u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-            const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44);
-            const __m256 u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
             __m256 c[8];  // c[k]: component j + k of the 8 rows
-            c[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
-            c[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
-            c[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
-            c[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
-            c[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
-            c[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
-            c[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
-            c[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+            transpose_float_rows8(rows, j, c);
             for (int k = 0; k < 8; ++k)
             {
                 const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(c[k]));

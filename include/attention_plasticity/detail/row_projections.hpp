@@ -109,31 +109,8 @@ namespace detail
         std::size_t c = c0;
         for (; c + 8 <= c1; c += 8)
         {
-            const __m256 t0 = _mm256_unpacklo_ps(_mm256_loadu_ps(rows[0] + c), _mm256_loadu_ps(rows[1] + c));
-            const __m256 t1 = _mm256_unpackhi_ps(_mm256_loadu_ps(rows[0] + c), _mm256_loadu_ps(rows[1] + c));
-            const __m256 t2 = _mm256_unpacklo_ps(_mm256_loadu_ps(rows[2] + c), _mm256_loadu_ps(rows[3] + c));
-            const __m256 t3 = _mm256_unpackhi_ps(_mm256_loadu_ps(rows[2] + c), _mm256_loadu_ps(rows[3] + c));
-            const __m256 t4 = _mm256_unpacklo_ps(_mm256_loadu_ps(rows[4] + c), _mm256_loadu_ps(rows[5] + c));
-            const __m256 t5 = _mm256_unpackhi_ps(_mm256_loadu_ps(rows[4] + c), _mm256_loadu_ps(rows[5] + c));
-            const __m256 t6 = _mm256_unpacklo_ps(_mm256_loadu_ps(rows[6] + c), _mm256_loadu_ps(rows[7] + c));
-            const __m256 t7 = _mm256_unpackhi_ps(_mm256_loadu_ps(rows[6] + c), _mm256_loadu_ps(rows[7] + c));
-            const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44);
-            const __m256 u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-            const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44);
-            const __m256 u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-            const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44);
-            const __m256 u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-            const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44);
-            const __m256 u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
             __m256 col[8];
-            col[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
-            col[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
-            col[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
-            col[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
-            col[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
-            col[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
-            col[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
-            col[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+            transpose_float_rows8(rows, c, col);
             for (std::size_t k = 0; k < 8; ++k)
             {
                 put(c + k, _mm256_cvtps_pd(_mm256_castps256_ps128(col[k])),
