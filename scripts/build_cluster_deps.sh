@@ -75,7 +75,7 @@ yaml_options=(-DCMAKE_POLICY_VERSION_MINIMUM=3.5 -DCMAKE_BUILD_TYPE=Release -DYA
   -DYAML_CPP_BUILD_TESTS=OFF -DYAML_CPP_BUILD_TOOLS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON
   -DCMAKE_CXX_VISIBILITY_PRESET=hidden -DCMAKE_VISIBILITY_INLINES_HIDDEN=ON)
 digest() { sha256sum | cut -c1-16; }
-openblas_digest="$( (printf '%s\n' "${openblas_sources[@]}" "${openblas_options[@]}" "$glibc"; \
+openblas_digest="$( (printf '%s\n' "${openblas_sources[@]}" "${openblas_options[@]}" "$glibc" "corename: Prescott first"; \
   cat "$repo/scripts/cluster_toolchain/gfortran_shim.c"; gcc --version | head -n 1; "$python" -m ziglang version) | digest)"
 yaml_digest="$( (printf '%s\n' "${yaml_sources[@]}" "${yaml_options[@]}"; g++ --version | head -n 1) | digest)"
 
@@ -122,6 +122,14 @@ if [[ ! -f "$stage/.openblas" || "$(cat "$stage/.openblas")" != "$openblas_diges
   sed -i "s|ar -x /usr/lib/\$\$(dpkg-architecture -q DEB_HOST_MULTIARCH)/liblapack_pic.a|ar -x $lapack_pic|" \
     "$cache/openblas/Makefile"
   grep -q "ar -x $lapack_pic" "$cache/openblas/Makefile"
+  # OpenBLAS 0.3.21 names the kernels it runs by comparing pointers in gotoblas_corename, Katmai
+  # first; in a DYNAMIC_LIST build the cores left out (Katmai, Coppermine, Core2, ...) are aliases
+  # of Prescott's table, so Prescott's kernels (the fallback) would be reported as "Katmai".
+  # Prescott is compared first: the report names the kernels that run (docs/method.md §7.7, the
+  # fallback tests); no kernel changes.
+  sed -i 's|^  if (gotoblas == &gotoblas_KATMAI)       return corename\[ 1\];|  if (gotoblas == \&gotoblas_PRESCOTT)     return corename[ 4];\n&|' \
+    "$cache/openblas/driver/others/dynamic.c"
+  grep -A2 '^char \*gotoblas_corename' "$cache/openblas/driver/others/dynamic.c" | grep -q 'gotoblas_PRESCOTT'
   make -C "$cache/openblas" -j"$jobs" libs "${openblas_options[@]}" > "$cache/openblas.log" 2>&1 \
     || { tail -30 "$cache/openblas.log" >&2; echo "build_cluster_deps.sh: OpenBLAS failed ($cache/openblas.log)" >&2; exit 1; }
   make -C "$cache/openblas" netlib "${openblas_options[@]}" >> "$cache/openblas.log" 2>&1 \
