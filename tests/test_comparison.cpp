@@ -26,6 +26,7 @@ namespace ref = comparison_reference;
 namespace
 {
 constexpr double no_value = std::numeric_limits<double>::quiet_NaN();
+constexpr double infinite = std::numeric_limits<double>::infinity();
 
 /// x == expected to 1e-12 relative (a few ulps of float64 arithmetic in another order), or both NaN.
 bool same(double x, double expected)
@@ -338,6 +339,33 @@ TEST_CASE("mean_change: the mean over heads, the error with or without influence
     CHECK(std::isnan(one.sd_difference));
     CHECK(std::isnan(one.se));
     CHECK(std::isnan(one.p));
+}
+
+TEST_CASE("independent_mean_error and t_interval_of: sqrt(sum s^2)/n with Satterthwaite's df, t's interval",
+          "[comparison]")
+{
+    // Errors 0.3 and 0.4 with known variances: se 0.5 / 2 = 0.25, df infinite (the normal law:
+    // t_{0.975, inf} = 1.959963984540054).
+    const std::vector<std::pair<double, double>> known = {{0.3, infinite}, {0.4, infinite}};
+    const ap::sequence_error e = ap::independent_mean_error(known);
+    AP_CHECK_SAME(e.se, 0.25);
+    CHECK(std::isinf(e.df));
+    const ap::t_interval normal = ap::t_interval_of(1.0, e, 0.05);
+    AP_CHECK_SAME(normal.low, 1.0 - 1.959963984540054 * 0.25);
+    AP_CHECK_SAME(normal.high, 1.0 + 1.959963984540054 * 0.25);
+    // Errors 1 and 1 with 3 and 5 df: Satterthwaite (1 + 1)^2 / (1/3 + 1/5) = 7.5; se sqrt(2) / 2.
+    const std::vector<std::pair<double, double>> estimated = {{1.0, 3.0}, {1.0, 5.0}};
+    const ap::sequence_error f = ap::independent_mean_error(estimated);
+    AP_CHECK_SAME(f.se, std::sqrt(2.0) / 2.0);
+    AP_CHECK_SAME(f.df, 7.5);
+    // One degree of freedom: Cauchy's quantile, t_{0.975, 1} = tan(0.475 pi) (closed form).
+    const ap::t_interval cauchy = ap::t_interval_of(0.0, {2.0, 1.0}, 0.05);
+    CHECK(cauchy.high == Approx(2.0 * std::tan(0.475 * std::acos(-1.0))).epsilon(1e-12));
+    CHECK(cauchy.low == Approx(-2.0 * std::tan(0.475 * std::acos(-1.0))).epsilon(1e-12));
+    // No error: no interval.
+    const ap::t_interval none = ap::t_interval_of(0.0, {}, 0.05);
+    CHECK(std::isnan(none.low));
+    CHECK(std::isnan(none.high));
 }
 
 TEST_CASE("mean_over_heads: one set's mean and its error", "[comparison]")

@@ -22,6 +22,9 @@
 //                       over the heads (they share their sequences); mean_error_of_set with its df
 //   mean_se_of_changes  the error of the mean change over heads, by design (mean_error_of_changes)
 //   satterthwaite_df    the degrees of freedom of a sum of independent variance estimates
+//   independent_mean_error  the error of a mean of independent estimates, sqrt(sum s^2)/n,
+//                       with satterthwaite_df (the means without influences)
+//   t_interval_of       the 1 - alpha interval of Student's t law around an estimate
 //   mean_change         the model-level summary: the mean change over heads, its error
 //                       (sequence-level with influences, sqrt(sum s^2)/n without), its degrees of
 //                       freedom, interval, z, p (Student's t law, student_t.hpp)
@@ -491,6 +494,33 @@ double satterthwaite_df(const Errors& errors)
     return denominator == 0.0 ? std::numeric_limits<double>::infinity() : total * total / denominator;
 }
 
+/// The standard error of the mean of n independent estimates with errors s_i and df_i degrees of
+/// freedom each (`errors`: (s_i, df_i) pairs): sqrt(sum s_i^2) / n, with satterthwaite_df of the
+/// errors. The means over heads without influences (mean_change, mean_over_heads) take it.
+template <class Errors>
+sequence_error independent_mean_error(const Errors& errors)
+{
+    double variance = 0.0;
+    for (const auto& [se, df] : errors)
+    {
+        variance += se * se;
+    }
+    return {std::sqrt(variance) / static_cast<double>(errors.size()), satterthwaite_df(errors)};
+}
+
+/// The 1 - alpha interval centre -/+ t_{1 - alpha/2, df} se of Student's t law (the normal law
+/// for df = +inf): the intervals of compare_summary.csv and compare_trajectory.csv (§8.6).
+struct t_interval
+{
+    double low = std::numeric_limits<double>::quiet_NaN(), high = std::numeric_limits<double>::quiet_NaN();
+};
+
+inline t_interval t_interval_of(double centre, const sequence_error& e, double alpha)
+{
+    const double t_level = student_t_two_sided_quantile(alpha, e.df);
+    return {centre - t_level * e.se, centre + t_level * e.se};
+}
+
 /// The mean change of one quantity over heads (a row of compare_summary.csv).
 struct mean_change_result
 {
@@ -516,14 +546,13 @@ inline mean_change_result mean_change(const std::vector<const quantity_change*>&
 {
     mean_change_result r;
     const double n = static_cast<double>(members.size());
-    double variance = 0.0, significant = 0.0;
+    double significant = 0.0;
     std::vector<std::pair<double, double>> errors;
     for (const quantity_change* c : members)
     {
         r.mean_a += c->a.value / n;
         r.mean_b += c->b.value / n;
         r.mean_difference += c->difference / n;
-        variance += c->se * c->se;
         significant += c->q_bh <= alpha ? 1.0 : 0.0;
         errors.emplace_back(c->se, c->df);
     }
@@ -533,21 +562,13 @@ inline mean_change_result mean_change(const std::vector<const quantity_change*>&
         spread += (c->difference - r.mean_difference) * (c->difference - r.mean_difference);
     }
     r.n_heads = members.size();
-    if (sequence_level)
-    {
-        const sequence_error e = mean_error_of_changes(members, design);
-        r.se = e.se;
-        r.df = e.df;
-    }
-    else
-    {
-        r.se = std::sqrt(variance) / n;
-        r.df = satterthwaite_df(errors);
-    }
-    const double t_level = student_t_two_sided_quantile(alpha, r.df);
+    const sequence_error e = sequence_level ? mean_error_of_changes(members, design) : independent_mean_error(errors);
+    r.se = e.se;
+    r.df = e.df;
+    const t_interval ci = t_interval_of(r.mean_difference, e, alpha);
     r.z = r.se > 0.0 ? r.mean_difference / r.se : std::numeric_limits<double>::quiet_NaN();
-    r.ci_low = r.mean_difference - t_level * r.se;
-    r.ci_high = r.mean_difference + t_level * r.se;
+    r.ci_low = ci.low;
+    r.ci_high = ci.high;
     r.p = student_t_two_sided_p(r.z, r.df);
     r.sd_difference = members.size() > 1 ? std::sqrt(spread / (n - 1.0)) : std::numeric_limits<double>::quiet_NaN();
     r.n_significant = static_cast<std::size_t>(significant);
@@ -579,31 +600,21 @@ inline set_mean_result mean_over_heads(const std::vector<head_estimate>& members
 {
     set_mean_result r;
     const double n = static_cast<double>(members.size());
-    double variance = 0.0;
     std::vector<const influence_list*> lists;
     std::vector<std::pair<double, double>> errors;
     for (const head_estimate& m : members)
     {
         r.mean += m.e.value / n;
-        variance += m.e.se * m.e.se;
         lists.push_back(std::isfinite(m.e.se) ? m.influences : nullptr);
         errors.emplace_back(m.e.se, m.e.df);
     }
     r.n_heads = members.size();
-    if (sequence_level)
-    {
-        const sequence_error e = mean_error_of_set(lists);
-        r.se = e.se;
-        r.df = e.df;
-    }
-    else
-    {
-        r.se = std::sqrt(variance) / n;
-        r.df = satterthwaite_df(errors);
-    }
-    const double t_level = student_t_two_sided_quantile(alpha, r.df);
-    r.ci_low = r.mean - t_level * r.se;
-    r.ci_high = r.mean + t_level * r.se;
+    const sequence_error e = sequence_level ? mean_error_of_set(lists) : independent_mean_error(errors);
+    r.se = e.se;
+    r.df = e.df;
+    const t_interval ci = t_interval_of(r.mean, e, alpha);
+    r.ci_low = ci.low;
+    r.ci_high = ci.high;
     return r;
 }
 }  // namespace attention_plasticity

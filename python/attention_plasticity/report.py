@@ -15,9 +15,11 @@ of ``default-src 'none'`` forbids any), so it opens from disk and works offline.
   or objects, compared here with ``compare_runs``): the map of differences with the heads whose
   change has BH q <= alpha marked, the design stated; per head both profiles overlaid with their
   intervals (the per-bucket rows of compare_heads.csv, §8.6; with the sets at hand, each set's own
-  intervals); the model-level summary.
-- **A training run** (a ``PlasticityMonitor`` folder): the trajectories with error bands
-  (trajectory.csv) and a step slider that drives the map (each ``step_NNNNNN`` set).
+  intervals), and the difference by bucket with its 95% interval (Student's t law with the row's
+  df, §8.6); the model-level summary.
+- **A training run** (a ``PlasticityMonitor`` folder): the trajectories with their intervals
+  (trajectory.csv's ci_low and ci_high) and a step slider that drives the map (each
+  ``step_NNNNNN`` set).
 
 Numbers are the files' numbers: every table is embedded as float64 columns (deflated, base64;
 decoded in the page by the browser's DecompressionStream), so what the page shows and carries in
@@ -147,12 +149,26 @@ def _set_entry(obj, name):
     return obj, {"name": name, "provenance": provenance}
 
 
+# The level of the per-bucket intervals the comparison page draws (its "95% interval").
+BAND_ALPHA = 0.05
+
+
 def _numeric_bucket(heads):
-    """compare_heads' q_bucket (empty for a head-level row) as a number, NaN when empty."""
+    """compare_heads' q_bucket (empty for a head-level row) as a number, NaN when empty, and
+    ``half_width``: t_{0.975, df} se of each row, Student's t law with the row's df (the normal law
+    for df inf, or where a set written before the t law has no df column; docs/method.md §8.6),
+    computed by the library's one t quantile (student_t.hpp)."""
+    import numpy as np
     import pandas as pd
+
+    from ._core.companion import _t_half_widths
 
     heads = heads.copy()
     heads["q_bucket"] = pd.to_numeric(heads["q_bucket"], errors="coerce").astype("float64")
+    se = pd.to_numeric(heads["se"], errors="coerce").to_numpy(dtype=np.float64)
+    df = (pd.to_numeric(heads["df"], errors="coerce").to_numpy(dtype=np.float64) if "df" in heads.columns
+          else np.full(len(heads), np.inf))
+    heads["half_width"] = _t_half_widths(se, df, BAND_ALPHA)
     return heads
 
 
@@ -517,7 +533,9 @@ function lineChart(id, title, series, xl, yl, yrange) {
         svg.appendChild(sv("polygon", {points: up + " " + dn, fill: s.colour, "fill-opacity": 0.18, stroke: "none", class: "band"})); } }
     let d = ""; for (let i = 0; i < s.x.length; i++) if (isFinite(s.y[i]) && s.y[i] !== null) d += (d ? " L" : "M") + X(s.x[i]) + "," + Y(s.y[i]);
     svg.appendChild(sv("path", {d, fill: "none", stroke: s.colour, "stroke-width": 1.6, "stroke-dasharray": s.dash || "", class: "series"}));
-    for (let i = 0; i < s.x.length; i++) if (isFinite(s.y[i]) && s.y[i] !== null) svg.appendChild(sv("circle", {cx: X(s.x[i]), cy: Y(s.y[i]), r: 2.2, fill: s.colour, class: "point", "data-series": s.name, "data-x": String(s.x[i]), "data-value": String(s.y[i])}, undefined));
+    for (let i = 0; i < s.x.length; i++) if (isFinite(s.y[i]) && s.y[i] !== null) { const a = {cx: X(s.x[i]), cy: Y(s.y[i]), r: 2.2, fill: s.colour, class: "point", "data-series": s.name, "data-x": String(s.x[i]), "data-value": String(s.y[i])};
+      if (s.lo && s.hi) { a["data-lo"] = String(s.lo[i]); a["data-hi"] = String(s.hi[i]); }  // the band's ends at this point
+      svg.appendChild(sv("circle", a, undefined)); }
     svg.appendChild(sv("text", {x: x0 + 6 + 110 * (si % 3), y: y0 + 10 + 12 * Math.floor(si / 3), fill: s.colour, style: "fill:" + s.colour}, s.name));
   });
   return chartBox(title, svg);
@@ -592,7 +610,7 @@ function selectCompareHead(l, h, panel, charts) {
   const t = S.cmp.heads; const rows = [];
   for (let i = 0; i < t.n; i++) if (t.cols.layer[i] === l && t.cols.q_head[i] === h && t.cols.q_bucket[i] === t.cols.q_bucket[i]) rows.push(i);
   const x = rows.map((i) => t.cols.q_bucket[i]);
-  const z = 1.959963984540054; let series;
+  let series;
   if (S.sets.length >= 2) {
     series = profileSeries(S.sets[0], l, h, "A " + D.sets[0].name, PALETTE[0]).slice(0, 1).concat(profileSeries(S.sets[1], l, h, "B " + D.sets[1].name, PALETTE[1]).slice(0, 1));
     charts.appendChild(lineChart("profile-chart", "Both profiles AP_j against tau, with each set's interval (\u00a78.3)", series, "tau (tokens)", "plasticity", [0, 1]));
@@ -600,8 +618,8 @@ function selectCompareHead(l, h, panel, charts) {
     series = [{name: "A", colour: PALETTE[0], x, y: rows.map((i) => t.cols.value_a[i])}, {name: "B", colour: PALETTE[1], x, y: rows.map((i) => t.cols.value_b[i])}];
     charts.appendChild(lineChart("profile-chart", "Both profiles AP_j by query bucket (compare_heads.csv)", series, "q_bucket", "plasticity", [0, 1]));
   }
-  const d = [{name: "B - A", colour: PALETTE[3], x, y: rows.map((i) => t.cols.difference[i]), lo: rows.map((i) => t.cols.difference[i] - z * t.cols.se[i]), hi: rows.map((i) => t.cols.difference[i] + z * t.cols.se[i])}];
-  const c = lineChart("difference-chart", "Difference by bucket with its 95% interval", d, "q_bucket", "difference"); c.appendChild(sectionLink("8.6")); charts.appendChild(c);
+  const d = [{name: "B - A", colour: PALETTE[3], x, y: rows.map((i) => t.cols.difference[i]), lo: rows.map((i) => t.cols.difference[i] - t.cols.half_width[i]), hi: rows.map((i) => t.cols.difference[i] + t.cols.half_width[i])}];
+  const c = lineChart("difference-chart", "Difference by bucket with its 95% interval (Student's t law with the row's df)", d, "q_bucket", "difference"); c.appendChild(sectionLink("8.6")); charts.appendChild(c);
   const tab = el("table", {id: "head-changes"}); const hr = el("tr");
   const cols = ["quantity", "value_a", "value_b", "difference", "se", "z", "q_bh", "significant"]; cols.forEach((c) => hr.appendChild(el("th", {}, c))); tab.appendChild(hr);
   for (let i = 0; i < t.n; i++) if (t.cols.layer[i] === l && t.cols.q_head[i] === h && !(t.cols.q_bucket[i] === t.cols.q_bucket[i])) { const tr = el("tr");
@@ -685,8 +703,8 @@ function drawOverview() {
     const qs = [...new Set(t.cols.quantity)]; const layers = [...new Set(t.cols.layer)];
     for (const q of qs.filter((q) => /^ap_/.test(q))) {
       const series = layers.map((L, li) => { const rows = []; for (let i = 0; i < t.n; i++) if (t.cols.quantity[i] === q && t.cols.layer[i] === L) rows.push(i);
-        return {name: L === "all" ? "all layers" : "layer " + L, colour: PALETTE[li % PALETTE.length], x: rows.map((i) => t.cols.step[i]), y: rows.map((i) => t.cols.mean[i]), lo: rows.map((i) => t.cols.mean[i] - 1.959963984540054 * t.cols.se[i]), hi: rows.map((i) => t.cols.mean[i] + 1.959963984540054 * t.cols.se[i])}; });
-      charts.appendChild(lineChart("trajectory-" + q, q + ": mean over heads, 95% band (\u00b11.96 se)", series, "step", q));
+        return {name: L === "all" ? "all layers" : "layer " + L, colour: PALETTE[li % PALETTE.length], x: rows.map((i) => t.cols.step[i]), y: rows.map((i) => t.cols.mean[i]), lo: rows.map((i) => t.cols.ci_low ? t.cols.ci_low[i] : NaN), hi: rows.map((i) => t.cols.ci_high ? t.cols.ci_high[i] : NaN)}; });
+      charts.appendChild(lineChart("trajectory-" + q, q + ": mean over heads, its interval (ci_low, ci_high: Student's t law, \u00a78.6)", series, "step", q));
     }
     o.appendChild(el("h2", {}, "Trajectories (trajectory.csv)")); o.appendChild(charts);
     const c = S.changes; if (c) { const tab = el("table", {id: "changes-table"}); const hr = el("tr"); c.columns.forEach((k) => hr.appendChild(el("th", {}, k))); tab.appendChild(hr);

@@ -2,13 +2,17 @@
 // of result sets of §8.6 (compare_runs: the C++ of include/attention_plasticity/run/compare_run.hpp, as ap_compare;
 // a result object's tables compared in memory, as columns).
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <attention_plasticity/pca_roles.hpp>
 #include <attention_plasticity/planar_rotation.hpp>
+#include <attention_plasticity/student_t.hpp>
 #include <nanobind/stl/optional.h>
 
 #include <attention_plasticity/run/compare_config.hpp>
@@ -172,6 +176,44 @@ namespace
             },
             "The options of ap_compare (one table for the command line and compare_runs): a list of\n"
             "(key, flag, metavar, help); the help ends with the default in brackets.");
+        m.def(
+            "_t_half_widths",
+            [](const array_like& se, const array_like& df, double alpha) {
+                constexpr const char* fn = "_t_half_widths";
+                const xt::xtensor<double, 1> s = copy_vector(float_array(se.object, fn, "se", 1));
+                const xt::xtensor<double, 1> f = copy_vector(float_array(df.object, fn, "df", 1));
+                if (s.size() != f.size())
+                {
+                    throw_invalid(fn, "se has " + std::to_string(s.size()) + " values and df " +
+                                          std::to_string(f.size()) + "; expected as many");
+                }
+                if (!(alpha > 0.0 && alpha < 1.0))
+                {
+                    throw_invalid(fn, "alpha is " + std::to_string(alpha) + "; expected a number in (0, 1)");
+                }
+                // Each distinct df's quantile once (a comparison's rows share a few df values).
+                std::map<double, double> quantile;
+                std::vector<double> out(s.size());
+                for (std::size_t i = 0; i < s.size(); ++i)
+                {
+                    if (std::isnan(f(i)))
+                    {
+                        out[i] = std::numeric_limits<double>::quiet_NaN();
+                        continue;
+                    }
+                    auto [at, fresh] = quantile.try_emplace(f(i), 0.0);
+                    if (fresh)
+                    {
+                        at->second = ap::student_t_two_sided_quantile(alpha, f(i));
+                    }
+                    out[i] = at->second * s(i);
+                }
+                return vector_to_numpy(std::move(out));
+            },
+            "se"_a, "df"_a, "alpha"_a,
+            "The half-widths t_{1 - alpha/2, df} se of the 1 - alpha intervals of Student's t law\n"
+            "(student_t.hpp; df +inf: the normal law; NaN for df <= 0 or NaN), float64 [n]: the report's\n"
+            "per-bucket intervals of compare_heads.csv (docs/method.md §8.6).");
         m.def(
             "_compare_result_sets",
             [](const std::vector<std::string>& folders, const std::vector<std::string>& names, const nb::dict& options,

@@ -124,6 +124,14 @@ def click_head(driver, layer, head):
     assert driver.find_element("id", "head-title").text == f"Head: layer {layer}, query head {head}"
 
 
+def chart_bands(driver, chart_id, series=None):
+    """[(x, value, low, high)] of a chart's points whose series draws a band."""
+    points = driver.execute_script(
+        "return [...document.querySelectorAll('#' + arguments[0] + ' circle.point[data-lo]')]"
+        ".map(c => [c.dataset.series, c.dataset.x, c.dataset.value, c.dataset.lo, c.dataset.hi])", chart_id)
+    return [tuple(number(v) for v in p[1:]) for p in points if series is None or p[0] == series]
+
+
 def chart_points(driver, chart_id, series=None):
     points = driver.execute_script(
         "return [...document.querySelectorAll('#' + arguments[0] + ' circle.point')]"
@@ -255,6 +263,31 @@ def test_real_decoder_page(browser, work):
     click_head(browser, 3, 1)
     check_profile(browser, work / "real", 3, 1)
     screenshot(browser, work / "real.png", ["map-svg", "profile-chart", "head-table"])
+    # Two analyses of the real capture (other pair samples): sequence-level errors of 5 documents,
+    # so each bucket's interval is Student's t law with a finite df (SciPy's quantile: independent
+    # of the library's student_t.hpp); the normal law's 1.96 would be far narrower at these df.
+    from scipy import stats
+
+    other = ap.analyze_dump(FIXTURE, num_q_heads=4, num_k_heads=2, threads=2, seed=1, progress=False, warn=False)
+    assert other.write(work / "real_seed1")
+    out = work / "real_compare"
+    run(COMPARE, "--output-dir", out, work / "real", work / "real_seed1")
+    open_report(browser, ap.report(str(out), work / "real_compare.html"))
+    click_head(browser, 3, 1)
+    buckets = [r for r in read_csv(out / "compare_heads.csv")
+               if r["quantity"] == "ap_bucket" and (r["layer"], r["q_head"]) == ("3", "1")]
+    bands = chart_bands(browser, "difference-chart", "B - A")
+    assert len(bands) == len(buckets) > 0
+    finite = 0
+    for (x, value, low, high), r in zip(bands, buckets):
+        df, se = number(r["df"]), number(r["se"])
+        assert (x, value) == (number(r["q_bucket"]), number(r["difference"]))
+        if math.isfinite(se) and se > 0:
+            half = stats.t.ppf(0.975, df) * se
+            assert math.isclose(high - value, half, rel_tol=1e-9), (r, high - value, half)
+            assert math.isclose(value - low, half, rel_tol=1e-9), (r, value - low, half)
+            finite += math.isfinite(df)
+    assert finite > 0
 
 
 def test_comparison_page(browser, demo, work):
@@ -283,6 +316,16 @@ def test_comparison_page(browser, demo, work):
     buckets = [r for r in heads if r["quantity"] == "ap_bucket" and (r["layer"], r["q_head"]) == ("2", "1")]
     assert chart_points(browser, "profile-chart", "A") == [(number(r["q_bucket"]), number(r["value_a"])) for r in buckets]
     assert chart_points(browser, "profile-chart", "B") == [(number(r["q_bucket"]), number(r["value_b"])) for r in buckets]
+    # each bucket's difference with its 95% interval of Student's t law with the row's df (SciPy's
+    # quantile: an independent implementation of the library's student_t.hpp)
+    from scipy import stats
+
+    bands = chart_bands(browser, "difference-chart", "B - A")
+    assert len(bands) == len(buckets) > 0
+    for (x, value, low, high), r in zip(bands, buckets):
+        half = stats.t.ppf(0.975, number(r["df"])) * number(r["se"])
+        assert (x, value) == (number(r["q_bucket"]), number(r["difference"]))
+        assert math.isclose(high - value, half, rel_tol=1e-9) and math.isclose(value - low, half, rel_tol=1e-9)
     screenshot(browser, work / "compare.png", ["map-svg", "profile-chart", "difference-chart", "summary-table"])
     # several result folders: compared here (compare_runs), each set's own profile and interval
     page = ap.report(demo, work / "compare2.html")
@@ -308,6 +351,9 @@ def test_monitor_page(browser, work):
     assert chart_points(browser, "trajectory-ap_overall", "all layers") == [
         (number(r["step"]), number(r["mean"])) for r in rows]
     assert browser.find_elements("css selector", "#trajectory-ap_overall polygon.band")
+    # the band is the trajectory's own interval (ci_low, ci_high: Student's t law, §8.6)
+    assert chart_bands(browser, "trajectory-ap_overall", "all layers") == [
+        (number(r["step"]), number(r["mean"]), number(r["ci_low"]), number(r["ci_high"])) for r in rows]
     shown = browser.execute_script("return [...document.querySelectorAll(\"#changes-table td[data-col='heads_changed']\")]"
                                    ".map(td => td.dataset.value)")
     assert [int(float(v)) for v in shown] == [int(r["heads_changed"]) for r in read_csv(folder / "changes.csv")]
