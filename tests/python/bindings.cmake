@@ -95,7 +95,7 @@ if(AP_BUILD_EXAMPLES)
            COMMAND ${CMAKE_COMMAND} -E env AP_WHEEL_PYTHON=${AP_TEST_PYTHON} AP_WHEEL_QUICK=1
                    AP_WHEEL_BUILD_PYTHON=${_ap_venv_dir}/abi3-build/bin/python
                    AP_CLUSTER_DEPS=${PROJECT_BINARY_DIR}/cluster-deps
-                   bash -c "set -euo pipefail; if [[ ! -x \"$AP_WHEEL_BUILD_PYTHON\" ]]; then why=\"no build venv for the abi3 wheel at $AP_WHEEL_BUILD_PYTHON (scripts/setup_python.sh makes it from a Python 3.12 or 3.13; scripts/find_python.sh)\"; if [[ \"\${CI:-}\" == true ]]; then echo \"$why\" >&2; exit 1; fi; echo \"SKIPPED: $why\"; exit 0; fi; \"$0\" \"$1\""
+                   bash -c "set -euo pipefail; if [[ ! -x \"$AP_WHEEL_BUILD_PYTHON\" ]]; then why=\"no build venv for the abi3 wheel at $AP_WHEEL_BUILD_PYTHON (scripts/setup_python.sh makes it from a Python 3.12 or 3.13; scripts/find_python.sh)\"; ci=\"\${CI:-}\"; if [[ \"\${ci,,}\" == true || \"$ci\" == 1 ]]; then echo \"$why\" >&2; exit 1; fi; echo \"SKIPPED: $why\"; exit 0; fi; \"$0\" \"$1\""
                    ${PROJECT_SOURCE_DIR}/scripts/build_wheel.sh ${PROJECT_BINARY_DIR}/wheel-abi3)
   set_tests_properties(python_wheel_abi3_build PROPERTIES TIMEOUT 1800 LABELS python SKIP_REGULAR_EXPRESSION "SKIPPED: "
                        FIXTURES_SETUP ap_wheel_abi3 FIXTURES_REQUIRED ap_python_package)

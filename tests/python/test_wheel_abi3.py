@@ -30,8 +30,8 @@ import pytest
 import bindings_util as bu
 from test_wheel_install import MAX_GCC, MAX_GLIBC, POLICY_LIBS, clean_env, hidden_debian_files
 
-WHEEL_DIR = os.environ.get("AP_WHEEL_ABI3_DIR") or os.path.join(bu.ROOT, "build", "wheel-abi3")
-CP311_WHEEL_DIR = os.environ.get("AP_WHEEL_DIR") or os.path.join(bu.ROOT, "build", "wheel")
+WHEEL_DIR = os.path.abspath(os.environ.get("AP_WHEEL_ABI3_DIR") or os.path.join(bu.ROOT, "build", "wheel-abi3"))
+CP311_WHEEL_DIR = os.path.abspath(os.environ.get("AP_WHEEL_DIR") or os.path.join(bu.ROOT, "build", "wheel"))
 WHEELHOUSE = os.environ.get("AP_WHEELHOUSE") or os.path.join(sys.prefix, "wheelhouse")
 VERSIONS = ("3.12", "3.13")
 IN_CI = os.environ.get("CI", "").lower() in ("true", "1")
