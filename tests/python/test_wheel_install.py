@@ -51,8 +51,10 @@ DEBIAN_CXX_RUNTIME = ("libstdc++.so",)
 
 
 def the_wheel():
-    wheels = glob.glob(os.path.join(WHEEL_DIR, "attention_plasticity-*.whl"))
-    assert len(wheels) == 1, f"expected one wheel of scripts/build_wheel.sh in {WHEEL_DIR}, found {wheels}"
+    # This interpreter's wheel (cp311-cp311): the folder may keep the abi3 one too (test_wheel_abi3.py).
+    tag = "cp%d%d" % sys.version_info[:2]
+    wheels = glob.glob(os.path.join(WHEEL_DIR, f"attention_plasticity-*-{tag}-{tag}-*.whl"))
+    assert len(wheels) == 1, f"expected one {tag} wheel of scripts/build_wheel.sh in {WHEEL_DIR}, found {wheels}"
     return wheels[0]
 
 
