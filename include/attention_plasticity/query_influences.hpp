@@ -21,6 +21,7 @@
 #include "detail/finite.hpp"
 #include "detail/matrix.hpp"
 #include "detail/parallel.hpp"
+#include "detail/row_source.hpp"
 #include "query_model.hpp"
 #include "regression.hpp"
 #include "sensitivity.hpp"
@@ -129,6 +130,21 @@ namespace detail
         }
     }
 
+    /// Asks for row i of x ahead of its use when x can (a reader of a row source), else nothing.
+    template <class X>
+    auto prefetch_row_of(const X& x, std::size_t i, int) -> decltype(x.prefetch(i), void())
+    {
+        if (i < x.rows)
+        {
+            x.prefetch(i);
+        }
+    }
+
+    template <class X>
+    void prefetch_row_of(const X&, std::size_t, long)
+    {
+    }
+
     /// X: a matrix_view, or any rows x cols reader whose row(i) stays valid until its next call
     /// (and, optionally, load_columns(i, j0, j1, out)). The semantic components' sums share the
     /// threads by ranges of columns, each column summed over the rows in order: the same sums
@@ -209,6 +225,7 @@ namespace detail
             std::vector<double> part(k1 - k0);
             for (std::size_t i = 0; i < n; ++i)
             {
+                prefetch_row_of(reader, i + row_prefetch_distance, 0);
                 load_columns_of(reader, i, 1 + k0, 1 + k1, part.data(), 0);
                 const double r = residual[i] - s.residual_mean;
                 for (std::size_t k = k0; k < k1; ++k)
@@ -417,6 +434,7 @@ namespace detail
             std::fill(own.begin(), own.begin() + static_cast<std::ptrdiff_t>(size), 0.0);
             for (std::size_t i = 0; i < size; ++i)
             {
+                prefetch_row_of(rows_of_x, start + i + row_prefetch_distance, 0);
                 const auto* row = rows_of_x.row(start + i);
                 const std::size_t target = d.target_of[std::min(q.slot[start + i], count_models)];
                 if (target > 0)
@@ -557,6 +575,10 @@ namespace detail
                 const std::size_t size = std::min(block, own.size() - start);
                 for (std::size_t r = 0; r < size; ++r)
                 {
+                    if (start + r + row_prefetch_distance < own.size())
+                    {
+                        prefetch_row_of(rows_of_x, own[start + r + row_prefetch_distance], 0);
+                    }
                     const auto* row = rows_of_x.row(own[start + r]);
                     for (std::size_t k = 0; k < m; ++k)
                     {

@@ -63,6 +63,15 @@ namespace detail
             m_source.load(i, j0, j1, out);
         }
 
+        /// Asks for row i ahead of its use (row_source::prefetch) when the rows are a subsample.
+        void prefetch(std::size_t i) const noexcept
+        {
+            if (m_source.index != nullptr)
+            {
+                m_source.prefetch(i);
+            }
+        }
+
         std::size_t rows;
         std::size_t cols;
 
