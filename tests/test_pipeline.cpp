@@ -1389,7 +1389,13 @@ TEST_CASE("pipeline: with the sequence-level errors, any number of threads gives
     // ap_analyze's default errors (§8.3, sequence unit: 100 sequences of 200 positions), the
     // influences kept, the jackknife of bias_strength (§8.5) and extra pairs of the distance map
     // (§8.1): the work that runs beside the kernel (one task per bucket, and the jackknife) and
-    // the influence passes shared by buckets, by blocks of rows and by ranges of columns.
+    // the influence passes shared by buckets, by blocks of rows and by ranges of columns (the
+    // line and position-mean influences by blocks of rows, the sums by sequence by ranges of
+    // targets, the rows' models in query_statistics_of by blocks), the orientation's sums by
+    // groups of buckets, the normality columns tested first, the distance map's bins formed
+    // in the buckets' tasks. On 0-2 threads the jackknife's sums by sequence come with the
+    // companion moments' first pass (one task per kind), on 3 and 8 beside the kernel: the
+    // two paths give the same bits.
     auto queries = random_tokens(20000, 40, 93, 2.0);
     auto keys = random_tokens(16000, 40, 94, 1.0);
     ap::head_options options;

@@ -190,18 +190,34 @@ struct distance_plasticity_bin
 
 namespace detail
 {
-    inline std::vector<distance_plasticity_bin> distance_map_raw(const double* key_distance,
-                                                                 const double* query_distance,
-                                                                 const double* plasticity, std::size_t n,
-                                                                 std::size_t bins_per_octave)
+    /// The (key, query) bin of each pair: what distance_map_raw sums by (any thread can form a
+    /// set of pairs' bins; the sums then go in pair order).
+    using distance_bin_pair = std::pair<int, int>;
+
+    inline void append_distance_bins(const double* key_distance, const double* query_distance, std::size_t n,
+                                     std::size_t bins_per_octave, std::vector<distance_bin_pair>& out)
     {
-        std::map<std::pair<int, int>, std::pair<double, std::size_t>> bins;  // sums in pair order
         for (std::size_t i = 0; i < n; ++i)
         {
-            auto& bin = bins[{log_bin_raw(key_distance[i], bins_per_octave),
-                              log_bin_raw(query_distance[i], bins_per_octave)}];
-            bin.first += plasticity[i];
-            ++bin.second;
+            out.emplace_back(log_bin_raw(key_distance[i], bins_per_octave), log_bin_raw(query_distance[i], bins_per_octave));
+        }
+    }
+
+    /// The map from each pair's bins (n entries) and plasticity: mean PP and count per bin.
+    inline std::vector<distance_plasticity_bin> distance_map_of_bins(const distance_bin_pair* pair_bins,
+                                                                     const double* plasticity, std::size_t n,
+                                                                     std::size_t bins_per_octave)
+    {
+        std::map<distance_bin_pair, std::pair<double, std::size_t>> bins;  // sums in pair order
+        auto last = bins.end();
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            if (last == bins.end() || last->first != pair_bins[i])  // runs of one bin: one lookup
+            {
+                last = bins.try_emplace(pair_bins[i], 0.0, std::size_t(0)).first;
+            }
+            last->second.first += plasticity[i];
+            ++last->second.second;
         }
         std::vector<distance_plasticity_bin> map;
         map.reserve(bins.size());
@@ -217,6 +233,17 @@ namespace detail
             map.push_back(row);
         }
         return map;
+    }
+
+    inline std::vector<distance_plasticity_bin> distance_map_raw(const double* key_distance,
+                                                                 const double* query_distance,
+                                                                 const double* plasticity, std::size_t n,
+                                                                 std::size_t bins_per_octave)
+    {
+        std::vector<distance_bin_pair> pair_bins;
+        pair_bins.reserve(n);
+        append_distance_bins(key_distance, query_distance, n, bins_per_octave, pair_bins);
+        return distance_map_of_bins(pair_bins.data(), plasticity, n, bins_per_octave);
     }
 }  // namespace detail
 

@@ -176,7 +176,21 @@ namespace detail
             parallel_for(row_tasks.count(), threads, [&](std::size_t task, std::size_t) {
                 gather(row_tasks.begin(task), row_tasks.end(task), j0, j1, columns.data(), ld);
             });
-            parallel_for(j1 - j0, threads, [&](std::size_t k, std::size_t worker) {
+            // The tested columns (a KS statistic each: several times the cost of the moments)
+            // first, so that the threads finish the block together.
+            std::vector<std::size_t> order;
+            for (int pass = 0; pass < 2; ++pass)
+            {
+                for (std::size_t j = j0; j < j1; ++j)
+                {
+                    if ((tested[j] != 0) == (pass == 0))
+                    {
+                        order.push_back(j - j0);
+                    }
+                }
+            }
+            parallel_for(j1 - j0, threads, [&](std::size_t task, std::size_t worker) {
+                const std::size_t k = order[task];
                 const std::size_t j = j0 + k;
                 double* col = columns.data() + k * ld;
                 // Skewness and kurtosis are scale-free: take them from the raw column.

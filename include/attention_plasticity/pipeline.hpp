@@ -21,6 +21,7 @@
 #include <limits>
 #include <map>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <xtensor/xtensor.hpp>
@@ -378,18 +379,34 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     const linear_fit fit = detail::fit_linear_raw(q.t.data(), q_rows, fn, threads, "queries.vectors");
     const householder rotation = householder_to_e1(fit.beta);
     clock.lap(&stage_timings::regression);
-    // §8.5 on the kept, oriented rows (the measures are invariant under the orientation).
-    const detail::qk_moments moments =
-        companion ? detail::qk_moments_of(q_rows, q.t.data(), k_rows, k.t.data(), threads, options.pca_roles)
-                  : detail::qk_moments{};
+    // The extensions of §8 (per bucket beside the kernel, then the head's results); their
+    // sequences of §8.3 are formed here, once.
+    detail::head_extensions<TQ, TK> extensions(options, q, k, q_rows, k_rows, seeds.pair_sampler);
+    // §8.5 on the kept, oriented rows (the measures are invariant under the orientation), and
     // §8.3 of bias_strength: the delete-one-document jackknife (sequence-level errors only), on
-    // the oriented rows before the rotation; it runs beside the kernel (below), as one more task.
+    // the oriented rows before the rotation. On one or two threads the jackknife's sums by
+    // sequence come with the moments' first read of each row (one task per kind); on more,
+    // it runs beside the kernel (below), as one more task.
     const bool sequence_errors = options.confidence_intervals && options.sampling_unit == sampling_unit::sequence
                                  && q.example_id != nullptr;
     const bool jackknife = sequence_errors && options.planar_rotation;
+    const bool jackknife_with_moments = jackknife && detail::worker_count(threads) <= 2;
     const detail::row_source<TQ> q_oriented = q_rows;
     const detail::row_source<TK> k_oriented = k_rows;
     double bias_strength_se = std::numeric_limits<double>::quiet_NaN();
+    detail::qk_moments moments;
+    if (jackknife_with_moments)
+    {
+        detail::moments_and_jackknife both = detail::qk_moments_with_jackknife(
+            q_rows, q.t.data(), q.unit_id, k_rows, k.t.data(), k.unit_id, extensions.sequences(),
+            uncertainty_design{}.min_sequences, threads, options.pca_roles);
+        moments = std::move(both.moments);
+        bias_strength_se = both.bias_strength_se;
+    }
+    else if (companion)
+    {
+        moments = detail::qk_moments_of(q_rows, q.t.data(), k_rows, k.t.data(), threads, options.pca_roles);
+    }
     clock.lap(&stage_timings::extensions);
     const detail::query_rotation rotated = detail::rotate_queries(q.t.data(), q_rows, fit, rotation, threads);
     q_rows.reflection = k_rows.reflection = rotation.is_identity() ? nullptr : rotation.v.data();
@@ -414,16 +431,16 @@ head_result analyze_head(const tokens_view<TQ>& queries, const tokens_view<TK>& 
     const auto cells = detail::model_cells(models, key_buckets, options, seeds.pair_sampler);
     clock.lap(&stage_timings::sampling);
     // §2.13: one kernel call per query bucket, over the pairs' keys as they are read, each
-    // followed by what the bucket's pairs give the extensions of §8 (prepare_bucket); the
-    // jackknife of bias_strength is one more task, the first (the largest). Each task writes
-    // only its own result: the same results for any number of threads.
-    detail::head_extensions<TQ, TK> extensions(options, q, k, q_rows, k_rows, seeds.pair_sampler);
+    // followed by what the bucket's pairs give the extensions of §8 (prepare_bucket); on more
+    // than two threads the jackknife of bias_strength is one more task, the first (the
+    // largest). Each task writes only its own result: the same results for any number of
+    // threads.
     using bucket_work = typename detail::head_extensions<TQ, TK>::bucket_work;
     std::vector<bucket_plasticity_result> buckets(models.size());
     std::vector<bucket_work> works(models.size());
     const bool prepare_here = extensions.prepares_in_parallel();
     const std::vector<std::size_t> order = detail::largest_first(cells);  // threads finish together
-    const std::size_t extra_tasks = jackknife ? 1 : 0;
+    const std::size_t extra_tasks = jackknife && !jackknife_with_moments ? 1 : 0;
     detail::parallel_for(extra_tasks + models.size(), threads, [&](std::size_t task, std::size_t) {
         if (task < extra_tasks)
         {

@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include <xtensor/xexpression.hpp>
@@ -152,6 +154,53 @@ namespace detail
         return query_mean * slope;
     }
 
+    /// One row's raw sums (n, t, t^2, x, t x) added into `out` (3 + 2d entries).
+    inline void add_row_sums(const double* row, double t, std::size_t d, double* out) noexcept
+    {
+        out[0] += 1.0;
+        out[1] += t;
+        out[2] += t * t;
+        for (std::size_t j = 0; j < d; ++j)
+        {
+            out[3 + j] += row[j];
+            out[3 + d + j] += t * row[j];
+        }
+    }
+
+    /// The per-sequence raw sums of one kind's rows, added a row at a time (in row order):
+    /// add(i, row) adds row i (as loaded) into its sequence's slot.
+    class sequence_sums
+    {
+    public:
+        sequence_sums(const double* positions, double t_origin, const std::int64_t* ids,
+                      const std::vector<std::int64_t>& sequences, std::size_t d)
+            : m_positions(positions), m_origin(t_origin), m_ids(ids), m_sequences(sequences), m_d(d),
+              sums(sequences.size() * (3 + 2 * d), 0.0)
+        {
+        }
+
+        void add(std::size_t i, const double* row)
+        {
+            if (i == 0 || m_ids[i] != m_ids[i - 1])  // the rows of a sequence usually follow each other
+            {
+                const auto it = std::lower_bound(m_sequences.begin(), m_sequences.end(), m_ids[i]);
+                m_out = sums.data() + static_cast<std::size_t>(it - m_sequences.begin()) * (3 + 2 * m_d);
+            }
+            add_row_sums(row, m_positions[i] - m_origin, m_d, m_out);
+        }
+
+    private:
+        const double* m_positions;
+        double m_origin;
+        const std::int64_t* m_ids;
+        const std::vector<std::int64_t>& m_sequences;
+        std::size_t m_d;
+        double* m_out = nullptr;
+
+    public:
+        std::vector<double> sums;  // per sequence, stride 3 + 2d
+    };
+
     /// Adds each row's raw sums (n, t, t^2, x, t x) into its sequence's slot of `sums`
     /// (stride 3 + 2d), the sequence found in the sorted `sequences`, with t taken from
     /// `t_origin` (bias_strength does not depend on where positions start; raw sums of t^2 near
@@ -161,54 +210,34 @@ namespace detail
                            const std::int64_t* ids, const std::vector<std::int64_t>& sequences,
                            std::vector<double>& sums)
     {
-        const std::size_t d = rows.cols;
-        const std::size_t stride = 3 + 2 * d;
-        std::vector<double> row(d);
-        double* out = nullptr;
+        sequence_sums out(positions, t_origin, ids, sequences, rows.cols);
+        out.sums = std::move(sums);
+        std::vector<double> row(rows.cols);
         for (std::size_t i = 0; i < rows.rows; ++i)
         {
-            if (i == 0 || ids[i] != ids[i - 1])  // the rows of a sequence usually follow each other
+            if (rows.index != nullptr && i + row_prefetch_distance < rows.rows)
             {
-                const auto it = std::lower_bound(sequences.begin(), sequences.end(), ids[i]);
-                out = sums.data() + static_cast<std::size_t>(it - sequences.begin()) * stride;
+                rows.prefetch(i + row_prefetch_distance);
             }
             rows.load(i, row.data());
-            const double t = positions[i] - t_origin;
-            out[0] += 1.0;
-            out[1] += t;
-            out[2] += t * t;
-            for (std::size_t j = 0; j < d; ++j)
-            {
-                out[3 + j] += row[j];
-                out[3 + d + j] += t * row[j];
-            }
+            out.add(i, row.data());
         }
+        sums = std::move(out.sums);
     }
 
-    /// The delete-one-sequence jackknife standard error of bias_strength (docs/method.md §8.5,
-    /// §8.3): every sequence left out in turn, sqrt((G - 1) / G sum_e (theta_-e - mean)^2), from
-    /// per-sequence raw sums (one pass over each kind's rows, O(G d) after it). `sequences`: the
-    /// sorted distinct example ids of both kinds. NaN with fewer than `min_sequences`
-    /// sequences or when a leave-one-out value is undefined.
-    template <class TQ, class TK>
-    double bias_strength_jackknife_raw(const row_source<TQ>& q_rows, const double* q_t, const std::int64_t* q_ids,
-                                       const row_source<TK>& k_rows, const double* k_t, const std::int64_t* k_ids,
-                                       const std::vector<std::int64_t>& sequences, std::size_t min_sequences)
+    /// The smallest position of both kinds, the origin of the jackknife's sums: 0 for most dumps.
+    inline double jackknife_origin(const double* q_t, std::size_t n_q, const double* k_t, std::size_t n_k)
+    {
+        return std::min(n_q ? *std::min_element(q_t, q_t + n_q) : 0.0, n_k ? *std::min_element(k_t, k_t + n_k) : 0.0);
+    }
+
+    /// The jackknife of bias_strength_jackknife_raw from both kinds' per-sequence sums (g
+    /// sequences, stride 3 + 2d).
+    inline double bias_strength_jackknife_of_sums(const std::vector<double>& q_sums, const std::vector<double>& k_sums,
+                                                  std::size_t g, std::size_t d)
     {
         const double nan = std::numeric_limits<double>::quiet_NaN();
-        const std::size_t g = sequences.size();
-        if (g < std::max<std::size_t>(min_sequences, 2))
-        {
-            return nan;
-        }
-        const std::size_t d = q_rows.cols;
         const std::size_t stride = 3 + 2 * d;
-        std::vector<double> q_sums(g * stride, 0.0), k_sums(g * stride, 0.0);
-        // The smallest position of both kinds as the origin: 0 for most dumps (the same sums).
-        const double t_origin = std::min(q_rows.rows ? *std::min_element(q_t, q_t + q_rows.rows) : 0.0,
-                                         k_rows.rows ? *std::min_element(k_t, k_t + k_rows.rows) : 0.0);
-        add_sequence_sums(q_rows, q_t, t_origin, q_ids, sequences, q_sums);
-        add_sequence_sums(k_rows, k_t, t_origin, k_ids, sequences, k_sums);
         std::vector<double> q_total(stride, 0.0), k_total(stride, 0.0);
         for (std::size_t e = 0; e < g; ++e)
         {
@@ -241,6 +270,86 @@ namespace detail
             squares += (x - mean) * (x - mean);
         }
         return std::sqrt(static_cast<double>(g - 1) / static_cast<double>(g) * squares);
+    }
+
+    /// The delete-one-sequence jackknife standard error of bias_strength (docs/method.md §8.5,
+    /// §8.3): every sequence left out in turn, sqrt((G - 1) / G sum_e (theta_-e - mean)^2), from
+    /// per-sequence raw sums (one pass over each kind's rows, O(G d) after it). `sequences`: the
+    /// sorted distinct example ids of both kinds. NaN with fewer than `min_sequences`
+    /// sequences or when a leave-one-out value is undefined.
+    template <class TQ, class TK>
+    double bias_strength_jackknife_raw(const row_source<TQ>& q_rows, const double* q_t, const std::int64_t* q_ids,
+                                       const row_source<TK>& k_rows, const double* k_t, const std::int64_t* k_ids,
+                                       const std::vector<std::int64_t>& sequences, std::size_t min_sequences)
+    {
+        const std::size_t g = sequences.size();
+        if (g < std::max<std::size_t>(min_sequences, 2))
+        {
+            return std::numeric_limits<double>::quiet_NaN();
+        }
+        const std::size_t d = q_rows.cols;
+        const std::size_t stride = 3 + 2 * d;
+        std::vector<double> q_sums(g * stride, 0.0), k_sums(g * stride, 0.0);
+        const double t_origin = jackknife_origin(q_t, q_rows.rows, k_t, k_rows.rows);
+        add_sequence_sums(q_rows, q_t, t_origin, q_ids, sequences, q_sums);
+        add_sequence_sums(k_rows, k_t, t_origin, k_ids, sequences, k_sums);
+        return bias_strength_jackknife_of_sums(q_sums, k_sums, g, d);
+    }
+
+    /// The moments of both kinds (qk_moments_of) and the jackknife of bias_strength
+    /// (bias_strength_jackknife_raw) from one read of each row for the means and the sequences'
+    /// sums: one task per kind reads its rows in order (the same sums as each alone, chunk by
+    /// chunk and sequence by sequence), then the scatter's chunks share the threads.
+    struct moments_and_jackknife
+    {
+        qk_moments moments;
+        double bias_strength_se = std::numeric_limits<double>::quiet_NaN();
+    };
+
+    template <class TQ, class TK>
+    moments_and_jackknife qk_moments_with_jackknife(const row_source<TQ>& q_rows, const double* q_t,
+                                                    const std::int64_t* q_ids, const row_source<TK>& k_rows,
+                                                    const double* k_t, const std::int64_t* k_ids,
+                                                    const std::vector<std::int64_t>& sequences,
+                                                    std::size_t min_sequences, std::size_t threads, bool with_sxx)
+    {
+        moments_and_jackknife out;
+        const std::size_t g = sequences.size();
+        if (g < std::max<std::size_t>(min_sequences, 2))
+        {
+            out.moments = qk_moments_of(q_rows, q_t, k_rows, k_t, threads, with_sxx);
+            return out;
+        }
+        const std::size_t d = q_rows.cols;
+        const double t_origin = jackknife_origin(q_t, q_rows.rows, k_t, k_rows.rows);
+        kind_moment_passes<TQ> q(q_rows, q_t, with_sxx);
+        kind_moment_passes<TK> k(k_rows, k_t, with_sxx);
+        sequence_sums q_sums(q_t, t_origin, q_ids, sequences, d), k_sums(k_t, t_origin, k_ids, sequences, d);
+        parallel_for(2, threads, [&](std::size_t kind, std::size_t) {
+            if (kind == 0)
+            {
+                for (std::size_t c = 0; c < q.tasks(); ++c)
+                {
+                    q.means_chunk(c, [&](std::size_t i, const double* row) { q_sums.add(i, row); });
+                }
+            }
+            else
+            {
+                for (std::size_t c = 0; c < k.tasks(); ++c)
+                {
+                    k.means_chunk(c, [&](std::size_t i, const double* row) { k_sums.add(i, row); });
+                }
+            }
+        });
+        q.finish_means();
+        k.finish_means();
+        const std::size_t nq = q.tasks();
+        parallel_for(nq + k.tasks(), threads, [&](std::size_t c, std::size_t) {
+            c < nq ? q.scatter_chunk(c) : k.scatter_chunk(c - nq);
+        });
+        out.moments = qk_moments{q.finish(), k.finish()};
+        out.bias_strength_se = bias_strength_jackknife_of_sums(q_sums.sums, k_sums.sums, g, d);
+        return out;
     }
 }  // namespace detail
 

@@ -29,7 +29,7 @@ namespace detail
 {
     /// docs/method.md §2.1 over the rows of `keys` with their buckets: per-bucket sums in row
     /// order (buckets get slots in order of first appearance), then the signs; with several
-    /// threads, each sums a range of the columns (the same sums). The same pass checks the rows: when a
+    /// threads, each sums the rows of a group of buckets (the same sums). The same pass checks the rows: when a
     /// value is non-finite it stores the index of the first row holding one in `first_bad_row`
     /// and returns an empty vector.
     template <class T>
@@ -58,17 +58,38 @@ namespace detail
             slot[i] = s;
         }
         std::vector<double> sums(counts.size() * d, 0.0);
-        const chunks columns = even_chunks(d, worker_count(threads), 8);
-        std::vector<char> non_finite(columns.count(), 0);
-        parallel_for(columns.count(), threads, [&](std::size_t task, std::size_t) {
-            const std::size_t j0 = columns.begin(task);
-            const std::size_t j1 = columns.end(task);
+        // The buckets share the threads, in groups of about equal row counts (largest first):
+        // each group's task reads only its own rows, all their columns, and sums each (bucket,
+        // column) over the rows in order, whoever takes it (the same sums for any grouping).
+        const std::size_t workers = std::min(worker_count(threads), counts.size());
+        std::vector<std::size_t> group_of(counts.size(), 0);
+        if (workers > 1)
+        {
+            std::vector<std::size_t> by_size(counts.size());
+            std::iota(by_size.begin(), by_size.end(), std::size_t(0));
+            std::stable_sort(by_size.begin(), by_size.end(),
+                             [&](std::size_t a, std::size_t b) { return counts[a] > counts[b]; });
+            std::vector<std::size_t> load(workers, 0);
+            for (std::size_t k : by_size)
+            {
+                const std::size_t g =
+                    static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+                group_of[k] = g;
+                load[g] += counts[k];
+            }
+        }
+        std::vector<char> non_finite(std::max<std::size_t>(1, workers), 0);
+        parallel_for(std::max<std::size_t>(1, workers), threads, [&](std::size_t task, std::size_t) {
             typename float_bits<T>::type flags = 0;
             for (std::size_t i = 0; i < n; ++i)
             {
+                if (group_of[slot[i]] != task)
+                {
+                    continue;
+                }
                 const T* row = keys.row(i);
                 double* acc = sums.data() + slot[i] * d;
-                for (std::size_t j = j0; j < j1; ++j)
+                for (std::size_t j = 0; j < d; ++j)
                 {
                     acc[j] += static_cast<double>(row[j]);
                     flags |= non_finite_flag(row[j]);

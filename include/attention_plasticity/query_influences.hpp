@@ -21,6 +21,7 @@
 #include "detail/finite.hpp"
 #include "detail/matrix.hpp"
 #include "detail/parallel.hpp"
+#include "detail/row_source.hpp"
 #include "query_model.hpp"
 #include "regression.hpp"
 #include "sensitivity.hpp"
@@ -129,6 +130,21 @@ namespace detail
         }
     }
 
+    /// Asks for row i of x ahead of its use when x can (a reader of a row source), else nothing.
+    template <class X>
+    auto prefetch_row_of(const X& x, std::size_t i, int) -> decltype(x.prefetch(i), void())
+    {
+        if (i < x.rows)
+        {
+            x.prefetch(i);
+        }
+    }
+
+    template <class X>
+    void prefetch_row_of(const X&, std::size_t, long)
+    {
+    }
+
     /// X: a matrix_view, or any rows x cols reader whose row(i) stays valid until its next call
     /// (and, optionally, load_columns(i, j0, j1, out)). The semantic components' sums share the
     /// threads by ranges of columns, each column summed over the rows in order: the same sums
@@ -152,18 +168,29 @@ namespace detail
         s.tau_shift.assign(count_models, 0.0);
         s.t_origin = n > 0 ? *std::min_element(t, t + n) : 0.0;
         std::vector<double> x0(n);  // component 0 of every row
+        // Each row's model and component 0, blocks of rows on the threads; then the sums in row order.
+        const chunks row_blocks{n, 4096};
+        parallel_for(row_blocks.count(), threads, [&](std::size_t b, std::size_t) {
+            const X reader = x;  // a reader per task (a row source keeps its last row)
+            for (std::size_t i = row_blocks.begin(b); i < row_blocks.end(b); ++i)
+            {
+                const auto it = std::lower_bound(models.begin(), models.end(), buckets[i],
+                                                 [](const bucket_query_model& model, std::int64_t id) {
+                                                     return model.bucket < id;
+                                                 });
+                load_columns_of(reader, i, 0, 1, &x0[i], 0);
+                if (it != models.end() && it->bucket == buckets[i])
+                {
+                    s.slot[i] = static_cast<std::size_t>(it - models.begin());
+                }
+            }
+        });
         for (std::size_t i = 0; i < n; ++i)
         {
             s.t_mean += t[i] - s.t_origin;
             s.residual_mean += residual[i];
-            const auto it = std::lower_bound(models.begin(), models.end(), buckets[i],
-                                             [](const bucket_query_model& model, std::int64_t b) {
-                                                 return model.bucket < b;
-                                             });
-            load_columns_of(x, i, 0, 1, &x0[i], 0);
-            if (it != models.end() && it->bucket == buckets[i])
+            if (s.slot[i] < count_models)
             {
-                s.slot[i] = static_cast<std::size_t>(it - models.begin());
                 s.bucket_mean0[s.slot[i]] += x0[i];
                 s.tau_shift[s.slot[i]] += t[i] - s.t_origin;
             }
@@ -198,6 +225,7 @@ namespace detail
             std::vector<double> part(k1 - k0);
             for (std::size_t i = 0; i < n; ++i)
             {
+                prefetch_row_of(reader, i + row_prefetch_distance, 0);
                 load_columns_of(reader, i, 1 + k0, 1 + k1, part.data(), 0);
                 const double r = residual[i] - s.residual_mean;
                 for (std::size_t k = k0; k < k1; ++k)
@@ -406,6 +434,7 @@ namespace detail
             std::fill(own.begin(), own.begin() + static_cast<std::ptrdiff_t>(size), 0.0);
             for (std::size_t i = 0; i < size; ++i)
             {
+                prefetch_row_of(rows_of_x, start + i + row_prefetch_distance, 0);
                 const auto* row = rows_of_x.row(start + i);
                 const std::size_t target = d.target_of[std::min(q.slot[start + i], count_models)];
                 if (target > 0)
@@ -445,27 +474,35 @@ namespace detail
         });
     }
 
+    /// Rows per task of the passes over the queries that write only their own rows of the
+    /// influences (each entry gets one addition per pass: the same bits for any grouping).
+    constexpr std::size_t influence_row_block = 4096;
+
     /// Influences through the positional line and sigma2 (every query) into columns
-    /// 0..targets-1.
+    /// 0..targets-1; blocks of rows share the threads.
     inline void add_line_influences(const double* t, std::size_t n, const std::vector<bucket_estimate>& estimates,
                                     const query_statistics& q,
                                     const targets_of_head& d, const double* residual, double sigma2,
-                                    std::size_t stride, std::vector<double>& influence)
+                                    std::size_t stride, std::vector<double>& influence, std::size_t threads = 1)
     {
         const auto count = static_cast<double>(n);
         const bool slope_known = q.t_spread > 0.0;
-        for (std::size_t c = 0; c < d.in_d.size(); ++c)
-        {
-            const std::size_t j = d.in_d[c];
-            const bucket_sensitivity& s = estimates[j].sensitivity;
-            const double dtau = q.centred_tau(j);
-            for (std::size_t i = 0; i < n; ++i)
+        const chunks blocks{n, influence_row_block};
+        parallel_for(blocks.count(), threads, [&](std::size_t b, std::size_t) {
+            for (std::size_t c = 0; c < d.in_d.size(); ++c)
             {
-                const double r = residual[i] - q.residual_mean;
-                const double line = 1.0 / count + (slope_known ? dtau * q.centred_t(t[i]) / q.t_spread : 0.0);
-                influence[i * stride + c] += s.position_mean * r * line + s.position_variance * (r * r - sigma2) / count;
+                const std::size_t j = d.in_d[c];
+                const bucket_sensitivity& s = estimates[j].sensitivity;
+                const double dtau = q.centred_tau(j);
+                for (std::size_t i = blocks.begin(b); i < blocks.end(b); ++i)
+                {
+                    const double r = residual[i] - q.residual_mean;
+                    const double line = 1.0 / count + (slope_known ? dtau * q.centred_t(t[i]) / q.t_spread : 0.0);
+                    influence[i * stride + c] +=
+                        s.position_mean * r * line + s.position_variance * (r * r - sigma2) / count;
+                }
             }
-        }
+        });
     }
 
     /// Sequence-level errors (docs/method.md §8.3): the influence of each query through its
@@ -538,6 +575,10 @@ namespace detail
                 const std::size_t size = std::min(block, own.size() - start);
                 for (std::size_t r = 0; r < size; ++r)
                 {
+                    if (start + r + row_prefetch_distance < own.size())
+                    {
+                        prefetch_row_of(rows_of_x, own[start + r + row_prefetch_distance], 0);
+                    }
                     const auto* row = rows_of_x.row(own[start + r]);
                     for (std::size_t k = 0; k < m; ++k)
                     {
@@ -572,19 +613,22 @@ namespace detail
     inline void add_position_mean_influences(const double* t, std::size_t n, const std::vector<bucket_query_model>& models,
                                              const std::vector<bucket_estimate>& estimates, const query_statistics& q,
                                              const targets_of_head& d, double beta0, std::size_t stride,
-                                             std::vector<double>& influence)
+                                             std::vector<double>& influence, std::size_t threads = 1)
     {
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            const std::size_t target = d.target_of[std::min(q.slot[i], models.size())];
-            if (target > 0)
+        const chunks blocks{n, influence_row_block};
+        parallel_for(blocks.count(), threads, [&](std::size_t b, std::size_t) {
+            for (std::size_t i = blocks.begin(b); i < blocks.end(b); ++i)
             {
-                const std::size_t j = d.in_d[target - 1];
-                const double slope = estimates[j].sensitivity.position_mean * beta0;
-                influence[i * stride + target - 1] +=
-                    slope * q.from_tau(t[i], j) / static_cast<double>(models[j].n_queries);
+                const std::size_t target = d.target_of[std::min(q.slot[i], models.size())];
+                if (target > 0)
+                {
+                    const std::size_t j = d.in_d[target - 1];
+                    const double slope = estimates[j].sensitivity.position_mean * beta0;
+                    influence[i * stride + target - 1] +=
+                        slope * q.from_tau(t[i], j) / static_cast<double>(models[j].n_queries);
+                }
             }
-        }
+        });
     }
 }  // namespace detail
 }  // namespace attention_plasticity

@@ -121,6 +121,10 @@ namespace detail
         typename float_bits<T>::type flags = 0;
         for (std::size_t i = 0; i < x.rows; ++i)
         {
+            if (x.index != nullptr && i + row_prefetch_distance < x.rows)
+            {
+                x.prefetch(i + row_prefetch_distance, j0, j0 + w);  // kept rows of a subsample: scattered
+            }
             const T* in = x.raw(i) + j0;
             for (std::size_t k = 0; k < w; ++k)
             {
@@ -146,6 +150,10 @@ namespace detail
     {
         for (std::size_t i = 0; i < x.rows; ++i)
         {
+            if (x.index != nullptr && i + row_prefetch_distance < x.rows)
+            {
+                x.prefetch(i + row_prefetch_distance, j0, j0 + w);
+            }
             const double tc = (t[i] - t_origin) - t_shift;
             const T* in = x.raw(i) + j0;
             for (std::size_t k = 0; k < w; ++k)

@@ -58,7 +58,7 @@ namespace detail
     inline unit_influences sequence_influences_of(const std::int64_t* example_ids, const std::vector<double>& influence,
                                                   std::size_t n, const std::vector<bucket_estimate>& estimates,
                                                   const query_statistics& q, const targets_of_head& d,
-                                                  const std::vector<std::int64_t>& sequences)
+                                                  const std::vector<std::int64_t>& sequences, std::size_t threads = 1)
     {
         const std::size_t targets = d.in_d.size();
         const std::size_t count_models = estimates.size();
@@ -66,30 +66,46 @@ namespace detail
         u.units = sequences.size();
         u.values.assign(u.units * targets, 0.0);
         u.counts.assign(u.units * targets, 0.0);
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            const std::size_t unit = sequence_index(sequences, example_ids[i]);
-            double* values = u.values.data() + unit * targets;
-            const double* phi = influence.data() + i * targets;
-            for (std::size_t c = 0; c < targets; ++c)
+        // Ranges of targets share the threads; each sum is over the rows in order, then the
+        // pairs in order, whoever takes its column (the same bits for any number of threads).
+        const chunks columns = even_chunks(targets, worker_count(threads), 1);
+        parallel_for(columns.count(), threads, [&](std::size_t task, std::size_t) {
+            const std::size_t c0 = columns.begin(task);
+            const std::size_t c1 = columns.end(task);
+            std::size_t unit = 0;
+            for (std::size_t i = 0; i < n; ++i)
             {
-                values[c] += phi[c];
+                if (i == 0 || example_ids[i] != example_ids[i - 1])  // a sequence's rows usually follow each other
+                {
+                    unit = sequence_index(sequences, example_ids[i]);
+                }
+                double* values = u.values.data() + unit * targets;
+                const double* phi = influence.data() + i * targets;
+                for (std::size_t c = c0; c < c1; ++c)
+                {
+                    values[c] += phi[c];
+                }
+                const std::size_t target = d.target_of[std::min(q.slot[i], count_models)];
+                if (target > c0 && target <= c1)
+                {
+                    u.counts[unit * targets + target - 1] += 1.0;
+                }
             }
-            const std::size_t target = d.target_of[std::min(q.slot[i], count_models)];
-            if (target > 0)
+            for (std::size_t c = c0; c < c1; ++c)
             {
-                u.counts[unit * targets + target - 1] += 1.0;
+                const bucket_estimate& e = estimates[d.in_d[c]];
+                const auto pairs = static_cast<double>(e.pair_deviation.size());
+                std::size_t pair_unit = 0;
+                for (std::size_t p = 0; p < e.pair_deviation.size(); ++p)
+                {
+                    if (p == 0 || e.pair_sequence[p] != e.pair_sequence[p - 1])
+                    {
+                        pair_unit = sequence_index(sequences, e.pair_sequence[p]);
+                    }
+                    u.values[pair_unit * targets + c] += e.pair_deviation[p] / pairs;
+                }
             }
-        }
-        for (std::size_t c = 0; c < targets; ++c)
-        {
-            const bucket_estimate& e = estimates[d.in_d[c]];
-            const auto pairs = static_cast<double>(e.pair_deviation.size());
-            for (std::size_t p = 0; p < e.pair_deviation.size(); ++p)
-            {
-                u.values[sequence_index(sequences, e.pair_sequence[p]) * targets + c] += e.pair_deviation[p] / pairs;
-            }
-        }
+        });
         return u;
     }
 
@@ -326,7 +342,7 @@ namespace detail
         std::vector<double> influence(n * targets, 0.0);
         add_mean_and_direction_influences(t, x, models, estimates, q, d, terms, slope_norm, rotation_estimated, targets,
                                           influence, design.threads);
-        add_line_influences(t, n, estimates, q, d, residual, sigma2, targets, influence);
+        add_line_influences(t, n, estimates, q, d, residual, sigma2, targets, influence, design.threads);
         unit_influences units;
         std::vector<double> separate(targets, 0.0);  // variance outside the influences (token unit)
         if (by_sequence)
@@ -341,8 +357,9 @@ namespace detail
                 }
             }
             add_covariance_influences(x, models, estimates, q, d, targets, influence, design.threads);
-            add_position_mean_influences(t, n, models, estimates, q, d, component0.beta, targets, influence);
-            units = sequence_influences_of(example_ids, influence, n, estimates, q, d, sequences);
+            add_position_mean_influences(t, n, models, estimates, q, d, component0.beta, targets, influence,
+                                         design.threads);
+            units = sequence_influences_of(example_ids, influence, n, estimates, q, d, sequences, design.threads);
         }
         else
         {

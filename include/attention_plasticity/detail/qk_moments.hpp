@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include <xtensor/xexpression.hpp>
@@ -62,100 +63,122 @@ namespace detail
     constexpr std::size_t qk_moment_chunk_rows = 8192;
     constexpr std::size_t qk_moment_block_rows = 256;
 
-    /// The moments of rows (n x d, through the row source) with positions t (n entries), n >= 1;
-    /// S_xx only `with_sxx` (the SYRK, n d^2 / 2 multiply-adds; otherwise the passes are O(n d)).
+    /// The passes of kind_moments_of, one chunk at a time, so that the chunks of several
+    /// kinds (and other row work, means_chunk's per_row) can share one loop of tasks: first
+    /// means_chunk for every chunk, then finish_means, scatter_chunk for every chunk, finish.
     template <class T>
-    kind_moments kind_moments_of(const row_source<T>& rows, const double* t, std::size_t threads, bool with_sxx)
+    class kind_moment_passes
     {
-        kind_moments m;
-        m.n = rows.rows;
-        m.d = rows.cols;
-        m.has_sxx = with_sxx;
-        const std::size_t w = m.d + 1;
-        const chunks pieces{m.n, qk_moment_chunk_rows};
-        const std::size_t tasks = pieces.count();
-        m.origin.assign(w, 0.0);
-        if (m.n > 0)
+    public:
+        kind_moment_passes(const row_source<T>& rows, const double* t, bool with_sxx)
+            : m_rows(rows), m_t(t), m_pieces{rows.rows, qk_moment_chunk_rows}
         {
-            rows.load(0, m.origin.data());
-            m.origin[m.d] = t[0];
-        }
-        const std::vector<double>& origin = m.origin;
-        // Means about the origin: each chunk's sums in row order, the chunks in order.
-        std::vector<double> partial(tasks * w, 0.0);
-        parallel_for(tasks, threads, [&](std::size_t c, std::size_t) {
-            std::vector<double> row(m.d);
-            double* sum = partial.data() + c * w;
-            for (std::size_t i = pieces.begin(c); i < pieces.end(c); ++i)
+            m.n = rows.rows;
+            m.d = rows.cols;
+            m.has_sxx = with_sxx;
+            m.origin.assign(m.d + 1, 0.0);
+            if (m.n > 0)
             {
-                rows.load(i, row.data());
-                for (std::size_t j = 0; j < m.d; ++j)
+                rows.load(0, m.origin.data());
+                m.origin[m.d] = t[0];
+            }
+            m_partial.assign(tasks() * (m.d + 1), 0.0);
+        }
+
+        std::size_t tasks() const noexcept { return m_pieces.count(); }
+
+        /// Chunk c's sums about the origin, in row order; per_row(i, row) sees each row as read.
+        template <class PerRow>
+        void means_chunk(std::size_t c, PerRow&& per_row)
+        {
+            const std::size_t d = m.d;
+            const double* origin = m.origin.data();
+            std::vector<double> row(d);
+            double* sum = m_partial.data() + c * (d + 1);
+            for (std::size_t i = m_pieces.begin(c); i < m_pieces.end(c); ++i)
+            {
+                if (m_rows.index != nullptr && i + row_prefetch_distance < m.n)
+                {
+                    m_rows.prefetch(i + row_prefetch_distance);
+                }
+                m_rows.load(i, row.data());
+                for (std::size_t j = 0; j < d; ++j)
                 {
                     sum[j] += row[j] - origin[j];
                 }
-                sum[m.d] += t[i] - origin[m.d];
-            }
-        });
-        m.shift.assign(w, 0.0);
-        for (std::size_t c = 0; c < tasks; ++c)
-        {
-            for (std::size_t j = 0; j < w; ++j)
-            {
-                m.shift[j] += partial[c * w + j];
+                sum[d] += m_t[i] - origin[d];
+                per_row(i, row.data());
             }
         }
-        m.mean.assign(w, 0.0);
-        for (std::size_t j = 0; j < w; ++j)
+
+        void means_chunk(std::size_t c)
         {
-            m.shift[j] /= static_cast<double>(m.n);
-            m.mean[j] = origin[j] + m.shift[j];
+            means_chunk(c, [](std::size_t, const double*) {});
         }
-        const std::vector<double>& shift = m.shift;
-        if (!with_sxx)
+
+        /// The means from the chunks' sums, in chunk order.
+        void finish_means()
         {
-            // S_xt and S_tt alone: each chunk's sums of (t - mean_t)(x - mean) in row order.
-            partial.assign(tasks * w, 0.0);
-            parallel_for(tasks, threads, [&](std::size_t c, std::size_t) {
-                std::vector<double> row(m.d);
-                double* sum = partial.data() + c * w;
-                for (std::size_t i = pieces.begin(c); i < pieces.end(c); ++i)
-                {
-                    rows.load(i, row.data());
-                    const double dt = (t[i] - origin[m.d]) - shift[m.d];
-                    for (std::size_t j = 0; j < m.d; ++j)
-                    {
-                        sum[j] += dt * ((row[j] - origin[j]) - shift[j]);
-                    }
-                    sum[m.d] += dt * dt;
-                }
-            });
-            m.scatter.assign(w * w, 0.0);
-            for (std::size_t c = 0; c < tasks; ++c)
+            const std::size_t w = m.d + 1;
+            m.shift.assign(w, 0.0);
+            for (std::size_t c = 0; c < tasks(); ++c)
             {
                 for (std::size_t j = 0; j < w; ++j)
                 {
-                    m.scatter[j * w + m.d] += partial[c * w + j];
+                    m.shift[j] += m_partial[c * w + j];
                 }
             }
-            for (std::size_t j = 0; j < m.d; ++j)
+            m.mean.assign(w, 0.0);
+            for (std::size_t j = 0; j < w; ++j)
             {
-                m.scatter[m.d * w + j] = m.scatter[j * w + m.d];
+                m.shift[j] /= static_cast<double>(m.n);
+                m.mean[j] = m.origin[j] + m.shift[j];
             }
-            return m;
+            m_partial.assign(tasks() * (m.has_sxx ? w * w : w), 0.0);
         }
-        // Scatter: the centred rows [x - mean, t - mean_t] of each chunk through SYRK.
-        partial.assign(tasks * w * w, 0.0);
-        parallel_for(tasks, threads, [&](std::size_t c, std::size_t) {
-            std::vector<double> block(qk_moment_block_rows * w);
-            double* sum = partial.data() + c * w * w;
-            for (std::size_t b = pieces.begin(c); b < pieces.end(c); b += qk_moment_block_rows)
+
+        /// Chunk c's centred sums: S_xt and S_tt alone (each chunk's sums of (t - mean_t)(x -
+        /// mean) in row order), or with S_xx the centred rows [x - mean, t - mean_t] through SYRK.
+        void scatter_chunk(std::size_t c)
+        {
+            const std::size_t d = m.d;
+            const std::size_t w = d + 1;
+            const double* origin = m.origin.data();
+            const double* shift = m.shift.data();
+            if (!m.has_sxx)
             {
-                const std::size_t count = std::min(qk_moment_block_rows, pieces.end(c) - b);
+                std::vector<double> row(d);
+                double* sum = m_partial.data() + c * w;
+                for (std::size_t i = m_pieces.begin(c); i < m_pieces.end(c); ++i)
+                {
+                    if (m_rows.index != nullptr && i + row_prefetch_distance < m.n)
+                    {
+                        m_rows.prefetch(i + row_prefetch_distance);
+                    }
+                    m_rows.load(i, row.data());
+                    const double dt = (m_t[i] - origin[d]) - shift[d];
+                    for (std::size_t j = 0; j < d; ++j)
+                    {
+                        sum[j] += dt * ((row[j] - origin[j]) - shift[j]);
+                    }
+                    sum[d] += dt * dt;
+                }
+                return;
+            }
+            std::vector<double> block(qk_moment_block_rows * w);
+            double* sum = m_partial.data() + c * w * w;
+            for (std::size_t b = m_pieces.begin(c); b < m_pieces.end(c); b += qk_moment_block_rows)
+            {
+                const std::size_t count = std::min(qk_moment_block_rows, m_pieces.end(c) - b);
                 for (std::size_t r = 0; r < count; ++r)
                 {
+                    if (m_rows.index != nullptr && b + r + row_prefetch_distance < m.n)
+                    {
+                        m_rows.prefetch(b + r + row_prefetch_distance);
+                    }
                     double* out = block.data() + r * w;
-                    rows.load(b + r, out);
-                    out[m.d] = t[b + r];
+                    m_rows.load(b + r, out);
+                    out[d] = m_t[b + r];
                     for (std::size_t j = 0; j < w; ++j)
                     {
                         out[j] = (out[j] - origin[j]) - shift[j];
@@ -163,26 +186,66 @@ namespace detail
                 }
                 syrk_ata<double>(w, count, 1.0, block.data(), w, 1.0, sum, w);
             }
-        });
-        m.scatter.assign(w * w, 0.0);
-        for (std::size_t c = 0; c < tasks; ++c)
+        }
+
+        /// The scatter from the chunks' sums, in chunk order.
+        kind_moments finish()
         {
-            for (std::size_t i = 0; i < w; ++i)
+            const std::size_t w = m.d + 1;
+            m.scatter.assign(w * w, 0.0);
+            if (!m.has_sxx)
             {
-                for (std::size_t j = i; j < w; ++j)
+                for (std::size_t c = 0; c < tasks(); ++c)
                 {
-                    m.scatter[i * w + j] += partial[c * w * w + i * w + j];
+                    for (std::size_t j = 0; j < w; ++j)
+                    {
+                        m.scatter[j * w + m.d] += m_partial[c * w + j];
+                    }
+                }
+                for (std::size_t j = 0; j < m.d; ++j)
+                {
+                    m.scatter[m.d * w + j] = m.scatter[j * w + m.d];
+                }
+                return std::move(m);
+            }
+            for (std::size_t c = 0; c < tasks(); ++c)
+            {
+                for (std::size_t i = 0; i < w; ++i)
+                {
+                    for (std::size_t j = i; j < w; ++j)
+                    {
+                        m.scatter[i * w + j] += m_partial[c * w * w + i * w + j];
+                    }
                 }
             }
-        }
-        for (std::size_t i = 0; i < w; ++i)
-        {
-            for (std::size_t j = 0; j < i; ++j)
+            for (std::size_t i = 0; i < w; ++i)
             {
-                m.scatter[i * w + j] = m.scatter[j * w + i];
+                for (std::size_t j = 0; j < i; ++j)
+                {
+                    m.scatter[i * w + j] = m.scatter[j * w + i];
+                }
             }
+            return std::move(m);
         }
-        return m;
+
+    private:
+        const row_source<T>& m_rows;
+        const double* m_t;
+        chunks m_pieces;
+        std::vector<double> m_partial;  // per chunk: the means' sums, then the scatter's
+        kind_moments m;
+    };
+
+    /// The moments of rows (n x d, through the row source) with positions t (n entries), n >= 1;
+    /// S_xx only `with_sxx` (the SYRK, n d^2 / 2 multiply-adds; otherwise the passes are O(n d)).
+    template <class T>
+    kind_moments kind_moments_of(const row_source<T>& rows, const double* t, std::size_t threads, bool with_sxx)
+    {
+        kind_moment_passes<T> passes(rows, t, with_sxx);
+        parallel_for(passes.tasks(), threads, [&](std::size_t c, std::size_t) { passes.means_chunk(c); });
+        passes.finish_means();
+        parallel_for(passes.tasks(), threads, [&](std::size_t c, std::size_t) { passes.scatter_chunk(c); });
+        return passes.finish();
     }
 
     /// The moments of both kinds of a head, pooled as one cloud of n_q + n_k points.
@@ -217,8 +280,19 @@ namespace detail
     qk_moments qk_moments_of(const row_source<TQ>& q_rows, const double* q_t, const row_source<TK>& k_rows,
                              const double* k_t, std::size_t threads, bool with_sxx)
     {
-        return qk_moments{kind_moments_of(q_rows, q_t, threads, with_sxx),
-                          kind_moments_of(k_rows, k_t, threads, with_sxx)};
+        // The chunks of both kinds in one loop of tasks per pass (the threads finish together).
+        kind_moment_passes<TQ> q(q_rows, q_t, with_sxx);
+        kind_moment_passes<TK> k(k_rows, k_t, with_sxx);
+        const std::size_t nq = q.tasks();
+        parallel_for(nq + k.tasks(), threads, [&](std::size_t c, std::size_t) {
+            c < nq ? q.means_chunk(c) : k.means_chunk(c - nq);
+        });
+        q.finish_means();
+        k.finish_means();
+        parallel_for(nq + k.tasks(), threads, [&](std::size_t c, std::size_t) {
+            c < nq ? q.scatter_chunk(c) : k.scatter_chunk(c - nq);
+        });
+        return qk_moments{q.finish(), k.finish()};
     }
 
     /// The moments of the public steps' arguments: queries (n_q x d) with positions t_q (n_q),

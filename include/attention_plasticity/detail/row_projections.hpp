@@ -147,6 +147,10 @@ namespace detail
                     for (std::size_t k = 0; k < 8; ++k)
                     {
                         rows[k] = x.raw(i0 + r + k);
+                        if (x.index != nullptr && i0 + r + k + row_prefetch_distance < x.rows)
+                        {
+                            x.prefetch(i0 + r + k + row_prefetch_distance);  // a subsample's rows are scattered
+                        }
                     }
                     if (two)
                     {

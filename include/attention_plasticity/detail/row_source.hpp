@@ -18,6 +18,11 @@ namespace attention_plasticity
 {
 namespace detail
 {
+    /// How many rows ahead of the one it reads a pass over the rows in order asks the memory
+    /// system for (row_source::prefetch): the kept rows of a subsampled head are scattered
+    /// through the caller's buffer, where the hardware's stream prefetch loses them.
+    constexpr std::size_t row_prefetch_distance = 8;
+
     template <class T>
     struct row_source
     {
@@ -84,6 +89,22 @@ namespace detail
             }
 #else
             (void)i;
+#endif
+        }
+
+        /// prefetch for components [j0, j1) of row i alone.
+        void prefetch(std::size_t i, std::size_t j0, std::size_t j1) const noexcept
+        {
+#if defined(__GNUC__)
+            const char* p = reinterpret_cast<const char*>(raw(i) + j0);
+            for (std::size_t b = 0; b < (j1 - j0) * sizeof(T); b += 64)
+            {
+                __builtin_prefetch(p + b);
+            }
+#else
+            (void)i;
+            (void)j0;
+            (void)j1;
 #endif
         }
 

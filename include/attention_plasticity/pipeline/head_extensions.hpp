@@ -63,6 +63,15 @@ namespace detail
             m_source.load(i, j0, j1, out);
         }
 
+        /// Asks for row i ahead of its use (row_source::prefetch) when the rows are a subsample.
+        void prefetch(std::size_t i) const noexcept
+        {
+            if (m_source.index != nullptr)
+            {
+                m_source.prefetch(i);
+            }
+        }
+
         std::size_t rows;
         std::size_t cols;
 
@@ -103,6 +112,7 @@ namespace detail
             pair_distances distances;  // §8.1, the bucket's pairs, then the extra pairs
             pair_distances extra_distances;
             xt::xtensor<double, 1> extra_plasticity;
+            std::vector<distance_bin_pair> bins;  // §8.1: the bins of `distances`, then of `extra_distances`
         };
 
         /// §8.3, sequence unit: the head's sequences (head_sequences; empty without the
@@ -135,6 +145,13 @@ namespace detail
                     work.extra_plasticity = query_bucket_plasticity_raw(m_k_rows, extra, model).pair_plasticity;
                     work.extra_distances = distances_of(extra, model);
                 }
+                const std::size_t b = m_options.distance_bins_per_octave;
+                work.bins.reserve(work.distances.key_distance.size() + work.extra_distances.key_distance.size());
+                append_distance_bins(work.distances.key_distance.data(), work.distances.query_distance.data(),
+                                     work.distances.key_distance.size(), b, work.bins);
+                append_distance_bins(work.extra_distances.key_distance.data(),
+                                     work.extra_distances.query_distance.data(),
+                                     work.extra_distances.key_distance.size(), b, work.bins);
             }
             if (m_options.confidence_intervals)
             {
@@ -170,10 +187,11 @@ namespace detail
             const xt::xtensor<double, 2>& w = work.w;
             if (m_options.distance_map)
             {
-                append_distances(work.distances, bucket.pair_plasticity);
+                m_bins.insert(m_bins.end(), work.bins.begin(), work.bins.end());
+                m_plasticity.insert(m_plasticity.end(), bucket.pair_plasticity.begin(), bucket.pair_plasticity.end());
                 if (m_options.distance_map_extra_pairs > 0)
                 {
-                    append_distances(work.extra_distances, work.extra_plasticity);
+                    m_plasticity.insert(m_plasticity.end(), work.extra_plasticity.begin(), work.extra_plasticity.end());
                 }
             }
             bucket_profile& row = result.profile.back();
@@ -325,9 +343,8 @@ namespace detail
             }
             if (m_options.distance_map)
             {
-                result.distance_map = distance_map_raw(m_key_distance.data(), m_query_distance.data(),
-                                                       m_plasticity.data(), m_plasticity.size(),
-                                                       m_options.distance_bins_per_octave);
+                result.distance_map = distance_map_of_bins(m_bins.data(), m_plasticity.data(), m_plasticity.size(),
+                                                           m_options.distance_bins_per_octave);
             }
         }
 
@@ -337,13 +354,6 @@ namespace detail
         pair_distances distances_of(const std::vector<cell_pairs>& cells, const bucket_query_model& model) const
         {
             return pair_distances_raw(m_k.position, cells, model.tau_from_origin(), model.t_origin);
-        }
-
-        void append_distances(const pair_distances& d, const xt::xtensor<double, 1>& pp)
-        {
-            m_key_distance.insert(m_key_distance.end(), d.key_distance.begin(), d.key_distance.end());
-            m_query_distance.insert(m_query_distance.end(), d.query_distance.begin(), d.query_distance.end());
-            m_plasticity.insert(m_plasticity.end(), pp.begin(), pp.end());
         }
 
         /// §8.1: extra pairs of every cell from their own streams, under the bucket's model.
@@ -465,7 +475,8 @@ namespace detail
         const row_source<TK>& m_k_rows;
         std::uint64_t m_pair_seed;
         std::map<std::int64_t, std::vector<std::size_t>> m_query_rows;
-        std::vector<double> m_key_distance, m_query_distance, m_plasticity;
+        std::vector<distance_bin_pair> m_bins;  // §8.1: every pair's bins, in the buckets' order
+        std::vector<double> m_plasticity;
         std::vector<bucket_estimate> m_estimates;
         std::vector<double> m_empirical_variance;
         std::vector<std::int64_t> m_sequences;  // §8.3, sequence unit: the head's sequences
