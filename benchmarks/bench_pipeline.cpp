@@ -433,6 +433,24 @@ void BM_pipeline_qwen3_8b(benchmark::State& state)
 BENCHMARK(BM_pipeline_qwen3_8b)->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()
     ->MinTime(3.0);
 
+// Runs `head` with `options` once per iteration and reports the medians of the whole head and
+// of its extensions (total_ms, extensions_ms) and the largest extra memory (peak_extra_MB).
+void time_head_and_extensions(benchmark::State& state, const ap_bench::head_pair& head, const ap::head_options& options)
+{
+    std::vector<double> total, extensions;
+    double peak_extra_mb = 0.0;
+    for (auto _ : state)
+    {
+        const pipeline_run run = run_head(head, options);
+        total.push_back(run.stages.total);
+        extensions.push_back(run.stages.extensions);
+        peak_extra_mb = std::max(peak_extra_mb, run.peak_extra_bytes / 1e6);
+    }
+    state.counters["total_ms"] = median(total) * 1e3;
+    state.counters["extensions_ms"] = median(extensions) * 1e3;
+    state.counters["peak_extra_MB"] = peak_extra_mb;
+}
+
 // The extensions of docs/method.md §8 on the same head, one thread, A/B against the method
 // alone (run them in one invocation: --benchmark_filter=qwen3_8b_extensions). Arg: 0 method
 // only (distance map off), 1 the library's defaults with the distance map, 2 + intervals
@@ -446,19 +464,7 @@ void BM_pipeline_qwen3_8b_extensions(benchmark::State& state)
     options.confidence_intervals = variant >= 2;
     options.empirical_ap = variant >= 3;
     options.empirical_max_queries = variant == 3 ? 1024 : 0;
-    const auto& head = head_of(50000, 128, 12);
-    std::vector<double> total, extensions;
-    double peak_extra_mb = 0.0;
-    for (auto _ : state)
-    {
-        const pipeline_run run = run_head(head, options);
-        total.push_back(run.stages.total);
-        extensions.push_back(run.stages.extensions);
-        peak_extra_mb = std::max(peak_extra_mb, run.peak_extra_bytes / 1e6);
-    }
-    state.counters["total_ms"] = median(total) * 1e3;
-    state.counters["extensions_ms"] = median(extensions) * 1e3;
-    state.counters["peak_extra_MB"] = peak_extra_mb;
+    time_head_and_extensions(state, head_of(50000, 128, 12), options);
 }
 BENCHMARK(BM_pipeline_qwen3_8b_extensions)->DenseRange(0, 4)->Unit(benchmark::kMillisecond)->UseRealTime()
     ->MinTime(2.0);
@@ -511,16 +517,7 @@ void BM_pipeline_qwen3_8b_errors(benchmark::State& state)
 {
     ap::head_options options;
     options.confidence_intervals = state.range(0) != 0;
-    const auto& head = head_of(50000, 128, 12, 50);
-    std::vector<double> total, extensions;
-    for (auto _ : state)
-    {
-        const pipeline_run run = run_head(head, options);
-        total.push_back(run.stages.total);
-        extensions.push_back(run.stages.extensions);
-    }
-    state.counters["total_ms"] = median(total) * 1e3;
-    state.counters["extensions_ms"] = median(extensions) * 1e3;
+    time_head_and_extensions(state, head_of(50000, 128, 12, 50), options);
 }
 BENCHMARK(BM_pipeline_qwen3_8b_errors)->ArgName("intervals")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)
     ->MeasureProcessCPUTime()->UseRealTime()->MinTime(2.0);
@@ -533,16 +530,7 @@ void BM_pipeline_qwen3_8b_companion(benchmark::State& state)
     ap::head_options options;
     options.planar_rotation = state.range(0) >= 1;
     options.pca_roles = state.range(0) >= 2;
-    const auto& head = head_of(50000, 128, 12);
-    std::vector<double> total, extensions;
-    for (auto _ : state)
-    {
-        const pipeline_run run = run_head(head, options);
-        total.push_back(run.stages.total);
-        extensions.push_back(run.stages.extensions);
-    }
-    state.counters["total_ms"] = median(total) * 1e3;
-    state.counters["extensions_ms"] = median(extensions) * 1e3;
+    time_head_and_extensions(state, head_of(50000, 128, 12), options);
 }
 BENCHMARK(BM_pipeline_qwen3_8b_companion)->DenseRange(0, 2)->Unit(benchmark::kMillisecond)->UseRealTime()
     ->MinTime(2.0);
